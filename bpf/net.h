@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared ABI between bpf/net.bpf.c and user space: the records that the
+ * network probes push through the ring buffer. Includes nothing; only __uN
+ * types, so that both the BPF side (vmlinux.h) and user space
+ * (<linux/types.h>) can include it.
+ *
+ * All timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds
+ * (see ../shared/notes/platform-brief.md, finding 1).
+ */
+#ifndef TTFTRACE_BPF_NET_H
+#define TTFTRACE_BPF_NET_H
+
+/* Largest payload prefix one record can carry (--capture-bytes upper bound). */
+#define TTF_CAPTURE_MAX_BYTES 4096
+/* Default payload prefix captured per send/recv. */
+#define TTF_CAPTURE_DEFAULT_BYTES 1024
+#define TTF_COMM_LEN 16
+
+enum ttf_event_type {
+	TTF_EV_RECV = 1,  /* the application read bytes from a traced socket */
+	TTF_EV_SEND = 2,  /* the application wrote bytes to a traced socket */
+	TTF_EV_XMIT = 3,  /* a TCP segment of a traced socket reached the device */
+	TTF_EV_CLOSE = 4, /* a traced TCP socket left ESTABLISHED (FIN/RST/close) */
+	TTF_EV_EXIT = 5,  /* a traced process (thread group) exited */
+	TTF_EV_FORK = 6,  /* a traced process forked a new traced process */
+};
+
+/* ttf_net_event.flags */
+enum ttf_event_flags {
+	TTF_EVF_TRUNCATED = 1 << 0, /* payload prefix shorter than bytes */
+	TTF_EVF_NO_BUF = 1 << 1,    /* syscall buffer not found: no payload */
+	TTF_EVF_PEEK = 1 << 2,      /* never set: MSG_PEEK reads are dropped in BPF */
+	TTF_EVF_RESET = 1 << 3,     /* CLOSE: the state change came from a reset */
+};
+
+/* struct sock_common::skc_family values the probes keep */
+#define TTF_AF_INET 2
+#define TTF_AF_INET6 10
+
+/*
+ * One ring-buffer record. For RECV/SEND, cap_len bytes of payload follow the
+ * fixed header (the first bytes the application read or wrote). XMIT, CLOSE,
+ * EXIT and FORK carry no payload.
+ */
+struct ttf_net_event {
+	__u64 ts_ns;            /* RECV/SEND: read or write returned; XMIT: handed to the device */
+	__u64 sock_cookie;      /* bpf_get_socket_cookie(sk): unique per socket lifetime */
+	__u64 arrival_first_ns; /* RECV: kernel arrival (sk_data_ready) of the oldest unread data; 0 unknown */
+	__u64 arrival_last_ns;  /* RECV: kernel arrival of the newest data before this read; 0 unknown */
+	__u32 tgid;             /* process; for FORK the parent */
+	__u32 tid;              /* thread; for FORK the child tgid */
+	__u32 bytes;            /* RECV/SEND: syscall return value (bytes moved); XMIT: TCP payload bytes */
+	__u32 seq_end;          /* SEND: tcp write_seq after the write; XMIT: end seq of the segment */
+	__u16 cap_len;          /* payload bytes that follow this header */
+	__u8 type;              /* enum ttf_event_type */
+	__u8 family;            /* TTF_AF_INET or TTF_AF_INET6 (0 for non-inet) */
+	__u16 lport;            /* local port, host order */
+	__u16 rport;            /* remote port, host order */
+	__u8 laddr[16];         /* local address: IPv4 in the first 4 bytes, network order */
+	__u8 raddr[16];         /* remote address */
+	__u32 flags;            /* enum ttf_event_flags */
+	__u32 pad;
+	char comm[TTF_COMM_LEN]; /* task comm of the reader/writer */
+	__u8 payload[];
+};
+
+/*
+ * Drop and health counters, one slot each in the per-CPU array map
+ * `counters` (user space sums over CPUs).
+ */
+enum ttf_counter {
+	TTF_CNT_RINGBUF_FULL = 0,   /* bpf_ringbuf_output failed: event lost */
+	TTF_CNT_ARGS_MISSING,       /* sock_*_length without a saved syscall: no payload */
+	TTF_CNT_PEEK_SKIPPED,       /* MSG_PEEK reads skipped (counted once on the real read) */
+	TTF_CNT_ARRIVAL_MAP_FULL,   /* could not remember an arrival timestamp */
+	TTF_CNT_SOCK_MAP_FULL,      /* could not remember a traced socket */
+	TTF_CNT_TGID_MAP_FULL,      /* could not follow a fork */
+	TTF_CNT_EVENTS,             /* records submitted */
+	TTF_CNT__MAX,
+};
+
+#endif /* TTFTRACE_BPF_NET_H */

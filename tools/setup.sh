@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Install what ttftrace needs to build, test and run its demo on a fresh
+# Debian 12 machine (as root). Idempotent: does nothing when all is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
+      libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev pkg-config
+      python3 python3-pytest make gcc iproute2 procps)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node.js: the machine image ships one (with npm); take Debian's only when absent.
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "Error: missing packages: ${missing[*]}" >&2
+		echo "HINT: run as root, or: sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Demo engine (node-llama-cpp, CPU build only) and demo model.
+if [ -x tools/demo/install.sh ]; then
+	tools/demo/install.sh
+fi
