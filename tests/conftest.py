@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Shared fixtures for the root-level test tiers (bpf, cli, e2e).
+
+Paths of the built binaries, a `needs_root` skip marker, the programmable
+fixture server (tests/fixtures/sse_server.c), a streaming HTTP/1.1 client that
+keeps connections alive and timestamps what it reads, and a helper that starts
+ttftrace, waits for its start-up line and stops it with a signal.
+"""
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TTFTRACE = os.path.join(ROOT, "ttftrace")
+SSE_SERVER = os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server")
+BTF = "/sys/kernel/btf/vmlinux"
+
+# Seconds to wait for ttftrace to attach (loading and verifying BPF programs).
+ATTACH_TIMEOUT_S = 30
+
+
+def _root_reason():
+    if os.geteuid() != 0:
+        return "needs root (BPF)"
+    if not os.path.exists(BTF):
+        return "needs kernel BTF (%s)" % BTF
+    return None
+
+
+needs_root = pytest.mark.skipif(_root_reason() is not None, reason=_root_reason() or "")
+
+
+def require_built(path):
+    """Fail (not skip) when a binary is missing: `make` builds it before tests run."""
+    if not os.access(path, os.X_OK):
+        pytest.fail("%s is not built: run `make` first" % os.path.relpath(path, ROOT))
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Procs:
+    """Processes started by a test, killed at teardown if still running."""
+
+    def __init__(self):
+        self.procs = []
+
+    def add(self, p):
+        self.procs.append(p)
+        return p
+
+    def cleanup(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.kill()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+@pytest.fixture
+def procs():
+    pr = Procs()
+    yield pr
+    pr.cleanup()
+
+
+class SseServer:
+    """A running tests/fixtures/sse_server; .port, .pid, .log_path, .truth()."""
+
+    def __init__(self, procs, args, log_path):
+        require_built(SSE_SERVER)
+        self.log_path = log_path
+        cmd = [SSE_SERVER, "--port", "0", "--log", log_path] + list(args)
+        self.proc = procs.add(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
+        line = self.proc.stdout.readline()
+        assert line.startswith("listening on 127.0.0.1:"), "sse_server said %r" % line
+        self.port = int(line.rsplit(":", 1)[1])
+        self.pid = self.proc.pid
+
+    def truth(self):
+        """The server's NDJSON log: one dict per finished request."""
+        with open(self.log_path) as f:
+            return [json.loads(l) for l in f if l.strip()]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def sse_server(procs, tmp_path):
+    """Factory: sse_server(*args) starts a fixture server with --log under tmp_path."""
+    n = [0]
+
+    def start(*args):
+        n[0] += 1
+        return SseServer(procs, args, str(tmp_path / ("truth%d.ndjson" % n[0])))
+
+    return start
+
+
+def sse_server_cmd(*args):
+    """The shell command line of a fixture server (for ttftrace -c)."""
+    require_built(SSE_SERVER)
+    return " ".join(shlex.quote(a) for a in [SSE_SERVER] + [str(a) for a in args])
+
+
+class Tracer:
+    """A running ttftrace. Collects stderr in the background."""
+
+    def __init__(self, procs, args, out_path=None, env=None, wait_attach=True):
+        require_built(TTFTRACE)
+        self.out_path = out_path
+        cmd = [TTFTRACE] + [str(a) for a in args]
+        if out_path:
+            cmd += ["-o", out_path]
+        e = dict(os.environ)
+        e.update(env or {})
+        self.t_start = time.monotonic()
+        self.proc = procs.add(subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                               stderr=subprocess.PIPE, text=True, env=e))
+        self.stderr_lines = []
+        self.stdout = ""
+        self._attached = threading.Event()
+        self._err_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self._err_thread.start()
+        self._out_thread = threading.Thread(target=self._read_stdout, daemon=True)
+        self._out_thread.start()
+        if wait_attach:
+            self.wait_attached()
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            if "Hit Ctrl-C to end" in line:
+                self._attached.set()
+        self._attached.set()
+
+    def _read_stdout(self):
+        self.stdout = self.proc.stdout.read()
+
+    @property
+    def stderr(self):
+        return "".join(self.stderr_lines)
+
+    def wait_attached(self):
+        ok = self._attached.wait(ATTACH_TIMEOUT_S)
+        assert ok and self.proc.poll() is None, (
+            "ttftrace did not attach (rc=%s): %s" % (self.proc.poll(), self.stderr))
+        self.t_attached = time.monotonic()
+
+    def records(self):
+        """NDJSON objects written so far (to -o FILE, else stdout after exit)."""
+        if self.out_path:
+            if not os.path.exists(self.out_path):
+                return []
+            with open(self.out_path) as f:
+                text = f.read()
+        else:
+            text = self.stdout
+        recs = []
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("{") and line.endswith("}"):
+                recs.append(json.loads(line))
+        return recs
+
+    def requests(self):
+        return [r for r in self.records() if r.get("type") == "request"]
+
+    def summary(self):
+        s = [r for r in self.records() if r.get("type") == "summary"]
+        assert len(s) == 1, "expected one summary object, got %d: %s" % (len(s), self.stderr)
+        return s[0]
+
+    def wait_requests(self, n, timeout_s=3.0):
+        """Wait until n request objects were written (only with -o FILE)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and len(self.requests()) < n:
+            time.sleep(0.05)
+
+    def wait_exit(self, timeout_s=15):
+        rc = self.proc.wait(timeout=timeout_s)
+        self._err_thread.join(5)
+        self._out_thread.join(5)
+        return rc
+
+    def stop(self, sig=signal.SIGINT, timeout_s=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait_exit(timeout_s)
+
+
+@pytest.fixture
+def tracer(procs, tmp_path):
+    """Factory: tracer(*args, json_out=True) starts ttftrace (--json -o FILE by default)."""
+    n = [0]
+
+    def start(*args, json_out=True, env=None, wait_attach=True):
+        out = None
+        if json_out:
+            n[0] += 1
+            out = str(tmp_path / ("ttftrace%d.ndjson" % n[0]))
+            args = ("--json",) + tuple(args)
+        return Tracer(procs, args, out, env=env, wait_attach=wait_attach)
+
+    return start
+
+
+class Response:
+    """What the client saw of one response (times are time.monotonic_ns())."""
+
+    def __init__(self):
+        self.status = 0
+        self.headers = {}
+        self.t_sent_ns = 0
+        self.t_first_token_ns = 0
+        self.t_end_ns = 0
+        self.events = []   # parsed SSE data payloads (dict or "[DONE]")
+        self.body = b""
+        self.local_port = 0
+
+
+def _token_text(ev):
+    """Visible text of an SSE data object, as the fixture writes it."""
+    if not isinstance(ev, dict):
+        return ""
+    if "choices" in ev:
+        out = ""
+        for c in ev["choices"]:
+            out += (c.get("delta") or {}).get("content") or ""
+            out += c.get("text") or ""
+        return out
+    return ev.get("content") or ""
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection to 127.0.0.1:port."""
+
+    def __init__(self, port, timeout_s=20):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self.local_port = self.sock.getsockname()[1]
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def _fill(self):
+        d = self.sock.recv(65536)
+        if not d:
+            raise ConnectionError("server closed the connection")
+        self.buf += d
+        return time.monotonic_ns()
+
+    def _read_until(self, sep):
+        while sep not in self.buf:
+            self._fill()
+        i = self.buf.index(sep)
+        out, self.buf = self.buf[:i], self.buf[i + len(sep):]
+        return out
+
+    def _read_n(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def request(self, path="/v1/chat/completions", body=None, stream=True, max_tokens=None,
+                extra_headers=""):
+        """Send one POST in one write and read the whole response."""
+        if body is None:
+            body = {"model": "m", "stream": stream}
+            if path == "/v1/chat/completions":
+                body["messages"] = [{"role": "user", "content": "hi"}]
+            else:
+                body["prompt"] = "hi"
+            if max_tokens is not None:
+                body["n_predict" if path == "/completion" else "max_tokens"] = max_tokens
+        data = json.dumps(body).encode()
+        req = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+               "Accept: text/event-stream\r\n%sContent-Length: %d\r\n\r\n"
+               % (path, extra_headers, len(data))).encode() + data
+        r = Response()
+        r.local_port = self.local_port
+        r.t_sent_ns = time.monotonic_ns()
+        self.sock.sendall(req)
+        head = self._read_until(b"\r\n\r\n").decode()
+        lines = head.split("\r\n")
+        r.status = int(lines[0].split()[1])
+        for l in lines[1:]:
+            k, _, v = l.partition(":")
+            r.headers[k.strip().lower()] = v.strip()
+        if r.headers.get("transfer-encoding", "").lower() == "chunked":
+            pending = b""
+            while True:
+                size = int(self._read_until(b"\r\n").split(b";")[0], 16)
+                chunk = self._read_n(size)
+                self._read_n(2)
+                if size == 0:
+                    break
+                t = time.monotonic_ns()
+                r.body += chunk
+                pending += chunk
+                while b"\n\n" in pending:
+                    ev, pending = pending.split(b"\n\n", 1)
+                    for line in ev.split(b"\n"):
+                        if not line.startswith(b"data:"):
+                            continue
+                        payload = line[5:].strip().decode()
+                        obj = payload if payload == "[DONE]" else json.loads(payload)
+                        r.events.append(obj)
+                        if _token_text(obj) and not r.t_first_token_ns:
+                            r.t_first_token_ns = t
+        else:
+            r.body = self._read_n(int(r.headers.get("content-length", "0")))
+            r.t_first_token_ns = time.monotonic_ns()
+        r.t_end_ns = time.monotonic_ns()
+        return r
+
+    def token_events(self, r):
+        return [e for e in r.events if _token_text(e)]
+
+
+def conn_client_port(rec):
+    """Client port of a ttftrace request's "conn" ("L:lp<-R:rp")."""
+    return int(rec["conn"].rsplit(":", 1)[1])
+
+
+def conn_server_port(rec):
+    return int(rec["conn"].split("<-")[0].rsplit(":", 1)[1])
