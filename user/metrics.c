@@ -30,6 +30,14 @@ uint32_t ttf_metrics__itl(const struct ttf_request *r, uint64_t *itl_ns, uint32_
 	return n;
 }
 
+int ttf_metrics__itl_one(const struct ttf_request *r, uint32_t i, uint64_t *itl_ns)
+{
+	if (!r->events || r->n_events < 2 || i >= r->n_events - 1)
+		return -ERANGE;
+	*itl_ns = itl_at(r, i);
+	return 0;
+}
+
 int ttf_metrics__itl_alloc(const struct ttf_request *r, uint64_t **itl_ns)
 {
 	uint32_t n = ttf_metrics__itl(r, NULL, 0);

@@ -78,6 +78,8 @@ uint32_t ttf_metrics__itl(const struct ttf_request *r, uint64_t *itl_ns, uint32_
  * are none). Returns the count or -ENOMEM.
  */
 int ttf_metrics__itl_alloc(const struct ttf_request *r, uint64_t **itl_ns);
+/* ITL sample i (0 .. n_events - 2) into *itl_ns. Returns 0 or -ERANGE. */
+int ttf_metrics__itl_one(const struct ttf_request *r, uint32_t i, uint64_t *itl_ns);
 /* 1 when itl_ns is an outlier of the request m describes (> TTF_OUTLIER_FACTOR x mean). */
 int ttf_metrics__is_outlier(const struct ttf_req_metrics *m, uint64_t itl_ns);
 
