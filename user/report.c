@@ -45,6 +45,7 @@ struct report {
 	uint64_t n_ttft_write;   /* ... at the write */
 	uint64_t samples_lost;   /* stats__add failed (ENOMEM) */
 	uint64_t lines_lost;     /* NDJSON objects not built (ENOMEM) */
+	uint64_t invalid;        /* requests ttf_metrics__compute refused */
 	int header_done;
 };
 
@@ -440,8 +441,10 @@ void report__request(struct report *rp, const struct ttf_request *r)
 {
 	struct ttf_req_metrics m;
 
-	if (ttf_metrics__compute(r, &m))
+	if (ttf_metrics__compute(r, &m)) {
+		rp->invalid++;
 		return;
+	}
 	record(rp, r, &m);
 	if (rp->opts.json) {
 		cJSON *o = request_json(r, &m);
@@ -507,7 +510,9 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 		fprintf(out, "  report_samples_lost = %" PRIu64 "\n", rp->samples_lost);
 	if (rp->lines_lost)
 		fprintf(out, "  report_lines_lost = %" PRIu64 "\n", rp->lines_lost);
-	if (!any && !rp->samples_lost && !rp->lines_lost)
+	if (rp->invalid)
+		fprintf(out, "  report_requests_invalid = %" PRIu64 "\n", rp->invalid);
+	if (!any && !rp->samples_lost && !rp->lines_lost && !rp->invalid)
 		fprintf(out, "  none\n");
 }
 
@@ -573,6 +578,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	if (sub) {
 		j_u64(sub, "report_samples_lost", rp->samples_lost, 0, &err);
 		j_u64(sub, "report_lines_lost", rp->lines_lost, 0, &err);
+		j_u64(sub, "report_requests_invalid", rp->invalid, 0, &err);
 	}
 	if (err) {
 		cJSON_Delete(o);

@@ -450,6 +450,21 @@ static void test_unknown_left_out_of_percentiles(void **state)
 	cap_close(&c);
 }
 
+/* A request metrics refuses (events missing) is not dropped silently. */
+static void test_invalid_request_counted(void **state)
+{
+	struct capture c;
+	struct ttf_request bad = req_a();
+
+	bad.events = NULL;
+	cap_open(&c, 0, 0);
+	report__request(c.rp, &bad);
+	assert_int_equal(report__summary(c.rp, zero_counters, 2), 0);
+	assert_non_null(strstr(c.buf, "Summary: 0 requests\n"));
+	assert_non_null(strstr(c.buf, "Drops and health:\n  report_requests_invalid = 1\n"));
+	cap_close(&c);
+}
+
 static void test_write_error_returned(void **state)
 {
 	struct report_opts o = { .sz = sizeof(o) };
@@ -492,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_text_summary),
 		cmocka_unit_test(test_json_summary),
 		cmocka_unit_test(test_unknown_left_out_of_percentiles),
+		cmocka_unit_test(test_invalid_request_counted),
 		cmocka_unit_test(test_write_error_returned),
 		cmocka_unit_test(test_new_rejects_bad_opts),
 	};
