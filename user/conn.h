@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <linux/types.h>
 #include "bpf/net.h"
 #include "user/request.h"
 
@@ -40,7 +41,8 @@ struct conn_stats {
 	uint64_t truncated_events;  /* payloads shorter than the bytes moved */
 	uint64_t lost_sync;         /* times a parser lost the byte stream and resynced */
 	uint64_t non_http;          /* connections whose bytes never looked like HTTP */
-	uint64_t events_dropped_oom;/* token events lost to allocation failure */
+	uint64_t events_dropped_oom;/* token events (or whole requests) lost to allocation failure */
+	uint64_t malformed;         /* records rejected with -EINVAL */
 };
 
 /* Returns NULL with errno set on failure. */
