@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""ttftrace's command line: usage, documented exit codes, and targets that end.
+
+Exit codes: 0 ok, 2 bad command line, 3 not root, 4 no BTF / tracepoints,
+5 no such process, 6 nothing attached, 7 target gone, 8 output error.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from conftest import (TTFTRACE, Client, free_port, needs_root, require_built,
+                      sse_server_cmd)
+
+RUN_TIMEOUT_S = 30
+
+
+def ttftrace(*args, env=None):
+    require_built(TTFTRACE)
+    e = dict(os.environ)
+    e.update(env or {})
+    cmd = [TTFTRACE] + [str(a) for a in args]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=RUN_TIMEOUT_S,
+                       cwd="/")
+    p.elapsed_s = time.monotonic() - t0
+    return p
+
+
+def test_help_has_examples():
+    p = ttftrace("--help")
+    assert p.returncode == 0, p.stderr
+    assert "EXAMPLES" in p.stdout
+    for opt in ("-p", "--comm", "--port", "-c", "-d", "--json", "-o", "-v"):
+        assert opt in p.stdout, opt
+
+
+@pytest.mark.parametrize("args", [
+    ("--no-such-option",),
+    ("-p", "notapid"),
+    ("-d", "soon", "-p", "1"),
+    ("-p",),
+], ids=["unknown-option", "pid-not-a-number", "duration-not-a-number", "missing-argument"])
+def test_bad_command_line_exits_2(args):
+    p = ttftrace(*args)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert "usage" in p.stderr.lower() or "Error:" in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+def test_unknown_option_prints_usage():
+    p = ttftrace("--bogus")
+    assert p.returncode == 2
+    assert "usage" in p.stderr.lower(), p.stderr
+
+
+def test_not_root_exits_3():
+    # A copy in a directory that nobody can reach (pytest's tmp dirs are 0700).
+    d = tempfile.mkdtemp(prefix="ttftrace-cli-")
+    try:
+        os.chmod(d, 0o755)
+        exe = os.path.join(d, "ttftrace")
+        require_built(TTFTRACE)
+        shutil.copy(TTFTRACE, exe)
+        os.chmod(exe, 0o755)
+        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                            exe, "-p", str(os.getpid()), "-d", "1"],
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd="/")
+    finally:
+        shutil.rmtree(d)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+    assert "HINT" in p.stderr
+
+
+@needs_root
+def test_no_such_pid_exits_5():
+    p = ttftrace("-p", "99999999", "-d", "1")
+    assert p.returncode == 5, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+
+
+@needs_root
+def test_no_such_comm_exits_5():
+    p = ttftrace("--comm", "no-such-comm-xyz", "-d", "1")
+    assert p.returncode == 5, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+
+
+@needs_root
+def test_port_nobody_listens_on_exits_5():
+    p = ttftrace("--port", free_port(), "-d", "1")
+    assert p.returncode == 5, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+
+
+@needs_root
+def test_no_btf_exits_4():
+    p = ttftrace("-p", os.getpid(), "-d", "1", env={"TTFTRACE_SYS_BTF": "/nonexistent"})
+    assert p.returncode == 4, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr and "HINT" in p.stderr, p.stderr
+
+
+@needs_root
+def test_nothing_attached_exits_6():
+    p = ttftrace("-p", os.getpid(), "-d", "1", env={"TTFTRACE_SKIP_PROGS": "all"})
+    assert p.returncode == 6, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+
+
+@needs_root
+def test_unwritable_output_exits_8():
+    p = ttftrace("-p", os.getpid(), "-d", "1", "-o", "/nonexistent-dir/x")
+    assert p.returncode == 8, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr
+
+
+@needs_root
+def test_duration_ends_after_one_second(tracer):
+    tr = tracer("-p", os.getpid(), "-d", "1")
+    rc = tr.wait_exit(timeout_s=10)
+    assert rc == 0, tr.stderr
+    took_s = time.monotonic() - tr.t_attached
+    assert 0.9 <= took_s <= 2.0, took_s
+    s = tr.summary()
+    assert s["requests"] == 0
+
+
+@needs_root
+def test_sigterm_prints_summary_and_exits_0(tracer):
+    tr = tracer("-p", os.getpid())
+    rc = tr.stop(signal.SIGTERM)
+    assert rc == 0, tr.stderr
+    assert tr.summary()["requests"] == 0
+
+
+@needs_root
+def test_target_exits_mid_trace_exits_7_and_loses_nothing(sse_server, tracer):
+    srv = sse_server("--ttft-ms", "50", "--itl-ms", "10", "--nodelay", "--exit-after", "2")
+    tr = tracer("-p", srv.pid)
+    c = Client(srv.port)
+    r1 = c.request(max_tokens=3)
+    r2 = c.request(max_tokens=4)
+    c.close()
+    assert srv.proc.wait(timeout=10) == 0
+    rc = tr.wait_exit(timeout_s=15)
+    assert rc == 7, (rc, tr.stderr)
+    reqs = tr.requests()
+    assert sorted((r["conn_seq"], r["tokens"]) for r in reqs) == [(0, 3), (1, 4)], reqs
+    assert all(r["pid"] == srv.pid for r in reqs)
+    assert tr.summary()["requests"] == 2
+    assert r1.status == r2.status == 200
+
+
+@needs_root
+def test_command_mode_traces_child_and_exits_0(tracer):
+    port = free_port()
+    cmd = sse_server_cmd("--port", port, "--ttft-ms", "80", "--itl-ms", "10", "--nodelay",
+                         "--exit-after", "1")
+    tr = tracer("-c", cmd)
+    c = None
+    deadline = time.monotonic() + 10
+    while c is None:
+        try:
+            c = Client(port)
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, "sse_server under -c never listened"
+            time.sleep(0.05)
+    r = c.request(max_tokens=5)
+    c.close()
+    rc = tr.wait_exit(timeout_s=15)
+    assert rc == 0, (rc, tr.stderr)
+    (rec,) = tr.requests()
+    assert rec["tokens"] == 5 and rec["path"] == "/v1/chat/completions"
+    assert abs(rec["ttft_ms"] - 80) <= 2.0, rec["ttft_ms"]
+    assert rec["conn"].endswith(":%d" % r.local_port)
+    assert tr.summary()["requests"] == 1
+
+
+@needs_root
+def test_comm_and_port_targets_find_the_server(sse_server, tracer):
+    srv = sse_server("--ttft-ms", "30", "--itl-ms", "5", "--nodelay")
+    for args in (("--comm", "sse_server"), ("--port", srv.port)):
+        tr = tracer(*args)
+        c = Client(srv.port)
+        c.request(max_tokens=3)
+        c.close()
+        tr.wait_requests(1)
+        assert tr.stop() == 0, tr.stderr
+        (rec,) = tr.requests()
+        assert rec["pid"] == srv.pid and rec["tokens"] == 3, (args, rec)
+
+
+@needs_root
+def test_text_mode_live_line_and_summary(sse_server, tracer):
+    srv = sse_server("--ttft-ms", "40", "--itl-ms", "5", "--nodelay")
+    tr = tracer("-p", srv.pid, json_out=False)
+    c = Client(srv.port)
+    c.request(max_tokens=3)
+    c.close()
+    time.sleep(0.5)
+    assert tr.stop() == 0, tr.stderr
+    out = tr.stdout
+    assert "/v1/chat/completions" in out, out
+    assert "P50" in out.upper() and "P99" in out.upper(), out
+    assert "Tracing" in tr.stderr
