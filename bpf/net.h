@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Shared ABI between bpf/net.bpf.c and user space: the records that the
- * network probes push through the ring buffer. Includes nothing; only __uN
- * types, so that both the BPF side (vmlinux.h) and user space
- * (<linux/types.h>) can include it.
+ * network probes push through the ring buffer. Only __uN types and fixed
+ * arrays, so both the BPF side (vmlinux.h) and user space can include it.
  *
  * All timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds
  * (see ../shared/notes/platform-brief.md, finding 1).
  */
 #ifndef TTFTRACE_BPF_NET_H
 #define TTFTRACE_BPF_NET_H
+
+#ifndef __VMLINUX_H__	/* user space: the BPF side gets __uN from vmlinux.h */
+#include <linux/types.h>
+#endif
 
 /* Largest payload prefix one record can carry (--capture-bytes upper bound). */
 #define TTF_CAPTURE_MAX_BYTES 4096

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bpf/net.h"
+#include "user/cli.h"
+
+const char *argp_program_version = "ttftrace 0.1";
+const char *argp_program_bug_address = "the project's issue tracker";
+
+static const char doc[] =
+"Trace TTFT, TPOT and ITL of an LLM inference server's HTTP/SSE requests, "
+"from the kernel, without changing or restarting the server.\n"
+"\n"
+"USAGE: ttftrace [-p PID | --comm NAME | --port PORT | -c CMD] [-d SECONDS] [--json] [-o FILE]\n"
+"       ttftrace pcie [OPTIONS]     PCIe link audit of NVIDIA GPUs\n"
+"       ttftrace copybw [OPTIONS]   host<->device copy bandwidth\n"
+"\v"
+"EXAMPLES:\n"
+"    ttftrace --port 8080            # trace the server listening on port 8080\n"
+"    ttftrace -p 1234 -d 60          # trace PID 1234 (and later children) for 60 s\n"
+"    ttftrace --comm llama-server    # trace every process named llama-server\n"
+"    ttftrace -c './server --port 8080'  # start a server and trace it until it exits\n"
+"    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
+"\n"
+"Exit codes: 0 ok, 2 bad command line, 3 not root, 4 kernel lacks BTF or a\n"
+"tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
+"error, 9 internal error.";
+
+enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF };
+
+static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
+	{ "pid", 'p', "PID", 0, "Trace this process, its threads and later children", 1 },
+	{ "comm", OPT_COMM, "NAME", 0, "Trace processes with this command name (now and later)", 1 },
+	{ "port", OPT_PORT, "PORT", 0, "Trace the process listening on this TCP port", 1 },
+	{ "cmd", 'c', "CMD", 0, "Start CMD with /bin/sh -c and trace it until it exits", 1 },
+	{ NULL, 0, NULL, 0, "Output:", 2 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this many seconds", 2 },
+	{ "json", OPT_JSON, NULL, 0, "NDJSON: one object per request, then a summary object", 2 },
+	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 2 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
+	{ NULL, 0, NULL, 0, "Capture:", 3 },
+	{ "capture-bytes", OPT_CAPTURE, "N", 0,
+	  "Payload prefix captured per read/write (default 1024, max 4096)", 3 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 3 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
+	{},
+};
+
+static long parse_long(const char *arg, long lo, long hi, struct argp_state *state,
+		       const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi)
+		argp_error(state, "invalid %s '%s' (expected %ld..%ld)", what, arg, lo, hi);
+	return v;
+}
+
+static void set_target(struct argp_state *state, struct ttf_opts *o, enum ttf_target_kind k)
+{
+	if (o->target != TTF_TARGET_NONE && o->target != k)
+		argp_error(state, "give only one of -p, --comm, --port, -c");
+	o->target = k;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+	char *end;
+	long mb;
+
+	switch (key) {
+	case 'p':
+		set_target(state, o, TTF_TARGET_PID);
+		o->pid = parse_long(arg, 1, INT_MAX, state, "PID");
+		break;
+	case OPT_COMM:
+		set_target(state, o, TTF_TARGET_COMM);
+		if (!*arg || strlen(arg) >= sizeof(o->comm))
+			argp_error(state, "--comm NAME must have 1..15 characters (the kernel's comm)");
+		strcpy(o->comm, arg);
+		break;
+	case OPT_PORT:
+		set_target(state, o, TTF_TARGET_PORT);
+		o->port = parse_long(arg, 1, 65535, state, "port");
+		break;
+	case 'c':
+		set_target(state, o, TTF_TARGET_CMD);
+		if (!*arg)
+			argp_error(state, "-c needs a command");
+		o->cmd = arg;
+		break;
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || end == arg || *end || o->duration_s <= 0 || o->duration_s > 1e7)
+			argp_error(state, "invalid duration '%s' (seconds > 0)", arg);
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case OPT_CAPTURE:
+		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
+		break;
+	case OPT_RINGBUF:
+		mb = parse_long(arg, 1, 1024, state, "ring buffer size");
+		if (mb & (mb - 1))
+			argp_error(state, "--ringbuf-mb must be a power of two");
+		o->ringbuf_bytes = (uint32_t)mb << 20;
+		break;
+	case 'h':
+		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (o->target == TTF_TARGET_NONE)
+			argp_error(state, "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+void cli__parse(int argc, char **argv, struct ttf_opts *o)
+{
+	static const struct argp argp = { options, parse_opt, NULL, doc };
+
+	memset(o, 0, sizeof(*o));
+	o->capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
+	o->ringbuf_bytes = 16u << 20;
+	argp_err_exit_status = TTF_EXIT_USAGE;
+	argp_parse(&argp, argc, argv, 0, NULL, o);
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "net.skel.h"
+#include "user/log.h"
+#include "user/net_probe.h"
+
+#define MAX_LINKS 32
+
+struct net_probe {
+	struct net_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	net_event_cb on_event;
+	void *ctx;
+	int ncpus;
+};
+
+static const char *const counter_names[TTF_CNT__MAX] = {
+	[TTF_CNT_RINGBUF_FULL] = "ringbuf_full",
+	[TTF_CNT_ARGS_MISSING] = "payload_args_missing",
+	[TTF_CNT_PEEK_SKIPPED] = "msg_peek_skipped",
+	[TTF_CNT_ARRIVAL_MAP_FULL] = "arrival_map_full",
+	[TTF_CNT_SOCK_MAP_FULL] = "sock_map_full",
+	[TTF_CNT_TGID_MAP_FULL] = "tgid_map_full",
+	[TTF_CNT_EVENTS] = "events",
+};
+
+const char *net_probe__counter_name(int idx)
+{
+	return idx >= 0 && idx < TTF_CNT__MAX ? counter_names[idx] : "?";
+}
+
+static int ring_cb(void *ctx, void *data, size_t len)
+{
+	struct net_probe *np = ctx;
+
+	if (len < sizeof(struct ttf_net_event))
+		return 0;
+	return np->on_event(np->ctx, data, len);
+}
+
+static int skipped(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!list)
+		return 0;
+	if (!strcmp(list, "all"))
+		return 1;
+	for (const char *p = list; (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err)
+{
+	struct net_probe *np = calloc(1, sizeof(*np));
+	struct bpf_program *prog;
+
+	if (!np) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	np->on_event = opts->on_event;
+	np->ctx = opts->ctx;
+	np->ncpus = libbpf_num_possible_cpus();
+	np->skel = net_bpf__open();
+	if (!np->skel) {
+		*err = -errno;
+		goto fail;
+	}
+	np->skel->rodata->targ_capture_bytes = opts->capture_bytes;
+	np->skel->rodata->targ_port = opts->port_filter;
+	if (opts->follow_comm) {
+		strncpy((char *)np->skel->rodata->targ_comm, opts->follow_comm, TTF_COMM_LEN - 1);
+		np->skel->rodata->targ_follow_comm = true;
+	}
+	bpf_object__for_each_program(prog, np->skel->obj) {
+		if (skipped(opts->skip_progs, bpf_program__name(prog)))
+			bpf_program__set_autoload(prog, false);
+	}
+	*err = bpf_map__set_max_entries(np->skel->maps.events, opts->ringbuf_bytes);
+	if (*err)
+		goto fail;
+	*err = net_bpf__load(np->skel);
+	if (*err)
+		goto fail;
+	np->rb = ring_buffer__new(bpf_map__fd(np->skel->maps.events), ring_cb, np, NULL);
+	if (!np->rb) {
+		*err = -errno;
+		goto fail;
+	}
+	return np;
+fail:
+	net_probe__destroy(np);
+	return NULL;
+}
+
+int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
+{
+	struct bpf_program *prog;
+
+	memset(st, 0, sizeof(*st));
+	bpf_object__for_each_program(prog, np->skel->obj) {
+		const char *name = bpf_program__name(prog);
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		link = bpf_program__attach(prog);
+		if (!link) {
+			st->n_failed++;
+			ttf_warn("could not attach %s (%s)", name, strerror(errno));
+			continue;
+		}
+		st->n_attached++;
+		ttf_debug("attached %s", name);
+		if (np->n_links < MAX_LINKS)
+			np->links[np->n_links++] = link;
+		if (!strcmp(name, "handle_recv") || !strcmp(name, "handle_send"))
+			st->recv_send++;
+		else if (!strcmp(name, "handle_xmit"))
+			st->xmit = 1;
+		else if (!strcmp(name, "handle_data_ready"))
+			st->arrival = 1;
+		else if (!strcmp(name, "handle_set_state"))
+			st->close = 1;
+		else if (!strcmp(name, "handle_fork"))
+			st->follow = 1;
+	}
+	st->recv_send = st->recv_send == 2;
+	return st->recv_send ? 0 : -ENOENT;
+}
+
+int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(np->skel->maps.traced_tgids, &tgid, sizeof(tgid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int net_probe__trace_port(struct net_probe *np, uint16_t port)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(np->skel->maps.listen_ports, &port, sizeof(port), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int net_probe__n_tgids(struct net_probe *np)
+{
+	uint32_t key, next;
+	int n = 0, fd = bpf_map__fd(np->skel->maps.traced_tgids);
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return n;
+}
+
+int net_probe__poll(struct net_probe *np, int timeout_ms)
+{
+	int n = ring_buffer__poll(np->rb, timeout_ms);
+
+	if (n < 0)
+		return n;
+	/* Records submitted with BPF_RB_NO_WAKEUP raise no epoll event: drain them. */
+	return ring_buffer__consume(np->rb);
+}
+
+void net_probe__counters(struct net_probe *np, uint64_t *out)
+{
+	uint64_t *vals = calloc(np->ncpus, sizeof(uint64_t));
+
+	memset(out, 0, TTF_CNT__MAX * sizeof(*out));
+	if (!vals)
+		return;
+	for (uint32_t i = 0; i < TTF_CNT__MAX; i++) {
+		if (bpf_map__lookup_elem(np->skel->maps.counters, &i, sizeof(i), vals,
+					 np->ncpus * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < np->ncpus; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+}
+
+int net_probe__prog_stats(struct net_probe *np, const char **names, uint64_t *run_cnt,
+			  uint64_t *run_time_ns, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	bpf_object__for_each_program(prog, np->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (n >= max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		names[n] = bpf_program__name(prog);
+		run_cnt[n] = info.run_cnt;
+		run_time_ns[n] = info.run_time_ns;
+		n++;
+	}
+	return n;
+}
+
+void net_probe__destroy(struct net_probe *np)
+{
+	if (!np)
+		return;
+	for (int i = 0; i < np->n_links; i++)
+		bpf_link__destroy(np->links[i]);
+	ring_buffer__free(np->rb);
+	net_bpf__destroy(np->skel);
+	free(np);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Finding the processes to trace, from /proc (see proc(5)): by PID (plus its
+ * existing descendants), by comm, by listening TCP port, or by starting a
+ * command. All functions return 0 or a negative errno.
+ */
+#ifndef TTFTRACE_TARGET_H
+#define TTFTRACE_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct target_set {
+	uint32_t *tgids;
+	size_t n, cap;
+	uint16_t ports[64];	/* TCP ports the targets listen on (host order) */
+	size_t n_ports;
+};
+
+void target_set__free(struct target_set *ts);
+/* Add one tgid (ignores duplicates). -ENOMEM. */
+int target_set__add(struct target_set *ts, uint32_t tgid);
+
+/* PID and its current descendants. -ESRCH when PID does not exist. */
+int target__by_pid(struct target_set *ts, pid_t pid);
+/* Every process whose /proc/PID/comm equals comm. -ESRCH when none. */
+int target__by_comm(struct target_set *ts, const char *comm);
+/* Owners of the TCP socket listening on port (IPv4 or IPv6). -ESRCH when none. */
+int target__by_port(struct target_set *ts, uint16_t port);
+/* Add the TCP ports every tgid in ts listens on to ts->ports. */
+int target__collect_listen_ports(struct target_set *ts);
+
+/*
+ * Fork a child that runs `/bin/sh -c cmd` once target__spawn_release() is
+ * called, so that it can be traced from its first instruction.
+ * *go_fd is the write end the release closes.
+ */
+int target__spawn(const char *cmd, pid_t *pid, int *go_fd);
+void target__spawn_release(int go_fd);
+
+/* 1 when the process exists (and is not a zombie), else 0. */
+int target__alive(uint32_t tgid);
+
+#endif /* TTFTRACE_TARGET_H */

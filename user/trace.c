@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <bpf/libbpf.h>
+#include "user/conn.h"
+#include "user/log.h"
+#include "user/net_probe.h"
+#include "user/report.h"
+#include "user/target.h"
+#include "user/trace.h"
+
+#define POLL_MS 10
+#define ALIVE_CHECK_NS 200000000ull
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	stop_requested = 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+struct tracer {
+	const struct ttf_opts *opts;
+	struct target_set targets;
+	struct net_probe *probe;
+	struct net_probe_status st;
+	struct conn_table *conns;
+	struct report *report;
+	FILE *out;
+	pid_t child;		/* -c */
+	int child_status;
+	int child_done;
+};
+
+static void on_request(void *ctx, const struct ttf_request *r)
+{
+	struct tracer *t = ctx;
+
+	report__request(t->report, r);
+}
+
+static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
+{
+	struct tracer *t = ctx;
+
+	if (e->type == TTF_EV_FORK)
+		target_set__add(&t->targets, e->tid);
+	conn_table__on_event(t->conns, e, len);
+	return 0;
+}
+
+static int check_environment(void)
+{
+	const char *btf = getenv("TTFTRACE_SYS_BTF");
+
+	if (!btf)
+		btf = "/sys/kernel/btf/vmlinux";
+	if (geteuid() != 0) {
+		ttf_error("run as root (or with CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)",
+			  "ttftrace needs root to load BPF programs");
+		return TTF_EXIT_PRIV;
+	}
+	if (access(btf, R_OK)) {
+		ttf_error("ttftrace uses CO-RE and tp_btf programs: it needs a kernel built with "
+			  "CONFIG_DEBUG_INFO_BTF=y",
+			  "kernel BTF not found at %s", btf);
+		return TTF_EXIT_KERNEL;
+	}
+	return 0;
+}
+
+static int resolve_targets(struct tracer *t)
+{
+	const struct ttf_opts *o = t->opts;
+	int err = 0;
+
+	switch (o->target) {
+	case TTF_TARGET_PID:
+		err = target__by_pid(&t->targets, o->pid);
+		if (err == -ESRCH)
+			ttf_error("check the PID with `ps -p PID`", "no such process: %d", o->pid);
+		break;
+	case TTF_TARGET_COMM:
+		err = target__by_comm(&t->targets, o->comm);
+		if (err == -ESRCH) {
+			ttf_warn("no process named '%s' yet; waiting for one to start", o->comm);
+			err = 0;
+		}
+		break;
+	case TTF_TARGET_PORT:
+		err = target__by_port(&t->targets, o->port);
+		if (err == -ESRCH)
+			ttf_error("check the port with `ss -ltnp`",
+				  "no process listens on TCP port %u", o->port);
+		break;
+	case TTF_TARGET_CMD:
+	case TTF_TARGET_NONE:
+		break;
+	}
+	if (err == -ESRCH)
+		return TTF_EXIT_NO_TARGET;
+	if (err) {
+		ttf_error(NULL, "finding targets: %s", strerror(-err));
+		return TTF_EXIT_INTERNAL;
+	}
+	if (o->target != TTF_TARGET_CMD && o->target != TTF_TARGET_COMM)
+		target__collect_listen_ports(&t->targets);
+	return 0;
+}
+
+static int load_probes(struct tracer *t)
+{
+	const struct ttf_opts *o = t->opts;
+	struct net_probe_opts po = {
+		.sz = sizeof(po),
+		.capture_bytes = o->capture_bytes,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.port_filter = o->target == TTF_TARGET_PORT ? o->port : 0,
+		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
+		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
+		.on_event = on_event,
+		.ctx = t,
+	};
+	int err;
+
+	t->probe = net_probe__open_load(&po, &err);
+	if (!t->probe) {
+		if (err == -EPERM) {
+			ttf_error("run as root; in a container add CAP_BPF, CAP_PERFMON",
+				  "not permitted to load BPF programs (%s)", strerror(-err));
+			return TTF_EXIT_PRIV;
+		}
+		if (err == -ENOENT || err == -ESRCH) {
+			ttf_error("ttftrace needs kernel >= 6.3 (sock_send_length/sock_recv_length "
+				  "tracepoints) with BTF; run with -vvv for libbpf's log",
+				  "the kernel lacks a type or tracepoint the probes need (%s)",
+				  strerror(-err));
+			return TTF_EXIT_KERNEL;
+		}
+		ttf_error("run with -vvv for libbpf's log", "loading BPF programs failed: %s",
+			  strerror(-err));
+		return TTF_EXIT_NOT_ATTACHED;
+	}
+	err = net_probe__attach(t->probe, &t->st);
+	if (err) {
+		ttf_error("run with -v to see which programs failed, -vvv for libbpf's log",
+			  "nothing attached: the socket probes (sock_recv_length, "
+			  "sock_send_length) are required (%d attached, %d failed)",
+			  t->st.n_attached, t->st.n_failed);
+		return TTF_EXIT_NOT_ATTACHED;
+	}
+	if (!t->st.xmit)
+		ttf_warn("net_dev_start_xmit not attached: TTFT ends at the write, not at the device");
+	if (!t->st.arrival)
+		ttf_warn("sk_data_ready not attached: request arrival is taken at the read");
+	for (size_t i = 0; i < t->targets.n; i++)
+		net_probe__trace_tgid(t->probe, t->targets.tgids[i]);
+	for (size_t i = 0; i < t->targets.n_ports; i++)
+		net_probe__trace_port(t->probe, t->targets.ports[i]);
+	return 0;
+}
+
+static void print_startup(struct tracer *t)
+{
+	const struct ttf_opts *o = t->opts;
+	char who[256] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < t->targets.n && i < 8; i++)
+		len += snprintf(who + len, sizeof(who) - len, "%s%u", i ? "," : "",
+				t->targets.tgids[i]);
+	if (t->targets.n > 8)
+		snprintf(who + len, sizeof(who) - len, ",...");
+	if (o->target == TTF_TARGET_COMM)
+		fprintf(stderr, "Tracing processes named '%s' (now: %s)", o->comm,
+			t->targets.n ? who : "none");
+	else
+		fprintf(stderr, "Tracing PID %s", who);
+	if (t->targets.n_ports) {
+		fprintf(stderr, ", listening on port");
+		for (size_t i = 0; i < t->targets.n_ports; i++)
+			fprintf(stderr, "%s%u", i ? "," : " ", t->targets.ports[i]);
+	}
+	fprintf(stderr, "; TTFT ends at the %s. Hit Ctrl-C to end.\n",
+		t->st.xmit ? "device transmit" : "write");
+}
+
+/* 1 when every traced process is gone. */
+static int targets_gone(struct tracer *t)
+{
+	if (t->opts->target == TTF_TARGET_COMM)
+		return 0;	/* a new process with that name may start */
+	for (size_t i = 0; i < t->targets.n; i++)
+		if (target__alive(t->targets.tgids[i]))
+			return 0;
+	return 1;
+}
+
+static int summary(struct tracer *t)
+{
+	struct report_counter c[TTF_CNT__MAX + 8];
+	const struct conn_stats *cs = conn_table__stats(t->conns);
+	uint64_t bpf_cnt[TTF_CNT__MAX];
+	int n = 0;
+
+	net_probe__counters(t->probe, bpf_cnt);
+	for (int i = 0; i < TTF_CNT__MAX; i++)
+		c[n++] = (struct report_counter){ net_probe__counter_name(i), bpf_cnt[i] };
+	c[n++] = (struct report_counter){ "truncated_payloads", cs->truncated_events };
+	c[n++] = (struct report_counter){ "lost_sync", cs->lost_sync };
+	c[n++] = (struct report_counter){ "non_http_connections", cs->non_http };
+	c[n++] = (struct report_counter){ "token_events_dropped_oom", cs->events_dropped_oom };
+	return report__summary(t->report, c, n);
+}
+
+static int run_loop(struct tracer *t)
+{
+	const struct ttf_opts *o = t->opts;
+	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS;
+	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
+	int gone = 0;
+
+	while (!stop_requested) {
+		int err = net_probe__poll(t->probe, POLL_MS);
+		uint64_t now;
+
+		if (err < 0 && err != -EINTR) {
+			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
+			return TTF_EXIT_INTERNAL;
+		}
+		now = now_ns();
+		if (deadline && now >= deadline)
+			break;
+		if (t->child > 0 && !t->child_done &&
+		    waitpid(t->child, &t->child_status, WNOHANG) == t->child) {
+			t->child_done = 1;
+			break;
+		}
+		if (now >= next_check) {
+			next_check = now + ALIVE_CHECK_NS;
+			if (t->child <= 0 && targets_gone(t)) {
+				gone = 1;
+				break;
+			}
+		}
+	}
+	/* Let records of the last moments reach the ring, then drain it. */
+	net_probe__poll(t->probe, 0);
+	if (gone)
+		fprintf(stderr, "All traced processes exited.\n");
+	return gone ? TTF_EXIT_TARGET_GONE : TTF_EXIT_OK;
+}
+
+int trace__run(const struct ttf_opts *o)
+{
+	struct tracer t = { .opts = o, .out = stdout };
+	struct sigaction sa = { .sa_handler = on_signal };
+	int go_fd = -1, code, err;
+
+	libbpf_set_print(ttf_libbpf_print);
+	code = check_environment();
+	if (code)
+		return code;
+	if (o->output) {
+		int fd = open(o->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0 || !(t.out = fdopen(fd, "w"))) {
+			ttf_error("check that the directory exists and is writable",
+				  "cannot write %s: %s", o->output, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return TTF_EXIT_OUTPUT;
+		}
+	}
+	code = resolve_targets(&t);
+	if (code)
+		goto out;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct conn_table_opts co = { .sz = sizeof(co), .on_request = on_request, .ctx = &t };
+	struct report_opts ro = { .sz = sizeof(ro), .out = t.out, .json = o->json,
+				  .verbose = o->verbose, .t0_ns = now_ns() };
+
+	code = load_probes(&t);
+	if (code)
+		goto out;
+	co.xmit_expected = t.st.xmit;
+	t.conns = conn_table__new(&co);
+	t.report = report__new(&ro);
+	if (!t.conns || !t.report) {
+		ttf_error(NULL, "out of memory");
+		code = TTF_EXIT_INTERNAL;
+		goto out;
+	}
+	if (o->target == TTF_TARGET_CMD) {
+		err = target__spawn(o->cmd, &t.child, &go_fd);
+		if (err) {
+			ttf_error(NULL, "cannot start '%s': %s", o->cmd, strerror(-err));
+			code = TTF_EXIT_NO_TARGET;
+			goto out;
+		}
+		target_set__add(&t.targets, t.child);
+		net_probe__trace_tgid(t.probe, t.child);
+	}
+	print_startup(&t);
+	report__header(t.report);
+	if (go_fd >= 0)
+		target__spawn_release(go_fd);
+
+	code = run_loop(&t);
+	conn_table__finish(t.conns, now_ns());
+	err = summary(&t);
+	if (!err && fflush(t.out))
+		err = -errno;
+	if (err) {
+		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
+		code = TTF_EXIT_OUTPUT;
+	}
+out:
+	if (t.child > 0 && !t.child_done) {
+		kill(t.child, SIGTERM);
+		waitpid(t.child, NULL, 0);
+	}
+	report__free(t.report);
+	conn_table__free(t.conns);
+	net_probe__destroy(t.probe);
+	target_set__free(&t.targets);
+	if (t.out && t.out != stdout && fclose(t.out) && code == TTF_EXIT_OK) {
+		ttf_error(NULL, "closing %s: %s", o->output, strerror(errno));
+		code = TTF_EXIT_OUTPUT;
+	}
+	return code;
+}
