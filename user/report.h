@@ -21,8 +21,8 @@
  * token_source ("usage"|"events"), flags[] (names above), t_*_ns and byte
  * counts as exact integers. Absent values are JSON null.
  *
- * Summary: requests with TTF_REQ_UNKNOWN are counted but feed no
- * percentile; requests without a token are counted but have no TTFT.
+ * Summary: requests with TTF_REQ_UNKNOWN are counted as outcomes but feed
+ * no percentile and no grade count; requests without a token are counted but have no TTFT.
  * Outcomes: ok = none of aborted/incomplete/error/unknown; the others
  * (nonstream, buffered, truncated included) may overlap. The report adds its
  * own counters report_samples_lost (ENOMEM in stats), report_lines_lost
