@@ -239,7 +239,7 @@ static void print_text(struct report *rp, const struct ttf_request *r,
 {
 	FILE *out = rp->opts.out;
 	const char *flags[MAX_FLAGS];
-	char path[sizeof(r->path) + 1], ttft[24], tpot[24], e2e[24], st[8];
+	char path[sizeof(r->path) + 1], ttft[24], tpot[24], e2e[24], st[12];
 	double t_s = m->t_start_ns ? ((double)m->t_start_ns - (double)rp->opts.t0_ns) / 1e9 : 0;
 	int i, nf = flag_names(r, m, flags);
 
