@@ -69,7 +69,8 @@ int pcie__normalize_bdf(const char *in, char *out, size_t out_len)
 	char tail;
 	int n;
 
-	if (!in)
+	/* only hex digits and separators: scanf's %x would also take a "0x" prefix */
+	if (!in || in[strspn(in, "0123456789abcdefABCDEF:.")])
 		return -EINVAL;
 	n = sscanf(in, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail);
 	if (n != 4) {
