@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Entry point for CUDA_INJECTION64_PATH: the driver dlopens this library at
+ * cuInit and calls InitializeInjection (platform-brief A1). Environment:
+ *   TTFTRACE_CUPTI_SOCK         socket of ttftrace ("@name" abstract; default @ttftrace-cupti)
+ *   TTFTRACE_CUPTI_LIB          libcupti.so.13 to use if the process has none loaded
+ *   TTFTRACE_CUPTI_API=all      keep every runtime/driver API record
+ *   TTFTRACE_CUPTI_BUF_KB       host buffer size (default 2048)
+ *   TTFTRACE_CUPTI_MAX_BUFFERS  buffers held at once (default 32)
+ *   TTFTRACE_CUPTI_FLUSH_MS     flush period (default 200)
+ *   TTFTRACE_CUPTI_DISABLE=1    load but do nothing
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cupti/collector.h"
+
+static struct cupti_collector *inj_col;
+
+static unsigned long env_ul(const char *name, unsigned long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long x;
+
+	if (!v || !*v)
+		return def;
+	x = strtoul(v, &end, 10);
+	return *end ? def : x;
+}
+
+static void at_exit(void)
+{
+	/* Best effort: os._exit() and SIGKILL skip this; the periodic flush is the main path. */
+	cupti_collector__stop(inj_col);
+}
+
+static void init_once(void)
+{
+	struct cupti_collector_opts opts = { .sz = sizeof(opts) };
+	static struct cupti_api api;
+	const char *v;
+	char why[256];
+	int err;
+
+	v = getenv("TTFTRACE_CUPTI_DISABLE");
+	if (v && *v && strcmp(v, "0"))
+		return;
+	if (cupti_api__load(&api, why, sizeof(why))) {
+		dprintf(2, "ttftrace-cupti[%d]: GPU breakdown unavailable: %s\n", (int)getpid(), why);
+		return;
+	}
+	opts.buf_bytes = env_ul("TTFTRACE_CUPTI_BUF_KB", 2048) * 1024;
+	opts.max_buffers = env_ul("TTFTRACE_CUPTI_MAX_BUFFERS", 32);
+	opts.flush_period_ms = env_ul("TTFTRACE_CUPTI_FLUSH_MS", 200);
+	v = getenv("TTFTRACE_CUPTI_API");
+	opts.api_all = v && !strcmp(v, "all");
+	if (cupti_collector__new(&api, &opts, &inj_col))
+		return;
+	err = cupti_collector__start(inj_col);
+	if (err)
+		return; /* inert; the collector said why, once */
+	atexit(at_exit);
+}
+
+/*
+ * Called by the CUDA driver during cuInit. Idempotent; returns 1 even when
+ * tracing could not start (the return value's effect is undocumented, and
+ * the application must run unchanged either way).
+ */
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, init_once);
+	return 1;
+}
