@@ -105,7 +105,8 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 		switch (c) {
 		case 'd':
 			if (copybw_parse_int(optarg, 0, 1023, &a->device))
-				return copybw_usage_error("bad --device '%s' (a CUDA index)", optarg);
+				return copybw_usage_error("bad --device '%s' (a CUDA index)",
+							  optarg);
 			break;
 		case 's':
 			a->nr_sizes = copybw__parse_sizes(optarg, a->sizes, COPYBW_MAX_SIZES);
@@ -131,8 +132,8 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 			else if (!strcmp(optarg, "pinned") || !strcmp(optarg, "pageable"))
 				a->pinned = !(a->pageable = !strcmp(optarg, "pageable"));
 			else
-				return copybw_usage_error("bad --memory '%s' (pinned, pageable, both)",
-							  optarg);
+				return copybw_usage_error("bad --memory '%s' "
+							  "(pinned, pageable, both)", optarg);
 			break;
 		case OPT_DIR:
 			if (!strcmp(optarg, "both"))
@@ -140,7 +141,8 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 			else if (!strcmp(optarg, "h2d") || !strcmp(optarg, "d2h"))
 				a->h2d = !(a->d2h = !strcmp(optarg, "d2h"));
 			else
-				return copybw_usage_error("bad --dir '%s' (h2d, d2h, both)", optarg);
+				return copybw_usage_error("bad --dir '%s' (h2d, d2h, both)",
+							  optarg);
 			break;
 		case 'r':
 			a->sysfs_root = optarg;
@@ -268,7 +270,8 @@ int copybw_main(int argc, char **argv)
 					cJSON_AddBoolToObject(r, "link_evidence", pinned);
 					cJSON_AddItemToArray(results, r);
 				} else {
-					printf("%-4s %-9s %8s %9.2f ", dn, pinned ? "pinned" : "pageable",
+					printf("%-4s %-9s %8s %9.2f ", dn,
+					       pinned ? "pinned" : "pageable",
 					       copybw__fmt_size(a.sizes[i], sz, sizeof(sz)), gbps);
 					if (link_gbps > 0)
 						printf("%6.1f%%%s\n", 100.0 * gbps / link_gbps,

@@ -116,7 +116,8 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			break;
 		case 'D':
 			if (pcie__normalize_bdf(optarg, a->gpu, sizeof(a->gpu)))
-				return pcie_usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)", optarg);
+				return pcie_usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)",
+							optarg);
 			break;
 		case 'p':
 			if (pcie_parse_int(optarg, 1, 1 << 30, &a->pid))
@@ -149,7 +150,8 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			break;
 		case 'i':
 			if (pcie_parse_int(optarg, 0, 10000, &a->interval_ms))
-				return pcie_usage_error("bad --interval-ms '%s' (0..10000)", optarg);
+				return pcie_usage_error("bad --interval-ms '%s' (0..10000)",
+							optarg);
 			break;
 		case 'j':
 			a->json = true;
@@ -158,7 +160,8 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			fputs(pcie_usage, stdout);
 			return PCIE_EXIT_OK;
 		default:
-			return pcie_usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+			return pcie_usage_error("unknown or incomplete option '%s'",
+						argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -301,9 +304,11 @@ static cJSON *pcie_json_gpu(const struct pcie_gpu *g, const struct pcie_result *
 		cJSON_AddItemToArray(arr, e);
 	}
 	cJSON_AddNumberToObject(o, "capable_gbps", cap < 0 ? 0.0 :
-				pcie__link_gbps(g->links[cap].cap_speed_mts, g->links[cap].cap_width));
+				pcie__link_gbps(g->links[cap].cap_speed_mts,
+						g->links[cap].cap_width));
 	cJSON_AddNumberToObject(o, "current_gbps", cur < 0 ? 0.0 :
-				pcie__link_gbps(g->links[cur].cur_speed_mts, g->links[cur].cur_width));
+				pcie__link_gbps(g->links[cur].cur_speed_mts,
+						g->links[cur].cur_width));
 	cJSON_AddStringToObject(o, "verdict", pcie_verdict_names[r->verdict]);
 	if (r->verdict == PCIE_DOWNTRAINED)
 		cJSON_AddStringToObject(o, "hop", g->path[g->links[r->worst].child].bdf);
