@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* conn.c: synthetic ring-buffer records in, finished requests out. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+#include "user/conn.h"
+
+#define MS 1000000ull
+#define CK 0xc00c1eull
+#define TGID 100
+
+#define MAX_REQS 8
+struct out {
+	int n;
+	struct ttf_request r[MAX_REQS];
+	struct ttf_token_event ev[MAX_REQS][64];
+};
+
+static void on_request(void *ctx, const struct ttf_request *r)
+{
+	struct out *o = ctx;
+
+	assert_true(o->n < MAX_REQS);
+	assert_true(r->n_events <= 64);
+	o->r[o->n] = *r;
+	if (r->n_events)
+		memcpy(o->ev[o->n], r->events, r->n_events * sizeof(*r->events));
+	o->r[o->n].events = o->ev[o->n];
+	o->n++;
+}
+
+static struct conn_table *mktable(struct out *o, int xmit_expected)
+{
+	struct conn_table_opts opts = {
+		.sz = sizeof(opts), .on_request = on_request, .ctx = o,
+		.xmit_expected = xmit_expected,
+	};
+	struct conn_table *t;
+
+	memset(o, 0, sizeof(*o));
+	t = conn_table__new(&opts);
+	assert_non_null(t);
+	return t;
+}
+
+/*
+ * Feed one record. payload may be NULL; bytes 0 means strlen(payload);
+ * cap < 0 means capture everything.
+ */
+static void rec(struct conn_table *t, int type, uint64_t ts, const char *payload, uint32_t bytes,
+		int cap, uint32_t seq_end, uint64_t arrival_first, uint64_t arrival_last, uint32_t tid)
+{
+	size_t plen = payload ? strlen(payload) : 0;
+	size_t cl = cap < 0 ? plen : (size_t)cap;
+	struct ttf_net_event *e = calloc(1, sizeof(*e) + cl);
+
+	assert_non_null(e);
+	assert_true(cl <= plen);
+	e->ts_ns = ts;
+	e->sock_cookie = CK;
+	e->arrival_first_ns = arrival_first;
+	e->arrival_last_ns = arrival_last;
+	e->tgid = TGID;
+	e->tid = tid;
+	e->bytes = bytes ? bytes : plen;
+	e->seq_end = seq_end;
+	e->cap_len = cl;
+	e->type = type;
+	e->family = 2;
+	e->lport = 8080;
+	e->rport = 50000;
+	memcpy(e->comm, "llama-server", 13);
+	if (cl)
+		memcpy(e->payload, payload, cl);
+	assert_int_equal(conn_table__on_event(t, e, sizeof(*e) + cl), 0);
+	free(e);
+}
+
+static void recv_(struct conn_table *t, uint64_t ts, const char *p, uint64_t af, uint64_t al)
+{
+	rec(t, TTF_EV_RECV, ts, p, 0, -1, 0, af, al, 101);
+}
+
+static void send_(struct conn_table *t, uint64_t ts, const char *p, uint32_t seq_end)
+{
+	rec(t, TTF_EV_SEND, ts, p, 0, -1, seq_end, 0, 0, 102);
+}
+
+static void xmit(struct conn_table *t, uint64_t ts, uint32_t seq_end)
+{
+	rec(t, TTF_EV_XMIT, ts, NULL, 1, 0, seq_end, 0, 0, 102);
+}
+
+static void close_(struct conn_table *t, uint64_t ts)
+{
+	rec(t, TTF_EV_CLOSE, ts, NULL, 1, 0, 0, 0, 0, 0);
+}
+
+#define CHAT_REQ "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
+#define SSE_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" \
+		 "Transfer-Encoding: chunked\r\n\r\n"
+#define ROLE_EV "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n"
+#define TOK_EV(x) "data: {\"choices\":[{\"delta\":{\"content\":\"" x "\"}}]}\n\n"
+/* chunk-size lines for the events above (hand-counted lengths) */
+#define ROLE_LEN "34"	/* 52 bytes */
+#define TOK_LEN "2f"	/* 47 bytes, one-character content */
+
+static void test_keepalive_two_requests(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 8 * MS, 9 * MS);
+	send_(t, 20 * MS, SSE_HEAD, 1000);
+	send_(t, 21 * MS, ROLE_LEN "\r\n" ROLE_EV "\r\n", 1100);
+	send_(t, 22 * MS, TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1200);
+	send_(t, 23 * MS, "0\r\n\r\n", 1300);
+	assert_int_equal(o.n, 1);
+	recv_(t, 50 * MS, "GET /health HTTP/1.1\r\n\r\n", 0, 0);
+	send_(t, 51 * MS, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1400);
+	assert_int_equal(o.n, 2);
+
+	assert_int_equal(o.r[0].id, 1);
+	assert_int_equal(o.r[0].conn_seq, 0);
+	assert_int_equal(o.r[0].sock_cookie, CK);
+	assert_int_equal(o.r[0].tgid, TGID);
+	assert_int_equal(o.r[0].rx_tid, 101);
+	assert_int_equal(o.r[0].tx_tid, 102);
+	assert_string_equal(o.r[0].comm, "llama-server");
+	assert_int_equal(o.r[0].addr.lport, 8080);
+	assert_string_equal(o.r[0].method, "POST");
+	assert_string_equal(o.r[0].path, "/v1/chat/completions");
+	assert_int_equal(o.r[0].api, TTF_API_CHAT);
+	assert_int_equal(o.r[0].status, 200);
+	assert_int_equal(o.r[0].arrival_first_ns, 8 * MS);
+	assert_int_equal(o.r[0].arrival_last_ns, 9 * MS);
+	assert_int_equal(o.r[0].read_first_ns, 10 * MS);
+	assert_int_equal(o.r[0].read_done_ns, 10 * MS);
+	assert_int_equal(o.r[0].resp_first_write_ns, 20 * MS);
+	assert_int_equal(o.r[0].end_write_ns, 23 * MS);
+	assert_int_equal(o.r[0].req_bytes, strlen(CHAT_REQ));
+	/* head 80, role chunk 2+2+52+2, token chunk 2+2+47+2, terminator 5 */
+	assert_int_equal(o.r[0].resp_bytes, 80 + 58 + 53 + 5);
+	assert_int_equal(o.r[0].n_sse_events, 2);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].events[0].write_ns, 22 * MS);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM);
+
+	assert_int_equal(o.r[1].id, 2);
+	assert_int_equal(o.r[1].conn_seq, 1);
+	assert_string_equal(o.r[1].path, "/health");
+	assert_int_equal(o.r[1].api, TTF_API_UNKNOWN);
+	/* arrival unknown: falls back to the read */
+	assert_int_equal(o.r[1].arrival_first_ns, 50 * MS);
+	assert_int_equal(o.r[1].read_done_ns, 50 * MS);
+	assert_int_equal(o.r[1].end_write_ns, 51 * MS);
+	assert_int_equal(o.r[1].flags, TTF_REQ_NONSTREAM);
+	assert_int_equal(conn_table__stats(t)->requests, 2);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	conn_table__free(t);
+}
+
+static void test_chunked_request_three_recvs_split_headers(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	/* a header line split mid-name, then a chunked body over three reads */
+	recv_(t, 10 * MS, "POST /completion HTTP/1.1\r\nTransfer-Enc", 5 * MS, 6 * MS);
+	recv_(t, 11 * MS, "oding: chunked\r\n\r\n7\r\n{\"a\"", 5 * MS, 7 * MS);
+	recv_(t, 12 * MS, ":1}\r\n", 5 * MS, 8 * MS);
+	recv_(t, 13 * MS, "0\r\n\r\n", 5 * MS, 9 * MS);
+	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			  "Content-Length: 46\r\n\r\n{\"content\":\"hi\",\"tokens_predicted\":5,\"stop\":1}",
+	      500);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_LLAMACPP);
+	assert_int_equal(o.r[0].arrival_first_ns, 5 * MS);
+	assert_int_equal(o.r[0].arrival_last_ns, 9 * MS);
+	assert_int_equal(o.r[0].read_first_ns, 10 * MS);
+	assert_int_equal(o.r[0].read_done_ns, 13 * MS);
+	assert_int_equal(o.r[0].req_bytes, 39 + 25 + 5 + 5);
+	assert_int_equal(o.r[0].flags, TTF_REQ_NONSTREAM | TTF_REQ_USAGE);
+	assert_int_equal(o.r[0].usage_completion_tokens, 5);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].events[0].write_ns, 20 * MS);
+	conn_table__free(t);
+}
+
+static void test_coalesced_split_and_done(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+	const char *ev = TOK_EV("z");
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	/* until-close framing (no length, no chunking): body bytes are the SSE stream */
+	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" ROLE_EV, 1000);
+	send_(t, 21 * MS, TOK_EV("a") TOK_EV("b") TOK_EV("c"), 1100);
+	/* one event split across two writes: it belongs to the later one */
+	rec(t, TTF_EV_SEND, 22 * MS, "data: {\"choices\":[{\"del", 0, -1, 1200, 0, 0, 103);
+	send_(t, 23 * MS, ev + 23, 1300);
+	send_(t, 24 * MS, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,"
+			  "\"completion_tokens\":4}}\n\ndata: [DONE]\n\n", 1400);
+	assert_int_equal(o.n, 0);
+	close_(t, 30 * MS);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 4);
+	assert_int_equal(o.r[0].events[0].write_ns, 21 * MS);
+	assert_int_equal(o.r[0].events[1].write_ns, 21 * MS);
+	assert_int_equal(o.r[0].events[2].write_ns, 21 * MS);
+	assert_int_equal(o.r[0].events[3].write_ns, 23 * MS);
+	assert_int_equal(o.r[0].n_sse_events, 7);
+	assert_int_equal(o.r[0].usage_completion_tokens, 4);
+	assert_int_equal(o.r[0].usage_prompt_tokens, 7);
+	assert_int_equal(o.r[0].end_write_ns, 24 * MS);
+	/* the close ends an until-close body: not aborted */
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_USAGE | TTF_REQ_DONE_MARKER);
+	conn_table__free(t);
+}
+
+static void test_done_then_next_request_ends_it(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	send_(t, 21 * MS, "e\r\ndata: [DONE]\n\n\r\n", 1100);
+	assert_int_equal(o.n, 0);
+	recv_(t, 40 * MS, CHAT_REQ, 0, 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].end_write_ns, 21 * MS);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_DONE_MARKER);
+	conn_table__free(t);
+}
+
+static void test_truncated_no_invented_events(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+	const char *w = TOK_LEN "\r\n" TOK_EV("a") "\r\n";
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD, 1000);
+	/* 20 of the 53 bytes captured: the chunk stays in sync, its event is lost */
+	rec(t, TTF_EV_SEND, 21 * MS, w, 0, 20, 1100, 0, 0, 102);
+	send_(t, 22 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n", 1200);
+	send_(t, 23 * MS, "0\r\n\r\n", 1300);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 0);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED);
+	assert_int_equal(conn_table__stats(t)->truncated_events, 1);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 0);
+	conn_table__free(t);
+}
+
+static void test_close_mid_stream_aborted(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	close_(t, 25 * MS);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_ABORTED);
+	/* late records of a closed socket are ignored */
+	send_(t, 26 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n", 1100);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	conn_table__free(t);
+}
+
+static void test_xmit_both_orders(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 1);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	xmit(t, 20 * MS + 5, 1000);
+	send_(t, 20 * MS + 10, SSE_HEAD, 1000);
+	/* XMIT before SEND (loopback: inside the write syscall) */
+	xmit(t, 21 * MS + 5, 1100);
+	send_(t, 21 * MS + 10, TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1100);
+	/* SEND first, then one segment covering two writes */
+	send_(t, 22 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n", 1200);
+	send_(t, 23 * MS, TOK_LEN "\r\n" TOK_EV("c") "\r\n", 1300);
+	xmit(t, 24 * MS, 1300);
+	send_(t, 25 * MS, "0\r\n\r\n", 1305);
+	/* ended, waiting for the terminator's XMIT */
+	assert_int_equal(o.n, 0);
+	xmit(t, 26 * MS, 1305);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 3);
+	assert_int_equal(o.r[0].events[0].xmit_ns, 21 * MS + 5);
+	assert_int_equal(o.r[0].events[1].write_ns, 22 * MS);
+	assert_int_equal(o.r[0].events[1].xmit_ns, 24 * MS);
+	assert_int_equal(o.r[0].events[2].xmit_ns, 24 * MS);
+	assert_int_equal(o.r[0].end_xmit_ns, 26 * MS);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_XMIT);
+	conn_table__free(t);
+}
+
+static void test_xmit_wait_is_bounded(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 1);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n0\r\n\r\n", 1000);
+	assert_int_equal(o.n, 0);
+	/* another connection's record 150 ms later: still waiting */
+	rec(t, TTF_EV_XMIT, 170 * MS, NULL, 1, 0, 5, 0, 0, 1);
+	assert_int_equal(o.n, 0);
+	rec(t, TTF_EV_XMIT, 221 * MS, NULL, 1, 0, 5, 0, 0, 1);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].end_xmit_ns, 0);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM);
+	conn_table__free(t);
+}
+
+static void test_llamacpp_stream(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, "POST /completion HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 0, 0);
+	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+			  "Transfer-Encoding: chunked\r\n\r\n", 1000);
+	send_(t, 21 * MS, "25\r\ndata: {\"content\":\"He\",\"stop\":false}\n\n\r\n", 1100);
+	send_(t, 22 * MS, "35\r\ndata: {\"content\":\"llo\",\"tokens\":[7,8],\"stop\":false}\n\n\r\n",
+	      1200);
+	send_(t, 23 * MS, "4d\r\ndata: {\"content\":\"\",\"stop\":true,\"tokens_predicted\":3,"
+			  "\"tokens_evaluated\":11}\n\n\r\n0\r\n\r\n", 1300);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_LLAMACPP);
+	assert_int_equal(o.r[0].n_events, 2);
+	assert_int_equal(o.r[0].events[0].n_tokens, 1);
+	assert_int_equal(o.r[0].events[1].n_tokens, 2);
+	assert_int_equal(o.r[0].events[1].write_ns, 22 * MS);
+	assert_int_equal(o.r[0].n_sse_events, 3);
+	assert_int_equal(o.r[0].usage_completion_tokens, 3);
+	assert_int_equal(o.r[0].usage_prompt_tokens, 11);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_USAGE);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 0);
+	conn_table__free(t);
+}
+
+static void test_lost_sync_resync(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	/* the next chunk-size line is in the uncaptured part */
+	rec(t, TTF_EV_SEND, 21 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n" TOK_LEN "\r\n", 0, 50,
+	    1100, 0, 0, 102);
+	send_(t, 22 * MS, TOK_EV("c") "\r\n0\r\n\r\n", 1200);
+	recv_(t, 30 * MS, CHAT_REQ, 0, 0);
+	send_(t, 31 * MS, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", 1300);
+	assert_int_equal(o.n, 2);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN);
+	assert_int_equal(o.r[1].conn_seq, 1);
+	assert_int_equal(o.r[1].status, 500);
+	assert_int_equal(o.r[1].n_events, 0);
+	assert_int_equal(o.r[1].flags, TTF_REQ_NONSTREAM | TTF_REQ_ERROR);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 1);
+	conn_table__free(t);
+}
+
+static void test_non_http_exit_finish(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+	struct ttf_net_event e = { .type = TTF_EV_EXIT, .tgid = TGID, .ts_ns = 60 * MS };
+
+	rec(t, TTF_EV_RECV, 1 * MS, "\x01\x02\x03\x04", 0, -1, 0, 0, 0, 101);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	/* same cookie: the binary connection stays ignored */
+	recv_(t, 2 * MS, CHAT_REQ, 0, 0);
+	assert_int_equal(o.n, 0);
+	assert_int_equal(conn_table__on_event(t, &e, sizeof(e)), 0);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	assert_int_equal(conn_table__on_event(t, &e, sizeof(e) - 1), -EINVAL);
+	conn_table__finish(t, 70 * MS);
+	assert_int_equal(o.n, 0);
+	conn_table__free(t);
+
+	t = mktable(&o, 0);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	e.ts_ns = 20 * MS;
+	assert_int_equal(conn_table__on_event(t, &e, sizeof(e)), 0);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].flags, TTF_REQ_ABORTED);
+	/* a late record of the exited process's socket is ignored */
+	recv_(t, 21 * MS, CHAT_REQ, 0, 0);
+	conn_table__finish(t, 22 * MS);
+	assert_int_equal(o.n, 1);
+	conn_table__free(t);
+
+	t = mktable(&o, 0);
+	recv_(t, 30 * MS, "POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 0, 0);
+	conn_table__finish(t, 40 * MS);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_COMPLETION);
+	assert_int_equal(o.r[0].flags, TTF_REQ_INCOMPLETE);
+	conn_table__free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_keepalive_two_requests),
+		cmocka_unit_test(test_chunked_request_three_recvs_split_headers),
+		cmocka_unit_test(test_coalesced_split_and_done),
+		cmocka_unit_test(test_done_then_next_request_ends_it),
+		cmocka_unit_test(test_truncated_no_invented_events),
+		cmocka_unit_test(test_close_mid_stream_aborted),
+		cmocka_unit_test(test_xmit_both_orders),
+		cmocka_unit_test(test_xmit_wait_is_bounded),
+		cmocka_unit_test(test_llamacpp_stream),
+		cmocka_unit_test(test_lost_sync_resync),
+		cmocka_unit_test(test_non_http_exit_finish),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
