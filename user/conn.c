@@ -662,21 +662,24 @@ static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e
 }
 
 /* Emit every live request of c (aborted unless its response ended) and free c. */
-static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag)
+static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
+		       bool until_close_ends)
 {
 	struct creq *q;
 
 	c->cur = NULL;
+	/* byte counts of the messages cut short, before eof forgets them */
+	if (c->tx_req && http_parser__in_message(c->respp))
+		c->tx_req->r.resp_bytes = http_parser__msg_bytes(c->respp);
+	if (c->rx_req && http_parser__in_message(c->reqp))
+		c->rx_req->r.req_bytes = http_parser__msg_bytes(c->reqp);
+	if (c->respp && !until_close_ends)
+		http_parser__resync(c->respp);
 	if (c->respp)
 		http_parser__eof(c->respp);	/* a body that lasts until close ends here */
 	while ((q = c->head)) {
-		if (!q->resp_ended) {
+		if (!q->resp_ended)
 			q->r.flags |= open_flag;
-			if (q == c->tx_req && c->respp)
-				q->r.resp_bytes = http_parser__msg_bytes(c->respp);
-			if (q == c->rx_req && c->reqp)
-				q->r.req_bytes = http_parser__msg_bytes(c->reqp);
-		}
 		emit(t, q);
 	}
 	slot_del(t, c->cookie);
@@ -866,14 +869,14 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	case TTF_EV_CLOSE:
 		c = conn_lookup(t, e->sock_cookie);
 		if (c)
-			conn_close(t, c, TTF_REQ_ABORTED);
+			conn_close(t, c, TTF_REQ_ABORTED, true);
 		return 0;
 	case TTF_EV_EXIT:
 		for (size_t i = 0; i < t->n_slots;) {
 			c = t->slots[i];
 			/* slot_del may shift a later entry into i: look at i again */
 			if (c && c->tgid == e->tgid)
-				conn_close(t, c, TTF_REQ_ABORTED);
+				conn_close(t, c, TTF_REQ_ABORTED, true);
 			else
 				i++;
 		}
@@ -899,9 +902,7 @@ void conn_table__finish(struct conn_table *t, uint64_t now_ns)
 			continue;
 		}
 		/* tracing stops, the connection lives on: an until-close body is cut, not ended */
-		if (c->respp)
-			http_parser__resync(c->respp);
-		conn_close(t, c, TTF_REQ_INCOMPLETE);
+		conn_close(t, c, TTF_REQ_INCOMPLETE, false);
 	}
 }
 

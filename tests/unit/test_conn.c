@@ -271,6 +271,8 @@ static void test_close_mid_stream_aborted(void **state)
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].n_events, 1);
 	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_ABORTED);
+	assert_int_equal(o.r[0].resp_bytes, 80 + 53);
+	assert_int_equal(o.r[0].end_write_ns, 20 * MS);
 	/* late records of a closed socket are ignored */
 	send_(t, 26 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n", 1100);
 	assert_int_equal(conn_table__stats(t)->connections, 1);
