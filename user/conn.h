@@ -41,7 +41,7 @@ struct conn_stats {
 	uint64_t truncated_events;  /* payloads shorter than the bytes moved */
 	uint64_t lost_sync;         /* times a parser lost the byte stream and resynced */
 	uint64_t non_http;          /* connections whose bytes never looked like HTTP */
-	uint64_t events_dropped_oom;/* token events (or whole requests) lost to allocation failure */
+	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
 };
 

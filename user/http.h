@@ -31,7 +31,7 @@ struct http_head {
 	bool event_stream;	/* Content-Type: text/event-stream */
 	bool json;		/* Content-Type: .../json */
 	bool conn_close;	/* Connection: close */
-	bool no_body;		/* set by on_head to say this message has no body (response to HEAD) */
+	bool no_body;		/* on_head may set it: no body follows (response to HEAD) */
 };
 
 enum http_body_mode {
@@ -50,7 +50,7 @@ struct http_parser_cbs {
 	void (*on_body)(void *ctx, const char *data, size_t len);
 	/* len body bytes were not captured. */
 	void (*on_body_gap)(void *ctx, size_t len);
-	/* The message ended; msg_bytes counts start line, headers, body and framing, gaps included. */
+	/* The message ended; msg_bytes: start line, headers, body, framing, gaps included. */
 	void (*on_end)(void *ctx, uint64_t msg_bytes);
 };
 

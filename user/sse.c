@@ -88,7 +88,8 @@ void sse_classify(const char *data, size_t len, struct sse_event_info *out)
 		out->has_usage = 1;
 		out->completion_tokens =
 			num_u32(cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens"));
-		out->prompt_tokens = num_u32(cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens"));
+		out->prompt_tokens =
+			num_u32(cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens"));
 	}
 
 	/* OpenAI chat / completions: any choice may carry the token, none may exist. */

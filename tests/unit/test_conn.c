@@ -53,7 +53,8 @@ static struct conn_table *mktable(struct out *o, int xmit_expected)
  * cap < 0 means capture everything.
  */
 static void rec(struct conn_table *t, int type, uint64_t ts, const char *payload, uint32_t bytes,
-		int cap, uint32_t seq_end, uint64_t arrival_first, uint64_t arrival_last, uint32_t tid)
+		int cap, uint32_t seq_end, uint64_t arrival_first, uint64_t arrival_last,
+		uint32_t tid)
 {
 	size_t plen = payload ? strlen(payload) : 0;
 	size_t cl = cap < 0 ? plen : (size_t)cap;
@@ -176,7 +177,8 @@ static void test_chunked_request_three_recvs_split_headers(void **state)
 	recv_(t, 12 * MS, ":1}\r\n", 5 * MS, 8 * MS);
 	recv_(t, 13 * MS, "0\r\n\r\n", 5 * MS, 9 * MS);
 	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-			  "Content-Length: 46\r\n\r\n{\"content\":\"hi\",\"tokens_predicted\":5,\"stop\":1}",
+			  "Content-Length: 46\r\n\r\n"
+			  "{\"content\":\"hi\",\"tokens_predicted\":5,\"stop\":1}",
 	      500);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].api, TTF_API_LLAMACPP);
@@ -200,7 +202,8 @@ static void test_coalesced_split_and_done(void **state)
 
 	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
 	/* until-close framing (no length, no chunking): body bytes are the SSE stream */
-	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" ROLE_EV, 1000);
+	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+	      ROLE_EV, 1000);
 	send_(t, 21 * MS, TOK_EV("a") TOK_EV("b") TOK_EV("c"), 1100);
 	/* one event split across two writes: it belongs to the later one */
 	rec(t, TTF_EV_SEND, 22 * MS, "data: {\"choices\":[{\"del", 0, -1, 1200, 0, 0, 103);
@@ -336,7 +339,8 @@ static void test_llamacpp_stream(void **state)
 	send_(t, 20 * MS, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
 			  "Transfer-Encoding: chunked\r\n\r\n", 1000);
 	send_(t, 21 * MS, "25\r\ndata: {\"content\":\"He\",\"stop\":false}\n\n\r\n", 1100);
-	send_(t, 22 * MS, "35\r\ndata: {\"content\":\"llo\",\"tokens\":[7,8],\"stop\":false}\n\n\r\n",
+	send_(t, 22 * MS,
+	      "35\r\ndata: {\"content\":\"llo\",\"tokens\":[7,8],\"stop\":false}\n\n\r\n",
 	      1200);
 	send_(t, 23 * MS, "4d\r\ndata: {\"content\":\"\",\"stop\":true,\"tokens_predicted\":3,"
 			  "\"tokens_evaluated\":11}\n\n\r\n0\r\n\r\n", 1300);
