@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Engine uprobes: entry and return of step-frequency functions of the
+ * inference engine (llama_decode, llama_tokenize, ...). One program pair
+ * serves every probe; the probe id comes from the BPF cookie user space set
+ * at attach time (bpf_get_attach_cookie, uprobes since Linux 5.15).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bpf/engine.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TTF_ENGINE_MAX_PROBES);
+	__type(key, __u32);
+	__type(value, struct ttf_engine_probe_cfg);
+} engine_probe_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TTF_ENG_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} engine_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} engine_events SEC(".maps");
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&engine_counters, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __s64 reg_arg(struct pt_regs *ctx, int index)
+{
+	switch (index) {
+	case 1: return PT_REGS_PARM1(ctx);
+	case 2: return PT_REGS_PARM2(ctx);
+	case 3: return PT_REGS_PARM3(ctx);
+	case 4: return PT_REGS_PARM4(ctx);
+	case 5: return PT_REGS_PARM5(ctx);
+	}
+	return -1;
+}
+
+struct llama_batch_prefix {
+	__s32 n_tokens;
+	__s32 pad;
+	__u64 token, embd, pos, n_seq_id, seq_id, logits;
+};
+
+static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 addr)
+{
+	struct llama_batch_prefix b;
+	__u64 stride;
+
+	if (bpf_probe_read_user(&b, sizeof(b), (void *)addr)) {
+		count(TTF_ENG_CNT_ARG_FAULT);
+		return;
+	}
+	e->value = b.n_tokens;
+	if (!b.seq_id || b.n_tokens <= 0)
+		return;
+	/* Sample tokens spread over the batch; keep distinct sequence ids. */
+	stride = b.n_tokens / TTF_ENGINE_MAX_SEQ + 1;
+	for (int i = 0; i < TTF_ENGINE_MAX_SEQ; i++) {
+		__u64 tok = i * stride, p;
+		__s32 seq;
+		bool dup = false;
+
+		if (tok >= (__u64)b.n_tokens)
+			break;
+		if (bpf_probe_read_user(&p, sizeof(p), (void *)(b.seq_id + tok * 8)) ||
+		    bpf_probe_read_user(&seq, sizeof(seq), (void *)p))
+			break;
+		for (int k = 0; k < TTF_ENGINE_MAX_SEQ; k++)
+			if (k < e->n_seq && e->seq_ids[k & (TTF_ENGINE_MAX_SEQ - 1)] == seq)
+				dup = true;
+		if (!dup && e->n_seq < TTF_ENGINE_MAX_SEQ)
+			e->seq_ids[e->n_seq++ & (TTF_ENGINE_MAX_SEQ - 1)] = seq;
+	}
+}
+
+static __always_inline int emit(struct pt_regs *ctx, __u8 type)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct ttf_engine_probe_cfg *cfg;
+	struct ttf_engine_event *e;
+	__u32 cookie = bpf_get_attach_cookie(ctx);
+	__u32 id = cookie & TTF_ENGINE_COOKIE_ID_MASK;
+
+	count(TTF_ENG_CNT_HITS);
+	e = bpf_ringbuf_reserve(&engine_events, sizeof(*e), 0);
+	if (!e) {
+		count(TTF_ENG_CNT_RINGBUF_FULL);
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->probe_id = id;
+	e->type = type;
+	e->value = -1;
+	if (cookie & TTF_ENGINE_COOKIE_RET_SITE) {
+		e->type = TTF_ENG_RETURN;	/* RET-site uprobe: no return value */
+	} else if (type == TTF_ENG_RETURN) {
+		e->value = (__s64)(__s32)PT_REGS_RC(ctx);
+	} else {
+		cfg = bpf_map_lookup_elem(&engine_probe_cfg, &id);
+		if (cfg && cfg->arg_kind == TTF_ARG_REG_I32) {
+			e->value = (__s32)reg_arg(ctx, cfg->arg_index);
+		} else if (cfg && cfg->arg_kind == TTF_ARG_STACK_I32) {
+			__s32 v;
+
+			if (bpf_probe_read_user(&v, sizeof(v),
+						(void *)(PT_REGS_SP(ctx) + cfg->arg_offset)))
+				count(TTF_ENG_CNT_ARG_FAULT);
+			else
+				e->value = v;
+		} else if (cfg && cfg->arg_kind == TTF_ARG_LLAMA_BATCH) {
+			read_llama_batch(e, PT_REGS_SP(ctx) + cfg->arg_offset);
+		}
+	}
+	/* Step-frequency events: a few per engine step; wake the reader lazily. */
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	return 0;
+}
+
+SEC("uprobe")
+int handle_entry(struct pt_regs *ctx)
+{
+	return emit(ctx, TTF_ENG_ENTRY);
+}
+
+SEC("uretprobe")
+int handle_return(struct pt_regs *ctx)
+{
+	return emit(ctx, TTF_ENG_RETURN);
+}

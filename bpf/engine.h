@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared ABI of the engine uprobes (bpf/engine.bpf.c): one record per entry
+ * to and return from a probed engine function (step/decode, tokenize,
+ * sampling, sync). Which function a record belongs to is the probe id that
+ * user space put in the uprobe's BPF cookie.
+ */
+#ifndef TTFTRACE_BPF_ENGINE_H
+#define TTFTRACE_BPF_ENGINE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define TTF_ENGINE_MAX_PROBES 64
+/*
+ * BPF cookie of an engine uprobe: the probe id in the low 16 bits, plus this
+ * flag on a uprobe placed on a RET instruction (used instead of a uretprobe
+ * in Go binaries, whose moving stacks break uretprobes: cases/README.md #4).
+ * Such a hit is reported as TTF_ENG_RETURN (without a return value).
+ */
+#define TTF_ENGINE_COOKIE_RET_SITE (1u << 16)
+#define TTF_ENGINE_COOKIE_ID_MASK 0xffffu
+#define TTF_ENGINE_MAX_SEQ 8	/* distinct sequence ids read per batch */
+
+/*
+ * How to read a step's size (and sequence ids) at function entry, per probe
+ * id (map engine_probe_cfg). x86-64 SysV: integer args in rdi, rsi, rdx,
+ * rcx, r8, r9; a struct larger than 16 bytes is passed in memory, i.e. on
+ * the stack at rsp+8 at the first instruction of the callee.
+ */
+enum ttf_arg_kind {
+	TTF_ARG_NONE = 0,
+	TTF_ARG_REG_I32,	/* n_tokens = (int32) argument register #index (1-based) */
+	TTF_ARG_STACK_I32,	/* n_tokens = *(int32 *)(sp + offset) */
+	/*
+	 * llama.cpp `int32_t llama_decode(struct llama_context *, struct llama_batch)`:
+	 * the 56-byte llama_batch is on the stack at sp + offset (8):
+	 * { int32 n_tokens; token*; embd*; pos*; int32 *n_seq_id; int32 **seq_id; int8 *logits; }
+	 * n_tokens and the seq_id[i][0] of up to TTF_ENGINE_MAX_SEQ tokens are read.
+	 */
+	TTF_ARG_LLAMA_BATCH,
+};
+
+struct ttf_engine_probe_cfg {
+	__u32 arg_kind;		/* enum ttf_arg_kind */
+	__s32 arg_index;	/* register number for REG kinds */
+	__s32 arg_offset;	/* stack offset in bytes for STACK kinds */
+	__u32 pad;
+};
+
+enum ttf_engine_ev_type {
+	TTF_ENG_ENTRY = 1,
+	TTF_ENG_RETURN = 2,
+};
+
+struct ttf_engine_event {
+	__u64 ts_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	__u32 tgid;
+	__u32 tid;
+	__u32 probe_id;		/* the uprobe's BPF cookie */
+	__u8 type;		/* enum ttf_engine_ev_type */
+	__u8 n_seq;		/* valid entries in seq_ids */
+	__u16 pad;
+	__s64 value;		/* ENTRY: n_tokens (-1 unknown); RETURN: return value */
+	__s32 seq_ids[TTF_ENGINE_MAX_SEQ];
+};
+
+enum ttf_engine_counter {
+	TTF_ENG_CNT_RINGBUF_FULL = 0,
+	TTF_ENG_CNT_HITS,	/* every entry or return seen */
+	TTF_ENG_CNT_ARG_FAULT,	/* reading an argument from user memory failed */
+	TTF_ENG_CNT__MAX,
+};
+
+#endif /* TTFTRACE_BPF_ENGINE_H */
