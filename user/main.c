@@ -5,13 +5,19 @@
  */
 #include <string.h>
 #include "user/cli.h"
+#include "user/copybw.h"
 #include "user/log.h"
+#include "user/pcie.h"
 #include "user/trace.h"
 
 int main(int argc, char **argv)
 {
 	struct ttf_opts opts;
 
+	if (argc > 1 && !strcmp(argv[1], "pcie"))
+		return pcie_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "copybw"))
+		return copybw_main(argc - 1, argv + 1);
 	cli__parse(argc, argv, &opts);
 	ttf_verbosity = opts.verbose;
 	return trace__run(&opts);
