@@ -86,11 +86,15 @@ def main(argv):
             if r.get("ttft_ms") is not None and s.get("ttft_ms") is not None:
                 d = r["ttft_ms"] - s["ttft_ms"]
         s = s or {}
+        flags = ",".join(f for f in s.get("flags") or [] if f != "stream")
+        note = "  [%s]" % flags if flags else ""
+        if r.get("error") is not None:
+            note += "  client error: " + r["error"]
         print("%-4s %-12s | %s %s %s | %s %s %s | %s%s" % (
             r.get("index"), port,
             fmt(r.get("ttft_ms")), fmt(r.get("tpot_ms")), fmt(r.get("tokens"), 6),
             fmt(s.get("ttft_ms")), fmt(s.get("tpot_ms")), fmt(s.get("tokens"), 6),
-            fmt(d), "" if r.get("error") is None else "  client error: " + r["error"]))
+            fmt(d), note))
 
     n_client = len(client.get("requests", []))
     print("\nmatched %d of %d client requests to %d traced requests%s" % (

@@ -90,6 +90,7 @@ wait_for "$RUNDIR/ttftrace.log" "Tracing" 60 "$tracer_pid" || {
 	die "ttftrace did not start" "see $RUNDIR/ttftrace.log"
 }
 echo "demo: $(grep -m1 Tracing "$RUNDIR/ttftrace.log")"
+set +m # keep the job table quiet ("Terminated" lines) from here on
 
 echo "demo: loadgen: $N chat requests, concurrency $C, $P-character prompts, $M tokens each"
 lg_rc=0
