@@ -146,4 +146,17 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf $(OUTPUT) ttftrace
 
+# --- CUPTI collector tests and bench (issue 4) ---------------------------------
+# test_cupti_* link the collector's own objects (cupti/*.c is not in LIB_OBJS);
+# the more specific pattern wins over test_% above.
+$(OUTPUT)/tests/unit/test_cupti_%: $(OUTPUT)/tests/unit/test_cupti_%.o $(LIB_OBJS) $(CUPTI_OBJS)
+	$(call msg,UNIT,$@)
+	$(Q)$(CC) $(CFLAGS) $(filter %.o,$^) $(LDLIBS) -lcmocka -ldl -o $@
+
+$(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
+	$(call msg,BENCH,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $^ -ldl -lpthread -o $@
+# --- end CUPTI block -------------------------------------------------------------
+
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d)
