@@ -355,15 +355,15 @@ static int go_inert(struct cupti_collector *c, CUptiResult r, const char *what)
 	int err = -EIO;
 
 	if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-		hint = " HINT: another CUPTI client (torch.profiler/Kineto, Nsight) holds this "
+		hint = "; HINT: another CUPTI client (torch.profiler/Kineto, Nsight) holds this "
 		       "process; only one is allowed before CUDA 13.3";
 		err = -EBUSY;
 	} else if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES ||
 		   r == CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES) {
-		hint = " HINT: the driver restricts profiling to admins (RmProfilingAdminOnly=1)";
+		hint = "; HINT: the driver restricts profiling to admins (RmProfilingAdminOnly=1)";
 		err = -EPERM;
 	}
-	say(c, "GPU breakdown unavailable: %s failed: %s (%d);%s", what,
+	say(c, "GPU breakdown unavailable: %s failed: %s (%d)%s", what,
 	    c->api.result_string(r), (int)r, hint);
 	if (c->subscribed)
 		c->api.unsubscribe(c->sub);
