@@ -32,7 +32,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
 #define TCP_NEW_SYN_RECV 12
-#define MAX_IOVS 8
+#define MAX_IOVS 16
 /*
  * Masks keep the verifier's bounds: offsets < MAX, sizes < 2 * MAX, so any
  * copy ends inside a 3 * MAX buffer.
@@ -170,11 +170,11 @@ static __always_inline void fill_addr(struct ttf_net_event *e, const struct sock
 	if (e->family == TTF_AF_INET) {
 		__builtin_memset(e->laddr, 0, sizeof(e->laddr));
 		__builtin_memset(e->raddr, 0, sizeof(e->raddr));
-		BPF_CORE_READ_INTO(e->laddr, sk, __sk_common.skc_rcv_saddr);
-		BPF_CORE_READ_INTO(e->raddr, sk, __sk_common.skc_daddr);
+		bpf_core_read(e->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(e->raddr, 4, &sk->__sk_common.skc_daddr);
 	} else {
-		BPF_CORE_READ_INTO(e->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
-		BPF_CORE_READ_INTO(e->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		bpf_core_read(e->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(e->raddr, 16, &sk->__sk_common.skc_v6_daddr);
 	}
 }
 
