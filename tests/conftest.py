@@ -43,6 +43,11 @@ def require_built(path):
         pytest.fail("%s is not built: run `make` first" % os.path.relpath(path, ROOT))
 
 
+# As root the fixture runs SCHED_FIFO, so that other work on a small machine
+# does not make it miss its programmed schedule.
+RT_ARGS = ["--rt", "10"] if os.geteuid() == 0 else []
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nobody listens on right now."""
     with socket.socket() as s:
@@ -83,7 +88,7 @@ class SseServer:
     def __init__(self, procs, args, log_path):
         require_built(SSE_SERVER)
         self.log_path = log_path
-        cmd = [SSE_SERVER, "--port", "0", "--log", log_path] + list(args)
+        cmd = [SSE_SERVER, "--port", "0", "--log", log_path] + RT_ARGS + list(args)
         self.proc = procs.add(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
         line = self.proc.stdout.readline()
         assert line.startswith("listening on 127.0.0.1:"), "sse_server said %r" % line
@@ -116,7 +121,7 @@ def sse_server(procs, tmp_path):
 def sse_server_cmd(*args):
     """The shell command line of a fixture server (for ttftrace -c)."""
     require_built(SSE_SERVER)
-    return " ".join(shlex.quote(a) for a in [SSE_SERVER] + [str(a) for a in args])
+    return " ".join(shlex.quote(a) for a in [SSE_SERVER] + RT_ARGS + [str(a) for a in args])
 
 
 class Tracer:
@@ -251,10 +256,16 @@ def _token_text(ev):
 class Client:
     """One keep-alive HTTP/1.1 connection to 127.0.0.1:port."""
 
+    # After connecting, give the server time to start the connection's thread
+    # and block in its read: otherwise thread start-up (about 1 ms here) lies
+    # between the request's arrival and its read, outside the programmed TTFT.
+    SETTLE_S = 0.02
+
     def __init__(self, port, timeout_s=20):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
         self.local_port = self.sock.getsockname()[1]
         self.buf = b""
+        time.sleep(self.SETTLE_S)
 
     def close(self):
         self.sock.close()

@@ -86,7 +86,7 @@ def test_no_such_pid_exits_5():
 
 @needs_root
 def test_no_such_comm_exits_5():
-    p = ttftrace("--comm", "no-such-comm-xyz", "-d", "1")
+    p = ttftrace("--comm", "nosuchcommxyz", "-d", "1")
     assert p.returncode == 5, (p.returncode, p.stderr)
     assert "Error:" in p.stderr
 
