@@ -259,7 +259,6 @@ size_t cupti_decoder__buffer(struct cupti_decoder *d, uint8_t *buf, size_t valid
 	struct ttf_gpu_rec r;
 	size_t kept = 0;
 	uint32_t corr;
-	uint64_t start;
 	bool ok;
 
 	while (valid_bytes && d->next(buf, valid_bytes, &rec) == CUPTI_SUCCESS) {
@@ -269,23 +268,19 @@ size_t cupti_decoder__buffer(struct cupti_decoder *d, uint8_t *buf, size_t valid
 		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 		case CUPTI_ACTIVITY_KIND_KERNEL:
 			corr = ((const CUpti_ActivityKernel10 *)rec)->correlationId;
-			start = ((const CUpti_ActivityKernel10 *)rec)->start;
 			ok = decode_kernel(d, (const CUpti_ActivityKernel10 *)rec, &r, &name);
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMCPY:
 			corr = ((const CUpti_ActivityMemcpy6 *)rec)->correlationId;
-			start = ((const CUpti_ActivityMemcpy6 *)rec)->start;
 			ok = decode_memcpy(d, (const CUpti_ActivityMemcpy6 *)rec, &r);
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMSET:
 			corr = ((const CUpti_ActivityMemset4 *)rec)->correlationId;
-			start = ((const CUpti_ActivityMemset4 *)rec)->start;
 			ok = decode_memset(d, (const CUpti_ActivityMemset4 *)rec, &r);
 			break;
 		case CUPTI_ACTIVITY_KIND_RUNTIME:
 		case CUPTI_ACTIVITY_KIND_DRIVER:
 			corr = ((const CUpti_ActivityAPI *)rec)->correlationId;
-			start = ((const CUpti_ActivityAPI *)rec)->start;
 			ok = decode_api(d, (const CUpti_ActivityAPI *)rec, &r);
 			break;
 		default:
@@ -294,7 +289,8 @@ size_t cupti_decoder__buffer(struct cupti_decoder *d, uint8_t *buf, size_t valid
 		}
 		if (!ok)
 			continue;
-		if (is_duplicate(d, rec->kind, corr, start)) {
+		/* Converted start: same key, whatever the clock offset. */
+		if (is_duplicate(d, rec->kind, corr, r.start_ns)) {
 			d->stats->duplicates++;
 			continue;
 		}
