@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Shared ABI between bpf/sched.bpf.c and user space: one small ring-buffer
+ * record per scheduler event of a traced thread. Only __uN types, so both
+ * the BPF side (vmlinux.h) and user space can include it.
+ *
+ * Timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds (see
+ * ../shared/notes/platform-brief.md, finding 1), the clock of bpf/net.h.
+ */
+#ifndef TTFTRACE_BPF_SCHED_H
+#define TTFTRACE_BPF_SCHED_H
+
+#ifndef __VMLINUX_H__	/* user space: the BPF side gets __uN from vmlinux.h */
+#include <linux/types.h>
+#endif
+
+/*
+ * ttf_sched_event.type. A switch where both prev and next are traced gives
+ * two records (OUT_* for prev, IN for next) with the same ts_ns and cpu.
+ */
+enum ttf_sched_type {
+	TTF_SCHED_OUT_RUNNABLE = 1, /* switched out, still runnable: preempted or TASK_RUNNING */
+	TTF_SCHED_OUT_BLOCKED = 2,  /* switched out to sleep (S, D, stopped, ...) */
+	TTF_SCHED_OUT_DEAD = 3,     /* last switch-out of an exiting thread (TASK_DEAD) */
+	TTF_SCHED_IN = 4,           /* switched in: starts running */
+	TTF_SCHED_WAKEUP = 5,       /* sched_wakeup: made runnable (may already be) */
+	TTF_SCHED_WAKEUP_NEW = 6,   /* sched_wakeup_new: a new thread made runnable */
+};
+
+/* 24 bytes; 32 in the ring with its 8-byte header. */
+struct ttf_sched_event {
+	__u64 ts_ns;
+	__u32 tid;
+	__u32 tgid;
+	__u32 state;	/* OUT_*: the prev_state argument of sched_switch (task __state bits) */
+	__u16 cpu;	/* OUT_*, IN: the CPU switching; WAKEUP*: the CPU it was queued on */
+	__u8 type;	/* enum ttf_sched_type */
+	__u8 pad;
+};
+
+/* Per-CPU counters in the array map `counters` (user space sums over CPUs). */
+enum ttf_sched_counter {
+	TTF_SCHED_CNT_RINGBUF_FULL = 0, /* bpf_ringbuf_reserve failed: record lost */
+	TTF_SCHED_CNT_EVENTS,           /* records submitted */
+	TTF_SCHED_CNT__MAX,
+};
+
+#endif /* TTFTRACE_BPF_SCHED_H */
