@@ -7,6 +7,12 @@
 #include "cupti/cupti_api.h"
 
 #define CUPTI_SONAME "libcupti.so.13"
+/*
+ * CUDA 12 servers carry libcupti.so.12: its kernel/copy record prefixes are
+ * the same (Kernel4..Kernel10, platform-brief finding 4), so it is accepted
+ * too, after every CUDA 13 candidate.
+ */
+#define CUPTI_SONAME_12 "libcupti.so.12"
 
 static CUptiResult (*get_result_string_fn)(CUptiResult r, const char **str);
 
@@ -29,6 +35,9 @@ static void *open_cupti(void)
 	h = dlopen(CUPTI_SONAME, RTLD_NOW | RTLD_NOLOAD);
 	if (h)
 		return h;
+	h = dlopen(CUPTI_SONAME_12, RTLD_NOW | RTLD_NOLOAD);
+	if (h)
+		return h;
 	env = getenv("TTFTRACE_CUPTI_LIB");
 	if (env && *env && (h = dlopen(env, RTLD_NOW)))
 		return h;
@@ -45,7 +54,9 @@ static void *open_cupti(void)
 		return h;
 	if ((h = dlopen("/usr/local/cuda/extras/CUPTI/lib64/" CUPTI_SONAME, RTLD_NOW)))
 		return h;
-	return dlopen(CUPTI_SONAME, RTLD_NOW);
+	if ((h = dlopen(CUPTI_SONAME, RTLD_NOW)))
+		return h;
+	return dlopen(CUPTI_SONAME_12, RTLD_NOW);
 }
 
 int cupti_api__load(struct cupti_api *api, char *why, size_t why_len)
