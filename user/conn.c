@@ -438,6 +438,7 @@ static void req_head(void *ctx, struct http_head *h)
 static void req_end(void *ctx, uint64_t msg_bytes)
 {
 	struct conn *c = ctx;
+	struct conn_table *t = c->t;
 	struct creq *q = c->rx_req;
 	const struct ttf_net_event *e = c->cur;
 
@@ -448,6 +449,8 @@ static void req_end(void *ctx, uint64_t msg_bytes)
 	if (c->role == ROLE_SERVER)
 		q->r.arrival_last_ns = or_ts(e->arrival_last_ns, e->ts_ns);
 	c->rx_req = NULL;
+	if (t->opts.on_request_read)
+		t->opts.on_request_read(t->opts.ctx, &q->r);
 }
 
 /* ---- response side ---- */

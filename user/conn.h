@@ -29,6 +29,12 @@ typedef void (*conn_request_cb)(void *ctx, const struct ttf_request *r);
 struct conn_table_opts {
 	size_t sz;            /* sizeof(struct conn_table_opts) */
 	conn_request_cb on_request;
+	/*
+	 * Optional: called when a request has been read completely (id,
+	 * rx_tid, read_done_ns, sock_cookie are final), long before it ends;
+	 * the attribution uses it to queue the request for the engine.
+	 */
+	conn_request_cb on_request_read;
 	void *ctx;
 	int xmit_expected;    /* 1: wait for XMIT records to end TTFT at the device */
 };

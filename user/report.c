@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 #include "user/metrics.h"
 #include "user/report.h"
+#include "user/report_stages.h"
 #include "user/stats.h"
 
 enum { ST_TTFT, ST_TTFV, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
@@ -47,6 +48,7 @@ struct report {
 	uint64_t samples_lost;   /* stats__add failed (ENOMEM) */
 	uint64_t lines_lost;     /* NDJSON objects not built (ENOMEM) */
 	uint64_t invalid;        /* requests ttf_metrics__compute refused */
+	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	int header_done;
 };
 
@@ -87,6 +89,7 @@ void report__free(struct report *rp)
 		return;
 	for (i = 0; i < ST_NR; i++)
 		stats__free(rp->st[i]);
+	stage_stats__free(rp->stages);
 	free(rp);
 }
 
@@ -438,7 +441,8 @@ static int print_json_line(struct report *rp, cJSON *o)
 	return 0;
 }
 
-void report__request(struct report *rp, const struct ttf_request *r)
+void report__request_attrib(struct report *rp, const struct ttf_request *r,
+			    const struct ttf_attrib *a)
 {
 	struct ttf_req_metrics m;
 
@@ -447,14 +451,35 @@ void report__request(struct report *rp, const struct ttf_request *r)
 		return;
 	}
 	record(rp, r, &m);
+	if (a && a->valid && !(r->flags & TTF_REQ_UNKNOWN)) {
+		if (!rp->stages)
+			rp->stages = stage_stats__new();
+		if (!rp->stages || stage_stats__add(rp->stages, a, m.ttft_ns))
+			rp->samples_lost++;
+	}
 	if (rp->opts.json) {
 		cJSON *o = request_json(r, &m);
+		int err = 0;
 
+		if (o && a) {
+			report_stages__json(o, a, &err);
+			report_stages__json_causes(o, a, &err);
+		}
+		if (err) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
 		print_json_line(rp, o);
 		cJSON_Delete(o);
 	} else {
 		print_text(rp, r, &m);
+		report_stages__text_line(rp->opts.out, a, rp->opts.verbose);
 	}
+}
+
+void report__request(struct report *rp, const struct ttf_request *r)
+{
+	report__request_attrib(rp, r, NULL);
 }
 
 static const char *const pct_keys[] = { "p50", "p90", "p95", "p99" };
@@ -500,6 +525,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 		" C=%" PRIu64 " -=%" PRIu64 "\n", TTF_CV_GRADE_A, TTF_CV_GRADE_B, rp->grades[0],
 		rp->grades[1], rp->grades[2], rp->grades[3]);
 
+	report_stages__summary_text(out, rp->stages);
 	fprintf(out, "Drops and health:\n");
 	for (i = 0; i < n_counters; i++) {
 		if (!counters[i].value)
@@ -572,6 +598,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	for (i = 0; sub && i < 4; i++)
 		j_u64(sub, grade_keys[i], rp->grades[i], 0, &err);
 	err |= !sub;
+	report_stages__summary_json(o, rp->stages, &err);
 	sub = cJSON_AddObjectToObject(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)

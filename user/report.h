@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include "user/request.h"
+#include "user/attrib.h"
 
 struct report;
 
@@ -60,6 +61,14 @@ void report__free(struct report *rp);
 void report__header(struct report *rp);
 /* Record one finished request and print its live line / NDJSON object. */
 void report__request(struct report *rp, const struct ttf_request *r);
+/*
+ * The same with the TTFT stage split (a may be NULL): JSON gains stages_ms,
+ * stage_sum_ms, attribution, inferred_by, merged, overlay, prefill_steps,
+ * prefill_tokens and a cause per outlier; text gains a stages line. The
+ * summary then adds per-stage P50/P95/P99 and the tail-dominating stage.
+ */
+void report__request_attrib(struct report *rp, const struct ttf_request *r,
+			    const struct ttf_attrib *a);
 /*
  * Print the summary: counts, percentiles of TTFT, TPOT, ITL, E2E, tokens,
  * grades and flags, followed by every counter (drops are printed even when 0

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
-#include "user/conn.h"
+#include "user/pipeline.h"
 #include "user/log.h"
 #include "user/net_probe.h"
 #include "user/report.h"
@@ -18,6 +18,7 @@
 
 #define POLL_MS 10
 #define ALIVE_CHECK_NS 200000000ull
+#define WATERMARK_SLACK_NS 2000000ull
 
 static volatile sig_atomic_t stop_requested;
 
@@ -39,7 +40,7 @@ struct tracer {
 	struct target_set targets;
 	struct net_probe *probe;
 	struct net_probe_status st;
-	struct conn_table *conns;
+	struct pipeline *pipe;
 	struct report *report;
 	FILE *out;
 	pid_t child;		/* -c */
@@ -47,20 +48,13 @@ struct tracer {
 	int child_done;
 };
 
-static void on_request(void *ctx, const struct ttf_request *r)
-{
-	struct tracer *t = ctx;
-
-	report__request(t->report, r);
-}
-
 static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
 {
 	struct tracer *t = ctx;
 
 	if (e->type == TTF_EV_FORK)
 		target_set__add(&t->targets, e->tid);
-	conn_table__on_event(t->conns, e, len);
+	pipeline__on_net_event(t->pipe, e, len);
 	return 0;
 }
 
@@ -213,8 +207,9 @@ static int targets_gone(struct tracer *t)
 
 static int summary(struct tracer *t)
 {
-	struct report_counter c[TTF_CNT__MAX + 8];
-	const struct conn_stats *cs = conn_table__stats(t->conns);
+	struct report_counter c[TTF_CNT__MAX + 32];
+	const struct conn_stats *cs = pipeline__conn_stats(t->pipe);
+	const struct timeline_stats *ts = pipeline__timeline_stats(t->pipe);
 	uint64_t bpf_cnt[TTF_CNT__MAX];
 	int n = 0;
 
@@ -225,6 +220,11 @@ static int summary(struct tracer *t)
 	c[n++] = (struct report_counter){ "lost_sync", cs->lost_sync };
 	c[n++] = (struct report_counter){ "non_http_connections", cs->non_http };
 	c[n++] = (struct report_counter){ "token_events_dropped_oom", cs->events_dropped_oom };
+	c[n++] = (struct report_counter){ "malformed_records", cs->malformed };
+	c[n++] = (struct report_counter){ "requests_not_deferred_oom", pipeline__dropped(t->pipe) };
+	c[n++] = (struct report_counter){ "engine_unmatched_returns", ts->unmatched_returns };
+	c[n++] = (struct report_counter){ "engine_orphan_prompt_steps", ts->orphan_prompt_steps };
+	c[n++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
 	return report__summary(t->report, c, n);
 }
 
@@ -236,6 +236,7 @@ static int run_loop(struct tracer *t)
 	int gone = 0;
 
 	while (!stop_requested) {
+		uint64_t drain_start = now_ns();
 		int err = net_probe__poll(t->probe, POLL_MS);
 		uint64_t now;
 
@@ -243,6 +244,8 @@ static int run_loop(struct tracer *t)
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
 			return TTF_EXIT_INTERNAL;
 		}
+		/* Everything that happened before this drain began has now been read. */
+		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = now_ns();
 		if (deadline && now >= deadline)
 			break;
@@ -294,17 +297,18 @@ int trace__run(const struct ttf_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	struct conn_table_opts co = { .sz = sizeof(co), .on_request = on_request, .ctx = &t };
 	struct report_opts ro = { .sz = sizeof(ro), .out = t.out, .json = o->json,
 				  .verbose = o->verbose, .t0_ns = now_ns() };
 
 	code = load_probes(&t);
 	if (code)
 		goto out;
-	co.xmit_expected = t.st.xmit;
-	t.conns = conn_table__new(&co);
 	t.report = report__new(&ro);
-	if (!t.conns || !t.report) {
+	struct pipeline_opts po = { .sz = sizeof(po), .report = t.report,
+				    .xmit_expected = t.st.xmit, .attribution = 1 };
+
+	t.pipe = t.report ? pipeline__new(&po) : NULL;
+	if (!t.pipe || !t.report) {
 		ttf_error(NULL, "out of memory");
 		code = TTF_EXIT_INTERNAL;
 		goto out;
@@ -325,7 +329,7 @@ int trace__run(const struct ttf_opts *o)
 		target__spawn_release(go_fd);
 
 	code = run_loop(&t);
-	conn_table__finish(t.conns, now_ns());
+	pipeline__finish(t.pipe, now_ns());
 	err = summary(&t);
 	if (!err && fflush(t.out))
 		err = -errno;
@@ -338,8 +342,8 @@ out:
 		kill(t.child, SIGTERM);
 		waitpid(t.child, NULL, 0);
 	}
+	pipeline__free(t.pipe);
 	report__free(t.report);
-	conn_table__free(t.conns);
 	net_probe__destroy(t.probe);
 	target_set__free(&t.targets);
 	if (t.out && t.out != stdout && fclose(t.out) && code == TTF_EXIT_OK) {

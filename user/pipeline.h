@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The user-side event pipeline, independent of where events come from (live
+ * BPF rings or, later, a recording): network records -> connection tracker
+ * -> finished requests; engine uprobe hits -> engine timeline; finished
+ * requests wait until the timeline has seen everything before them
+ * (watermark), then get their stage split and go to the report.
+ */
+#ifndef TTFTRACE_PIPELINE_H
+#define TTFTRACE_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bpf/net.h"
+#include "user/attrib.h"
+#include "user/conn.h"
+#include "user/report.h"
+#include "user/timeline.h"
+
+struct pipeline;
+
+struct pipeline_opts {
+	size_t sz;		/* sizeof(struct pipeline_opts) */
+	struct report *report;	/* where finished requests go (not owned) */
+	int xmit_expected;	/* the XMIT probe attached */
+	int attribution;	/* 1: keep an engine timeline and split TTFT into stages */
+	ttf_overlay_fn overlay;	/* scheduler view, or NULL */
+	void *overlay_ctx;
+};
+
+/* NULL with errno on failure. */
+struct pipeline *pipeline__new(const struct pipeline_opts *opts);
+void pipeline__free(struct pipeline *p);
+
+int pipeline__on_net_event(struct pipeline *p, const struct ttf_net_event *e, size_t len);
+int pipeline__on_engine_event(struct pipeline *p, const struct tl_event *ev);
+/* Everything with a timestamp before watermark_ns has been fed: attribute and print what can be. */
+void pipeline__advance(struct pipeline *p, uint64_t watermark_ns);
+/* End of tracing: close open requests, flush everything. */
+void pipeline__finish(struct pipeline *p, uint64_t now_ns);
+
+const struct conn_stats *pipeline__conn_stats(const struct pipeline *p);
+const struct timeline_stats *pipeline__timeline_stats(const struct pipeline *p);
+/* Requests that could not be copied for deferred output (ENOMEM). */
+uint64_t pipeline__dropped(const struct pipeline *p);
+
+#endif /* TTFTRACE_PIPELINE_H */

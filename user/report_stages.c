@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/report_stages.h"
+#include "user/stats.h"
+
+/* Stages in output order; TOKENIZE is a part of FRONTEND, SERVER a merge. */
+static const enum ttf_stage order[] = {
+	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_QUEUE,
+	TTF_ST_PREFILL, TTF_ST_EMIT, TTF_ST_NET_OUT, TTF_ST_SERVER,
+};
+#define N_ORDER (sizeof(order) / sizeof(order[0]))
+
+struct row {
+	int64_t ttft_ns;
+	int64_t stage_ns[TTF_ST__ALL];
+};
+
+struct stage_stats {
+	struct stats *st[TTF_ST__ALL];
+	struct row *rows;
+	size_t n, cap;
+};
+
+static double ms(int64_t ns)
+{
+	return round(ns / 1e3) / 1e3;
+}
+
+struct stage_stats *stage_stats__new(void)
+{
+	struct stage_stats *ss = calloc(1, sizeof(*ss));
+
+	if (!ss)
+		return NULL;
+	for (int i = 0; i < TTF_ST__ALL; i++) {
+		ss->st[i] = stats__new();
+		if (!ss->st[i]) {
+			stage_stats__free(ss);
+			return NULL;
+		}
+	}
+	return ss;
+}
+
+void stage_stats__free(struct stage_stats *ss)
+{
+	if (!ss)
+		return;
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		stats__free(ss->st[i]);
+	free(ss->rows);
+	free(ss);
+}
+
+int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t ttft_ns)
+{
+	int err = 0;
+
+	if (!a->valid)
+		return 0;
+	if (ss->n == ss->cap) {
+		size_t cap = ss->cap ? ss->cap * 2 : 64;
+		struct row *p = realloc(ss->rows, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		ss->rows = p;
+		ss->cap = cap;
+	}
+	ss->rows[ss->n].ttft_ns = ttft_ns;
+	memcpy(ss->rows[ss->n].stage_ns, a->stage_ns, sizeof(a->stage_ns));
+	ss->n++;
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		if (a->stage_ns[i] >= 0)
+			err |= stats__add(ss->st[i], a->stage_ns[i] / 1e6);
+	return err ? -ENOMEM : 0;
+}
+
+size_t stage_stats__count(const struct stage_stats *ss)
+{
+	return ss->n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int stage_stats__tail_stage(const struct stage_stats *ss)
+{
+	double sum[TTF_ST__ALL] = { 0 };
+	int64_t *t, p95;
+	int best = -1;
+
+	if (!ss->n)
+		return -1;
+	t = malloc(ss->n * sizeof(*t));
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < ss->n; i++)
+		t[i] = ss->rows[i].ttft_ns;
+	qsort(t, ss->n, sizeof(*t), cmp_i64);
+	/* nearest-rank P95: the requests at or above it form the tail */
+	p95 = t[(size_t)ceil(0.95 * ss->n) - 1];
+	free(t);
+	for (size_t i = 0; i < ss->n; i++) {
+		if (ss->rows[i].ttft_ns < p95)
+			continue;
+		for (int s = 0; s < TTF_ST__MAX; s++)
+			if (ss->rows[i].stage_ns[s] > 0)
+				sum[s] += ss->rows[i].stage_ns[s];
+		if (ss->rows[i].stage_ns[TTF_ST_SERVER] > 0)
+			sum[TTF_ST_SERVER] += ss->rows[i].stage_ns[TTF_ST_SERVER];
+	}
+	for (int s = 0; s < TTF_ST__ALL; s++)
+		if (s != TTF_ST_TOKENIZE && sum[s] > 0 && (best < 0 || sum[s] > sum[best]))
+			best = s;
+	return best;
+}
+
+static const char *kind_name(enum ttf_attrib_kind k)
+{
+	return k == TTF_ATTR_EXACT ? "exact" : k == TTF_ATTR_INFERRED ? "inferred" : "merged";
+}
+
+static void add_ms(cJSON *o, const char *k, int64_t ns, int *err)
+{
+	*err |= !(ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ms(ns)));
+}
+
+void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
+{
+	cJSON *st, *ov;
+	int64_t sum = 0;
+
+	if (!a || !a->valid)
+		return;
+	st = cJSON_AddObjectToObject(o, "stages_ms");
+	if (!st) {
+		*err = 1;
+		return;
+	}
+	for (size_t i = 0; i < N_ORDER; i++)
+		add_ms(st, ttf_stage_name(order[i]), a->stage_ns[order[i]], err);
+	for (int i = 0; i < TTF_ST__MAX; i++)
+		if (a->stage_ns[i] > 0)
+			sum += a->stage_ns[i];
+	if (a->stage_ns[TTF_ST_SERVER] > 0)
+		sum += a->stage_ns[TTF_ST_SERVER];
+	add_ms(o, "stage_sum_ms", sum, err);
+	*err |= !cJSON_AddStringToObject(o, "attribution", kind_name(a->kind));
+	*err |= !(a->inferred_by[0] ? cJSON_AddStringToObject(o, "inferred_by", a->inferred_by)
+				    : cJSON_AddNullToObject(o, "inferred_by"));
+	*err |= !(a->merged[0] ? cJSON_AddStringToObject(o, "merged", a->merged)
+			       : cJSON_AddNullToObject(o, "merged"));
+	*err |= !cJSON_AddNumberToObject(o, "prefill_steps", a->prefill_steps);
+	*err |= !cJSON_AddNumberToObject(o, "prefill_tokens", (double)a->prefill_tokens);
+	ov = cJSON_AddObjectToObject(o, "overlay");
+	if (!ov) {
+		*err = 1;
+		return;
+	}
+	for (int s = 0; s < TTF_ST__MAX; s++) {
+		cJSON *x;
+
+		if (!a->have_overlay[s])
+			continue;
+		x = cJSON_AddObjectToObject(ov, ttf_stage_name(s));
+		if (!x) {
+			*err = 1;
+			continue;
+		}
+		add_ms(x, "on_cpu_ms", a->overlay[s].on_cpu_ns, err);
+		add_ms(x, "runnable_ms", a->overlay[s].runnable_ns, err);
+		add_ms(x, "blocked_ms", a->overlay[s].blocked_ns, err);
+		add_ms(x, "unknown_ms", a->overlay[s].unknown_ns, err);
+	}
+}
+
+void report_stages__json_causes(cJSON *o, const struct ttf_attrib *a, int *err)
+{
+	cJSON *arr = cJSON_GetObjectItem(o, "outliers"), *it;
+
+	if (!a || !arr)
+		return;
+	cJSON_ArrayForEach(it, arr) {
+		cJSON *idx = cJSON_GetObjectItem(it, "index");
+		const char *cause = "none visible";
+
+		for (uint32_t i = 0; idx && i < a->n_causes; i++)
+			if (a->causes[i].index == (uint32_t)idx->valuedouble)
+				cause = a->causes[i].cause;
+		*err |= !cJSON_AddStringToObject(it, "cause", cause);
+	}
+}
+
+void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose)
+{
+	if (!a || !a->valid)
+		return;
+	fprintf(out, "    stages(ms):");
+	for (size_t i = 0; i < N_ORDER; i++) {
+		enum ttf_stage s = order[i];
+
+		if (a->stage_ns[s] < 0)
+			continue;
+		fprintf(out, " %s%s %.2f", s == TTF_ST_TOKENIZE ? "(" : "", ttf_stage_name(s),
+			a->stage_ns[s] / 1e6);
+		if (s == TTF_ST_TOKENIZE)
+			fputc(')', out);
+		if (s < TTF_ST__MAX && a->have_overlay[s] && a->overlay[s].runnable_ns >= 1000000)
+			fprintf(out, " [runnable %.1f]", a->overlay[s].runnable_ns / 1e6);
+	}
+	fprintf(out, " [%s%s%s]\n", kind_name(a->kind), a->inferred_by[0] ? ": " : "",
+		a->inferred_by);
+	for (uint32_t i = 0; i < a->n_causes; i++)
+		fprintf(out, "    ITL outlier #%u %.1f ms: %s\n", a->causes[i].index,
+			a->causes[i].itl_ns / 1e6, a->causes[i].cause);
+	(void)verbose;
+}
+
+static const double pcts[] = { 50, 95, 99 };
+static const char *const pct_keys[] = { "p50", "p95", "p99" };
+
+void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
+{
+	int tail;
+
+	if (!ss || !ss->n)
+		return;
+	fprintf(out, "\nTTFT stages over %zu requests (ms):\n", ss->n);
+	fprintf(out, "%-12s %8s %10s %10s %10s\n", "stage", "n", "P50", "P95", "P99");
+	for (size_t i = 0; i < N_ORDER; i++) {
+		struct stats *s = ss->st[order[i]];
+
+		if (!stats__count(s))
+			continue;
+		fprintf(out, "%-12s %8zu", ttf_stage_name(order[i]), stats__count(s));
+		for (int p = 0; p < 3; p++)
+			fprintf(out, " %10.3f", stats__percentile(s, pcts[p]));
+		fputc('\n', out);
+	}
+	tail = stage_stats__tail_stage(ss);
+	if (tail >= 0)
+		fprintf(out, "Tail (requests at or above P95 TTFT) is dominated by: %s\n",
+			ttf_stage_name(tail));
+}
+
+void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *err)
+{
+	cJSON *st;
+	int tail;
+
+	if (!ss || !ss->n)
+		return;
+	st = cJSON_AddObjectToObject(o, "stages_ms");
+	if (!st) {
+		*err = 1;
+		return;
+	}
+	for (size_t i = 0; i < N_ORDER; i++) {
+		struct stats *s = ss->st[order[i]];
+		cJSON *x;
+
+		if (!stats__count(s))
+			continue;
+		x = cJSON_AddObjectToObject(st, ttf_stage_name(order[i]));
+		if (!x) {
+			*err = 1;
+			continue;
+		}
+		*err |= !cJSON_AddNumberToObject(x, "n", stats__count(s));
+		for (int p = 0; p < 3; p++)
+			*err |= !cJSON_AddNumberToObject(
+				x, pct_keys[p], round(stats__percentile(s, pcts[p]) * 1e3) / 1e3);
+	}
+	tail = stage_stats__tail_stage(ss);
+	*err |= !(tail >= 0 ? cJSON_AddStringToObject(o, "tail_stage", ttf_stage_name(tail))
+			    : cJSON_AddNullToObject(o, "tail_stage"));
+}

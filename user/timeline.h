@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Engine timeline: which engine step served which request.
+ *
+ * Inputs, in any order within one drain of the ring buffers:
+ *   - tickets: a request was read completely (conn.c on_request_read);
+ *   - engine calls from uprobes: tokenize [start,end] on a thread, and
+ *     steps (llama_decode-like) [start,end] with n_tokens and sequence ids;
+ *     sync calls extend the step they follow (case 17: on a GPU the host
+ *     call returns before the work is done).
+ * timeline__advance(watermark) processes everything older than the
+ * watermark in time order:
+ *   - a tokenize call joins the ticket its thread read last (same tid,
+ *     read before the call started): "the engine has it" at tokenize end;
+ *   - a prompt step (n_tokens > number of sequences in it, i.e. some
+ *     sequence brings several tokens) for a sequence that is not already
+ *     prefilling starts the prefill of the oldest waiting ticket (FIFO).
+ *     The mapping is exact when that ticket was the only one waiting, else
+ *     inferred; further prompt steps of that sequence extend its prefill
+ *     (chunked prefill).
+ * All times CLOCK_MONOTONIC ns.
+ */
+#ifndef TTFTRACE_TIMELINE_H
+#define TTFTRACE_TIMELINE_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define TL_MAX_SEQ 8
+
+enum tl_role {
+	TL_ROLE_STEP = 1,
+	TL_ROLE_TOKENIZE,
+	TL_ROLE_SAMPLE,
+	TL_ROLE_SYNC,
+	TL_ROLE_DETOKENIZE,
+};
+
+/* One decoded uprobe hit (entry or return). */
+struct tl_event {
+	uint64_t ts_ns;
+	uint32_t tgid;
+	uint32_t tid;
+	enum tl_role role;
+	int is_return;
+	int64_t value;		/* entry of a step: n_tokens (-1 unknown) */
+	int n_seq;
+	int32_t seq_ids[TL_MAX_SEQ];
+};
+
+struct tl_step {
+	uint64_t start_ns, end_ns;
+	uint32_t tid;
+	int32_t n_tokens;	/* -1 unknown */
+	int n_seq;
+	int32_t seq_ids[TL_MAX_SEQ];
+	int is_prompt;		/* brings prompt tokens (prefill) */
+	uint64_t req_id;	/* request whose prefill it is (prompt steps), 0 unknown */
+};
+
+/* What the timeline knows about one request's way through the engine. */
+struct tl_ticket {
+	uint64_t req_id;
+	uint64_t sock_cookie;
+	uint32_t rx_tid;
+	uint64_t read_done_ns;
+	uint64_t tok_start_ns, tok_end_ns;	/* 0: no tokenize call joined */
+	uint64_t prefill_start_ns, prefill_end_ns; /* 0: no prompt step joined */
+	uint32_t prefill_steps;
+	uint64_t prefill_tokens;
+	uint32_t step_tid;	/* thread that ran its prefill */
+	int32_t seq;		/* sequence id of its prompt, -1 unknown */
+	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
+	int done;		/* prefill assigned */
+};
+
+struct timeline_stats {
+	uint64_t steps, prompt_steps, tokenize_calls, tickets;
+	uint64_t unmatched_returns;	/* a return without its entry */
+	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
+	uint64_t dropped_old;		/* items evicted by the memory bound */
+};
+
+struct timeline;
+
+/* horizon_ns: how long steps are kept for queries (outlier causes). NULL + errno on failure. */
+struct timeline *timeline__new(uint64_t horizon_ns);
+void timeline__free(struct timeline *tl);
+
+/* Feed one uprobe hit. -ENOMEM. */
+int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev);
+/* A request was read completely. -ENOMEM. */
+int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
+			      uint32_t rx_tid, uint64_t read_done_ns);
+/* Process every input older than watermark_ns, in time order. */
+void timeline__advance(struct timeline *tl, uint64_t watermark_ns);
+
+/* The ticket of a request (NULL when none); valid until timeline__release(). */
+const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id);
+/* Forget a request's ticket once its attribution is done. */
+void timeline__release(struct timeline *tl, uint64_t req_id);
+
+/*
+ * Steps overlapping [start_ns, end_ns], oldest first: calls cb for each;
+ * stops early when cb returns non-zero.
+ */
+void timeline__steps_in(const struct timeline *tl, uint64_t start_ns, uint64_t end_ns,
+			int (*cb)(void *ctx, const struct tl_step *s), void *ctx);
+
+/* 1 once any step (resp. tokenize) event was seen. */
+int timeline__has_steps(const struct timeline *tl);
+int timeline__has_tokenize(const struct timeline *tl);
+const struct timeline_stats *timeline__stats(const struct timeline *tl);
+
+#endif /* TTFTRACE_TIMELINE_H */
