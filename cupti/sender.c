@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,6 +56,7 @@ static bool try_connect(struct cupti_sender *s)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ CUPTI_SENDER_SNDBUF_BYTES }, sizeof(int));
 	if (connect(fd, (struct sockaddr *)&s->addr, s->addr_len)) {
 		close(fd);
 		return false;
@@ -83,6 +85,14 @@ static bool send_msg(struct cupti_sender *s, const void *msg, size_t len)
 		return false;
 	if (send(s->fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
 		return true;
+	if (errno == EAGAIN && s->now_ns() >= s->last_wait_timeout_ns + CUPTI_SENDER_RETRY_NS) {
+		struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+
+		if (poll(&p, 1, CUPTI_SENDER_WAIT_MS) == 1 &&
+		    send(s->fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
+			return true;
+		s->last_wait_timeout_ns = s->now_ns();
+	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR)
 		cupti_sender__close(s);
 	return false;

@@ -21,6 +21,13 @@
 #pragma GCC visibility push(hidden)
 
 #define CUPTI_SENDER_RETRY_NS 1000000000ull /* reconnect at most once a second */
+/*
+ * A full socket (ttftrace reads slower than a burst) makes the collector's
+ * own thread wait up to CUPTI_SENDER_WAIT_MS for room, at most once per
+ * CUPTI_SENDER_RETRY_NS; the application's threads never wait.
+ */
+#define CUPTI_SENDER_WAIT_MS 20
+#define CUPTI_SENDER_SNDBUF_BYTES (4 << 20) /* asked for; the kernel caps it at wmem_max */
 
 struct cupti_sender {
 	int fd;                 /* -1 while not connected */
@@ -30,6 +37,7 @@ struct cupti_sender {
 	uint32_t epoch;         /* bumped per connection: names are resent once per epoch */
 	uint64_t seq;
 	uint64_t next_connect_ns;
+	uint64_t last_wait_timeout_ns; /* a wait for room timed out then */
 	uint32_t n;             /* records in batch */
 	struct ttf_gpu_stats *stats;
 	uint64_t (*now_ns)(void); /* CLOCK_MONOTONIC ns; replaced in tests */

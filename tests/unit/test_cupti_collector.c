@@ -564,6 +564,40 @@ static void test_sender_reconnect(void **state)
 }
 
 /*
+ * A listener that does not read: the socket fills, the sender waits once
+ * (bounded) and then drops; every record is either delivered or counted.
+ */
+static void test_sender_full_socket(void **state)
+{
+	struct fixture *f = *state;
+	struct ttf_gpu_stats stats = { 0 };
+	struct cupti_sender *s = calloc(1, sizeof(*s));
+	struct ttf_gpu_rec r = { .type = TTF_GPU_REC_API, .start_ns = 10, .end_ns = 20 };
+	struct gpu_rx_opts ro = { .sz = sizeof(ro), .sock_path = f->sock };
+	struct gpu_rx *rx = gpu_rx__new(&ro);
+	struct gpu_store *st = gpu_store__new();
+	const int total = 1000 * TTF_GPU_MSG_MAX_RECS; /* 32 MiB: over any sndbuf */
+	int got = 0, n;
+
+	assert_non_null(rx);
+	assert_int_equal(cupti_sender__init(s, f->sock, 4242, &stats), 0);
+	for (int i = 0; i < total; i++) {
+		r.correlation_id = i + 1;
+		cupti_sender__push(s, &r, NULL);
+	}
+	cupti_sender__flush(s);
+	assert_true(stats.send_dropped > 0);
+	while ((n = gpu_rx__poll(rx, st)) > 0)
+		got += n;
+	assert_true(got > 0);
+	assert_int_equal(got + stats.send_dropped, total);
+	cupti_sender__close(s);
+	free(s);
+	gpu_store__free(st);
+	gpu_rx__free(rx);
+}
+
+/*
  * The real library entry point with the real libcupti and no driver:
  * cuptiSubscribe fails, so it says so once and stays inert; repeated calls
  * return 1 and print nothing more. Run in a child: it installs a global collector.
@@ -617,6 +651,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drops_when_nobody_listens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork_child_inert, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sender_reconnect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sender_full_socket, setup, teardown),
 		cmocka_unit_test(test_initialize_injection_without_driver),
 	};
 
