@@ -188,8 +188,8 @@ def test_steal_shows_runnable_frontend(engine, tracer):
         frontend = rec["stages_ms"]["frontend"]
         # two pinned spinners on its CPU: runnable about 2/3 of the steal
         assert truth_runq_ms > STEAL_MS * 0.4, ("fixture did not steal", t)
-        assert ov["runnable_ms"] == pytest.approx(truth_runq_ms, abs=max(2.0, 0.15 * truth_runq_ms)), (
-            ov, truth_runq_ms)
+        tol_ms = max(2.0, 0.15 * truth_runq_ms)
+        assert ov["runnable_ms"] == pytest.approx(truth_runq_ms, abs=tol_ms), (ov, truth_runq_ms)
         assert ov["on_cpu_ms"] + ov["runnable_ms"] + ov["blocked_ms"] == pytest.approx(
             frontend, abs=0.5), (ov, frontend)
 
