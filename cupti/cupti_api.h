@@ -38,7 +38,8 @@ struct cupti_api {
  * Find libcupti and fill @api. Order: the copy already loaded in the process
  * (dlopen "libcupti.so.13" with RTLD_NOLOAD), $TTFTRACE_CUPTI_LIB,
  * $CUDA_HOME/lib64 and /usr/local/cuda/{lib64,extras/CUPTI/lib64}, then the
- * plain soname; libcupti.so.12 (already loaded, then by soname) as a last resort. The handle is kept open for the life of the process.
+ * plain soname; libcupti.so.12 (already loaded, then by soname) as a last
+ * resort. The handle is kept open for the life of the process.
  * Returns 0, -ENOENT (no library) or -ENOSYS (a required symbol is missing);
  * @why gets a one-line reason on failure.
  */

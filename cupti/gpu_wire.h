@@ -115,11 +115,11 @@ struct ttf_gpu_rec {
 		} kernel;
 		struct {
 			uint64_t bytes;
-			uint32_t runtime_correlation_id; /* MEMCPY: the runtime API record (0 if none) */
+			uint32_t runtime_correlation_id; /* MEMCPY: runtime API record, 0 = none */
 			uint32_t pad[3];
 		} copy;
 		struct {
-			uint32_t tid;      /* gettid() of the calling thread (cuptiSetThreadIdType SYSTEM) */
+			uint32_t tid;      /* gettid() of the caller (thread id type SYSTEM) */
 			uint32_t cbid;     /* CUpti_CallbackId in its domain */
 			uint8_t domain;    /* enum ttf_gpu_api_domain */
 			uint8_t category;  /* enum ttf_gpu_api_category */
@@ -149,7 +149,7 @@ struct ttf_gpu_stats {
 	uint64_t api_filtered;      /* API records not in the kept set (skipped, not lost) */
 	uint64_t send_dropped;      /* records lost in transport: nobody listening or socket full */
 	uint64_t names_dropped;     /* name table full: kernels sent without a name */
-	uint64_t clock_mode;        /* 1 = CUPTI timestamp callback (MONOTONIC), 2 = offset fallback */
+	uint64_t clock_mode;        /* 1 = MONOTONIC timestamp callback, 2 = offset fallback */
 	uint64_t cupti_version;     /* cuptiGetVersion() */
 };
 

@@ -18,7 +18,7 @@ struct gpu_rx;
 
 struct gpu_rx_opts {
 	size_t sz;              /* sizeof(struct gpu_rx_opts) */
-	const char *sock_path;  /* "@name" abstract or a path; NULL: $TTFTRACE_CUPTI_SOCK or default */
+	const char *sock_path;  /* "@name" abstract, or a path; NULL: $TTFTRACE_CUPTI_SOCK/default */
 	uint32_t max_clients;   /* 0: 256 */
 };
 

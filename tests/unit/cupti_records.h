@@ -8,6 +8,7 @@
 #define TTFTRACE_TESTS_CUPTI_RECORDS_H
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cupti.h>
