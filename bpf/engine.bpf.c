@@ -42,12 +42,25 @@ static __always_inline void count(__u32 idx)
 
 static __always_inline __s64 reg_arg(struct pt_regs *ctx, int index)
 {
+	/*
+	 * Load every register at a constant ctx offset first: a switch of
+	 * loads is merged by clang into one load at ctx + variable offset,
+	 * which the verifier rejects ("dereference of modified ctx ptr").
+	 */
+	__s64 a1 = PT_REGS_PARM1(ctx), a2 = PT_REGS_PARM2(ctx), a3 = PT_REGS_PARM3(ctx);
+	__s64 a4 = PT_REGS_PARM4(ctx), a5 = PT_REGS_PARM5(ctx);
+
+	barrier_var(a1);
+	barrier_var(a2);
+	barrier_var(a3);
+	barrier_var(a4);
+	barrier_var(a5);
 	switch (index) {
-	case 1: return PT_REGS_PARM1(ctx);
-	case 2: return PT_REGS_PARM2(ctx);
-	case 3: return PT_REGS_PARM3(ctx);
-	case 4: return PT_REGS_PARM4(ctx);
-	case 5: return PT_REGS_PARM5(ctx);
+	case 1: return a1;
+	case 2: return a2;
+	case 3: return a3;
+	case 4: return a4;
+	case 5: return a5;
 	}
 	return -1;
 }
