@@ -277,6 +277,19 @@ static void gc(struct sched_view *v, uint64_t now_ns)
 	v->next_gc_ns = now_ns + GC_PERIOD_NS;
 }
 
+/*
+ * A transition that needs a record we never got: the current interval mixes
+ * states at unknown times, so it becomes unknown rather than a wrong state.
+ */
+static void lost_record(struct sched_view *v, struct thread *t)
+{
+	struct mark *cur = last_mark(t);
+
+	v->st.inconsistent++;
+	if (cur && cur->state != SCHED_EXITED)
+		cur->state = SCHED_UNKNOWN;
+}
+
 int sched__add(struct sched_view *v, const struct ttf_sched_event *e)
 {
 	struct thread *t = find(v, e->tid);
@@ -307,7 +320,7 @@ int sched__add(struct sched_view *v, const struct ttf_sched_event *e)
 	case TTF_SCHED_OUT_BLOCKED:
 	case TTF_SCHED_OUT_DEAD:
 		if (cur != SCHED_ON_CPU && cur != SCHED_UNKNOWN)
-			v->st.inconsistent++;	/* a switch-in was lost */
+			lost_record(v, t);	/* its switch-in was lost */
 		next = e->type == TTF_SCHED_OUT_RUNNABLE ? SCHED_RUNNABLE :
 		       e->type == TTF_SCHED_OUT_BLOCKED ? SCHED_BLOCKED : SCHED_EXITED;
 		if (next == SCHED_EXITED)
@@ -315,7 +328,7 @@ int sched__add(struct sched_view *v, const struct ttf_sched_event *e)
 		break;
 	case TTF_SCHED_IN:
 		if (cur == SCHED_BLOCKED || cur == SCHED_ON_CPU || cur == SCHED_EXITED)
-			v->st.inconsistent++;	/* a wakeup or switch-out was lost */
+			lost_record(v, t);	/* a wakeup or switch-out was lost */
 		next = SCHED_ON_CPU;
 		break;
 	default:	/* WAKEUP, WAKEUP_NEW */

@@ -18,6 +18,10 @@
  * sample (wakeup or preemption until switch-in, as libbpf-tools runqlat).
  * A record older than the thread's last one (ring order across CPUs differs
  * from time order by a few ns) is applied at the last one's time and counted.
+ * A transition that implies a lost record (a switch-out of a thread that is
+ * not on a CPU, a switch-in of a blocked one) is counted, and the thread's
+ * current interval becomes unknown time instead of a state it was not
+ * wholly in.
  *
  * Memory is bounded: a thread keeps the state changes of the last
  * horizon_ns of event time, at most max_marks_per_thread of them (16 bytes
@@ -89,7 +93,7 @@ struct sched_stats {
 	uint64_t marks_horizon;		/* state changes dropped: older than the horizon */
 	uint64_t marks_cap;		/* state changes dropped: max_marks_per_thread */
 	uint64_t reordered;		/* records older than their thread's last record */
-	uint64_t inconsistent;		/* transitions that imply a lost record (IN while blocked) */
+	uint64_t inconsistent;		/* transitions that imply a lost record: interval unknown */
 	uint64_t alloc_failed;		/* records dropped: out of memory */
 };
 

@@ -202,11 +202,15 @@ static void test_lost_wakeup_counted(void **state)
 	struct sched_stats st;
 
 	ev(v, 100, 80, TTF_SCHED_OUT_BLOCKED);
-	ev(v, 200, 80, TTF_SCHED_IN);	/* its wakeup was lost */
+	ev(v, 200, 80, TTF_SCHED_IN);	/* its wakeup was lost: [100,200) unknown */
 	ev(v, 300, 80, TTF_SCHED_OUT_BLOCKED);
-	assert_overlay(v, 80, 0, 300, 100, 0, 100, 100);
+	ev(v, 400, 80, TTF_SCHED_WAKEUP);
+	ev(v, 500, 80, TTF_SCHED_OUT_RUNNABLE);	/* its switch-in was lost: [400,500) unknown */
+	ev(v, 600, 80, TTF_SCHED_IN);
+	ev(v, 700, 80, TTF_SCHED_OUT_BLOCKED);
+	assert_overlay(v, 80, 0, 700, 100 + 100, 100, 100, 100 + 100 + 100);
 	sched__stats(v, &st);
-	assert_int_equal(st.inconsistent, 1);
+	assert_int_equal(st.inconsistent, 2);
 	sched__free(v);
 }
 

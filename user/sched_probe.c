@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "sched.skel.h"
+#include "user/log.h"
+#include "user/sched_probe.h"
+
+#define MAX_LINKS 3
+#define DEF_RINGBUF_BYTES (4U << 20)
+
+struct sched_probe {
+	struct sched_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	struct sched_view *view;
+	sched_event_cb on_event;
+	void *ctx;
+	int ncpus;
+};
+
+static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
+	[TTF_SCHED_CNT_RINGBUF_FULL] = "sched_ringbuf_full",
+	[TTF_SCHED_CNT_EVENTS] = "sched_events",
+};
+
+const char *sched_probe__counter_name(int idx)
+{
+	return idx >= 0 && idx < TTF_SCHED_CNT__MAX ? counter_names[idx] : "?";
+}
+
+/* /proc/TGID/task/TID/<file>, first line without the newline; "" when unreadable. */
+static void read_task_file(uint32_t tgid, uint32_t tid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/%s", tgid, tid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static int ring_cb(void *ctx, void *data, size_t len)
+{
+	struct sched_probe *sp = ctx;
+	const struct ttf_sched_event *e = data;
+	char comm[SCHED_COMM_LEN];
+	int err;
+
+	if (len < sizeof(*e))
+		return 0;
+	if (sp->on_event) {
+		err = sp->on_event(sp->ctx, e);
+		if (err)
+			return err;
+	}
+	/* A thread new to the view: its name, while it still exists. */
+	if (sched__add(sp->view, e) == 1) {
+		read_task_file(e->tgid, e->tid, "comm", comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(sp->view, e->tid, comm);
+	}
+	return 0;
+}
+
+struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err)
+{
+	struct sched_probe *sp;
+
+	if (!opts->view) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sp->view = opts->view;
+	sp->on_event = opts->on_event;
+	sp->ctx = opts->ctx;
+	sp->ncpus = libbpf_num_possible_cpus();
+	sp->skel = sched_bpf__open();
+	if (!sp->skel) {
+		*err = -errno;
+		goto fail;
+	}
+	if (opts->tgid_map_fd > 0) {
+		*err = bpf_map__reuse_fd(sp->skel->maps.traced_tgids, opts->tgid_map_fd);
+		if (*err)
+			goto fail;
+	}
+	*err = bpf_map__set_max_entries(sp->skel->maps.events,
+					opts->ringbuf_bytes ? opts->ringbuf_bytes :
+					DEF_RINGBUF_BYTES);
+	if (*err)
+		goto fail;
+	sp->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(sp->skel->maps.events) / 2;
+	*err = sched_bpf__load(sp->skel);
+	if (*err)
+		goto fail;
+	sp->rb = ring_buffer__new(bpf_map__fd(sp->skel->maps.events), ring_cb, sp, NULL);
+	if (!sp->rb) {
+		*err = -errno;
+		goto fail;
+	}
+	return sp;
+fail:
+	sched_probe__destroy(sp);
+	return NULL;
+}
+
+int sched_probe__attach(struct sched_probe *sp)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, sp->skel->obj) {
+		struct bpf_link *link = bpf_program__attach(prog);
+
+		if (!link) {
+			err = -errno;
+			ttf_warn("could not attach %s (%s)", bpf_program__name(prog),
+				 strerror(-err));
+			return err;
+		}
+		ttf_debug("attached %s", bpf_program__name(prog));
+		if (sp->n_links < MAX_LINKS)
+			sp->links[sp->n_links++] = link;
+		else
+			bpf_link__destroy(link);
+	}
+	return 0;
+}
+
+int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(sp->skel->maps.traced_tgids, &tgid, sizeof(tgid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid)
+{
+	char path[64], stat[512], comm[SCHED_COMM_LEN];
+	struct timespec ts;
+	struct dirent *d;
+	uint64_t now_ns;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	/* Taken before reading the states: a thread shown sleeping slept from here on. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	while ((d = readdir(dir))) {
+		uint32_t tid = strtoul(d->d_name, NULL, 10);
+		char *p;
+
+		if (!tid)
+			continue;
+		read_task_file(tgid, tid, "stat", stat, sizeof(stat));
+		/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+		p = strrchr(stat, ')');
+		if (!p || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D'))
+			continue;
+		if (sched__seed(sp->view, tid, tgid, now_ns, SCHED_BLOCKED))
+			continue;
+		read_task_file(tgid, tid, "comm", comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(sp->view, tid, comm);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
+{
+	int n;
+
+	if (timeout_ms > 0) {
+		n = ring_buffer__poll(sp->rb, timeout_ms);
+		if (n < 0 && n != -EINTR)
+			return n;
+	}
+	return ring_buffer__consume(sp->rb);
+}
+
+struct ring_buffer *sched_probe__ring(struct sched_probe *sp)
+{
+	return sp->rb;
+}
+
+void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
+{
+	uint64_t *vals = calloc(sp->ncpus, sizeof(uint64_t));
+
+	memset(out, 0, TTF_SCHED_CNT__MAX * sizeof(*out));
+	if (!vals)
+		return;
+	for (uint32_t i = 0; i < TTF_SCHED_CNT__MAX; i++) {
+		if (bpf_map__lookup_elem(sp->skel->maps.counters, &i, sizeof(i), vals,
+					 sp->ncpus * sizeof(uint64_t), 0))
+			continue;
+		for (int c = 0; c < sp->ncpus; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+}
+
+int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,
+			    uint64_t *run_time_ns, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	bpf_object__for_each_program(prog, sp->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (n >= max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		names[n] = bpf_program__name(prog);
+		run_cnt[n] = info.run_cnt;
+		run_time_ns[n] = info.run_time_ns;
+		n++;
+	}
+	return n;
+}
+
+void sched_probe__destroy(struct sched_probe *sp)
+{
+	if (!sp)
+		return;
+	for (int i = 0; i < sp->n_links; i++)
+		bpf_link__destroy(sp->links[i]);
+	ring_buffer__free(sp->rb);
+	sched_bpf__destroy(sp->skel);
+	free(sp);
+}
