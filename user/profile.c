@@ -89,6 +89,7 @@ struct parse_ctx {
 	const char *file;
 	const char *text;	/* reader position */
 	int line;		/* line the reader returned last */
+	int section_line;	/* line of the last [section] header read */
 	int probe_line[PROFILE_MAX_PROBES];
 	char *err;
 	size_t err_sz;
@@ -115,6 +116,8 @@ static char *reader(char *buf, int size, void *stream)
 		c->line++;
 	else if (!*c->text)
 		c->line++;
+	if (buf[strspn(buf, " \t")] == '[')
+		c->section_line = c->line;
 	return buf;
 }
 
@@ -141,7 +144,7 @@ static struct probe_spec *probe_for(struct parse_ctx *c, const char *section)
 	if (p->n_probes == PROFILE_MAX_PROBES || copy_str(p->probes[p->n_probes].name,
 							  PROBE_NAME_LEN, name))
 		return NULL;
-	c->probe_line[p->n_probes] = c->line;
+	c->probe_line[p->n_probes] = c->section_line;
 	p->probes[p->n_probes].role = -1;
 	return &p->probes[p->n_probes++];
 }

@@ -6,10 +6,10 @@
  * of entry/return pairs (paired per thread with a stack, so recursion
  * pairs correctly). A test driver for user/engine_probe.c (tests/uprobe/).
  *
- *   uprobe-probe --pid PID [--profile NAME|PATH] [--probe PATH:SYMBOL=ROLE[:ARGSPEC]]...
+ *   uprobe-probe --pid PID [--pid PID]... [--profile NAME|PATH] [--probe PATH:SYMBOL=ROLE[:ARGSPEC]]...
  *                [--duration-s N]
  *
- * Prints "ready" on stderr once attached.
+ * Prints "ready" on stderr once attached. Runs until every PID has ended.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -151,9 +151,17 @@ static bool process_ended(int pid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
+static bool all_ended(const int *pids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!process_ended(pids[i]))
+			return false;
+	return true;
+}
+
 static int usage(void)
 {
-	fprintf(stderr, "usage: uprobe-probe --pid PID [--profile NAME|PATH] "
+	fprintf(stderr, "usage: uprobe-probe --pid PID [--pid PID]... [--profile NAME|PATH] "
 		"[--probe PATH:SYMBOL=ROLE[:ARGSPEC]]... [--duration-s N] [-v]\n");
 	return 2;
 }
@@ -174,7 +182,7 @@ int main(int argc, char **argv)
 	static struct state state;
 	char err_msg[PATH_MAX + 256];
 	double duration_s = 0;
-	int pid = 0, c, err, rc = 1;
+	int pids[16], n_pids = 0, c, err, rc = 1;
 	struct timespec t0, t;
 	long last_rescan_s = 0;
 
@@ -182,8 +190,8 @@ int main(int argc, char **argv)
 	libbpf_set_print(ttf_libbpf_print);
 	/* First pass: options that do not need the loaded object. */
 	while ((c = getopt_long(argc, argv, "v", lopts, NULL)) != -1) {
-		if (c == 'p')
-			pid = atoi(optarg);
+		if (c == 'p' && n_pids < 16)
+			pids[n_pids++] = atoi(optarg);
 		else if (c == 'd')
 			duration_s = atof(optarg);
 		else if (c == 'v')
@@ -191,7 +199,7 @@ int main(int argc, char **argv)
 		else if (c != 'P' && c != 'u')
 			return usage();
 	}
-	if (pid <= 0)
+	if (!n_pids)
 		return usage();
 	ep = engine_probe__new(&opts, &err);
 	if (!ep) {
@@ -218,10 +226,12 @@ int main(int argc, char **argv)
 			goto cleanup;
 		}
 	}
-	err = engine_probe__attach_pid(ep, pid);
-	if (err < 0) {
-		ttf_error(NULL, "attach to pid %d: %s", pid, strerror(-err));
-		goto cleanup;
+	for (int i = 0; i < n_pids; i++) {
+		err = engine_probe__attach_pid(ep, pids[i]);
+		if (err < 0) {
+			ttf_error(NULL, "attach to pid %d: %s", pids[i], strerror(-err));
+			goto cleanup;
+		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -232,7 +242,7 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (duration_s > 0 && t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >= duration_s)
 			break;
-		if (process_ended(pid))
+		if (all_ended(pids, n_pids))
 			break;
 		if (t.tv_sec != last_rescan_s) {
 			last_rescan_s = t.tv_sec;
