@@ -465,7 +465,9 @@ static void overlay_thread(const struct sched_view *v, const struct thread *t, u
 
 static void add_unknown(struct sched_overlay *o, uint64_t window_ns)
 {
-	o->unknown_ns += window_ns - (o->on_cpu_ns + o->runnable_ns + o->blocked_ns + o->unknown_ns);
+	uint64_t known_ns = o->on_cpu_ns + o->runnable_ns + o->blocked_ns + o->unknown_ns;
+
+	o->unknown_ns += window_ns - known_ns;
 }
 
 int sched__overlay(const struct sched_view *v, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
@@ -479,7 +481,7 @@ int sched__overlay(const struct sched_view *v, uint32_t tid, uint64_t start_ns, 
 	t = find(v, tid);
 	if (t)
 		overlay_thread(v, t, start_ns, end_ns, out);
-	out->unknown_ns = end_ns - start_ns - (out->on_cpu_ns + out->runnable_ns + out->blocked_ns);
+	add_unknown(out, end_ns - start_ns);
 	return t ? 0 : -ENOENT;
 }
 

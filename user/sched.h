@@ -93,7 +93,7 @@ struct sched_stats {
 	uint64_t marks_horizon;		/* state changes dropped: older than the horizon */
 	uint64_t marks_cap;		/* state changes dropped: max_marks_per_thread */
 	uint64_t reordered;		/* records older than their thread's last record */
-	uint64_t inconsistent;		/* transitions that imply a lost record: interval unknown */
+	uint64_t inconsistent;		/* transitions implying a lost record: interval unknown */
 	uint64_t alloc_failed;		/* records dropped: out of memory */
 };
 

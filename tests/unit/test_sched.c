@@ -205,7 +205,7 @@ static void test_lost_wakeup_counted(void **state)
 	ev(v, 200, 80, TTF_SCHED_IN);	/* its wakeup was lost: [100,200) unknown */
 	ev(v, 300, 80, TTF_SCHED_OUT_BLOCKED);
 	ev(v, 400, 80, TTF_SCHED_WAKEUP);
-	ev(v, 500, 80, TTF_SCHED_OUT_RUNNABLE);	/* its switch-in was lost: [400,500) unknown */
+	ev(v, 500, 80, TTF_SCHED_OUT_RUNNABLE);	/* switch-in lost: [400,500) unknown */
 	ev(v, 600, 80, TTF_SCHED_IN);
 	ev(v, 700, 80, TTF_SCHED_OUT_BLOCKED);
 	assert_overlay(v, 80, 0, 700, 100 + 100, 100, 100, 100 + 100 + 100);
