@@ -1,0 +1,3 @@
+module hotgo
+
+go 1.19
