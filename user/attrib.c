@@ -3,13 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "user/attrib.h"
+#include "user/gpu_join.h"
 
 static const char *const stage_names[TTF_ST__ALL] = {
 	[TTF_ST_NET_IN] = "net_in",	[TTF_ST_READ_WAIT] = "read_wait",
 	[TTF_ST_FRONTEND] = "frontend", [TTF_ST_QUEUE] = "queue",
 	[TTF_ST_PREFILL] = "prefill",	[TTF_ST_EMIT] = "emit",
 	[TTF_ST_NET_OUT] = "net_out",	[TTF_ST_TOKENIZE] = "tokenize",
-	[TTF_ST_SERVER] = "server",
+	[TTF_ST_SERVER] = "server",	[TTF_ST_COPY] = "copy",
 };
 
 const char *ttf_stage_name(enum ttf_stage s)
@@ -117,6 +118,35 @@ static void name_outliers(const struct ttf_request *r, const struct ttf_req_metr
 	}
 }
 
+/* Kernels and copies of the engine process inside [start, end). */
+static void gpu_part(struct ttf_attrib *a, const struct attrib_sources *src, uint32_t pid,
+		     uint64_t start, uint64_t end)
+{
+	struct gpu_copy_bw bw[TTF_MAX_COPIES];
+	struct gpu_prefill gp;
+	int n;
+
+	if (!src->gpu || !pid || end <= start)
+		return;
+	n = gpu_join__prefill(src->gpu, pid, start, end, &gp, bw, TTF_MAX_COPIES);
+	if (n < 0 || (!gp.split.kernels && !gp.split.copies))
+		return;
+	a->gpu.have = 1;
+	a->gpu.compute_ns = gp.split.compute_ns;
+	a->gpu.copy_ns = gp.split.copy_ns;
+	a->gpu.host_gap_ns = gp.split.host_gap_ns;
+	a->gpu.kernels = gp.split.kernels;
+	a->gpu.n_copies = n;
+	a->gpu.link_gbps = src->link_gbps;
+	for (int i = 0; i < n && i < TTF_MAX_COPIES; i++) {
+		a->gpu.copies[i] = (struct ttf_copy){
+			.bytes = bw[i].bytes, .dur_ns = bw[i].end_ns - bw[i].start_ns,
+			.copy_kind = bw[i].copy_kind, .pageable = bw[i].pageable,
+			.gbps = bw[i].gbps,
+		};
+	}
+}
+
 int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
 			const struct attrib_sources *src, struct ttf_attrib *a)
 {
@@ -190,6 +220,18 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	}
 	if (clamped)
 		set_inferred(a, "event order clamped");
+
+	/* GPU spans: the prefill window, or the whole server stage without step probes. */
+	gpu_part(a, src, have_steps ? k->step_tgid : r->tgid, have_steps ? b[4] : b[2],
+		 have_steps ? b[5] : b[6]);
+	if (a->gpu.have && have_steps && a->gpu.copy_ns) {
+		uint64_t c = a->gpu.copy_ns;
+
+		if (c > (uint64_t)a->stage_ns[TTF_ST_PREFILL])
+			c = a->stage_ns[TTF_ST_PREFILL];
+		a->stage_ns[TTF_ST_COPY] = c;
+		a->stage_ns[TTF_ST_PREFILL] -= c;
+	}
 
 	overlay_stage(a, src, TTF_ST_READ_WAIT, r->rx_tid, b[1], b[2]);
 	overlay_stage(a, src, TTF_ST_FRONTEND, r->rx_tid, b[2], b[3]);

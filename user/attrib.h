@@ -16,7 +16,9 @@
  * Boundaries are clamped to be non-decreasing, so the stages sum to TTFT
  * exactly (in ns). Missing sources merge adjacent stages visibly: without
  * engine probes frontend..emit are one `server` stage; without a tokenize
- * probe frontend merges into queue.
+ * probe frontend merges into queue. With GPU spans (CUPTI), copy time on the
+ * critical path inside prefill becomes its own `copy` stage, taken out of
+ * prefill.
  */
 #ifndef TTFTRACE_ATTRIB_H
 #define TTFTRACE_ATTRIB_H
@@ -25,6 +27,7 @@
 #include "user/request.h"
 #include "user/metrics.h"
 #include "user/timeline.h"
+#include "user/gpu_store.h"
 
 enum ttf_stage {
 	TTF_ST_NET_IN = 0,
@@ -37,6 +40,7 @@ enum ttf_stage {
 	TTF_ST__MAX,
 	TTF_ST_TOKENIZE = TTF_ST__MAX,	/* sub-stage of frontend, reported aside */
 	TTF_ST_SERVER,			/* merged frontend..emit */
+	TTF_ST_COPY,			/* host<->device copies inside prefill (CUPTI), taken out of prefill */
 	TTF_ST__ALL,
 };
 
@@ -66,6 +70,29 @@ struct ttf_outlier_cause {
 	char cause[48];		/* "prefill of request 12", "runqueue wait", ... */
 };
 
+#define TTF_MAX_COPIES 8
+
+/* One host<->device copy inside the prefill window (case 23). */
+struct ttf_copy {
+	uint64_t bytes;
+	uint64_t dur_ns;
+	uint8_t copy_kind;	/* enum ttf_gpu_copy_kind (cupti/gpu_wire.h) */
+	uint8_t pageable;	/* pageable host memory: slow by design, never link evidence */
+	double gbps;		/* achieved, 1e9 bytes/s */
+};
+
+/* GPU activity (CUPTI) inside the prefill window, when the collector reports. */
+struct ttf_gpu_part {
+	int have;
+	uint64_t compute_ns;	/* covered by a kernel */
+	uint64_t copy_ns;	/* covered by a copy and no kernel: on the critical path */
+	uint64_t host_gap_ns;	/* no GPU work: the GPU waited on the host */
+	uint32_t kernels;
+	uint32_t n_copies;	/* copies in the window (up to TTF_MAX_COPIES kept) */
+	struct ttf_copy copies[TTF_MAX_COPIES];
+	double link_gbps;	/* theoretical PCIe rate per direction of the GPU path; <= 0 unknown */
+};
+
 struct ttf_attrib {
 	int valid;			/* 0: no TTFT, nothing attributed */
 	int64_t stage_ns[TTF_ST__ALL];	/* -1: not observed / merged away */
@@ -78,12 +105,15 @@ struct ttf_attrib {
 	uint64_t prefill_tokens;
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];
+	struct ttf_gpu_part gpu;
 };
 
 struct attrib_sources {
 	const struct timeline *tl;	/* NULL: no engine probes */
 	ttf_overlay_fn overlay;		/* NULL: no scheduler view */
 	void *overlay_ctx;
+	struct gpu_store *gpu;		/* NULL: no CUPTI collector */
+	double link_gbps;		/* PCIe path rate for copy comparisons; <= 0 unknown */
 };
 
 /* Attribute one finished request. Returns 0 or -EINVAL. */

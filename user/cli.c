@@ -29,7 +29,7 @@ static const char doc[] =
 "tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
 "error, 9 internal error.";
 
-enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF };
+enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -46,6 +46,7 @@ static const struct argp_option options[] = {
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
 	  "Payload prefix captured per read/write (default 1024, max 4096)", 3 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 3 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 3 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -120,6 +121,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (mb & (mb - 1))
 			argp_error(state, "--ringbuf-mb must be a power of two");
 		o->ringbuf_bytes = (uint32_t)mb << 20;
+		break;
+	case OPT_NO_SCHED:
+		o->no_sched = 1;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);

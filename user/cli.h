@@ -41,6 +41,7 @@ struct ttf_opts {
 	int verbose;		/* -v count */
 	uint32_t capture_bytes;	/* --capture-bytes */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
+	int no_sched;		/* --no-sched: no scheduler overlay */
 };
 
 /*

@@ -155,6 +155,11 @@ int net_probe__trace_port(struct net_probe *np, uint16_t port)
 				    sizeof(one), BPF_ANY);
 }
 
+int net_probe__tgids_fd(struct net_probe *np)
+{
+	return bpf_map__fd(np->skel->maps.traced_tgids);
+}
+
 int net_probe__n_tgids(struct net_probe *np)
 {
 	uint32_t key, next;

@@ -52,6 +52,8 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st);
 /* Add a process / listening port to the in-kernel filters. */
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
 int net_probe__trace_port(struct net_probe *np, uint16_t port);
+/* fd of the traced_tgids map, for other probes to share (bpf_map__reuse_fd). */
+int net_probe__tgids_fd(struct net_probe *np);
 /* Number of tgids still in the kernel's traced set. */
 int net_probe__n_tgids(struct net_probe *np);
 /* Wait up to timeout_ms for a wakeup, then drain everything. Returns records consumed or -errno. */

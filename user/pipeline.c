@@ -42,7 +42,8 @@ static uint64_t max_ts(const struct ttf_request *r)
 static void output(struct pipeline *p, const struct ttf_request *r)
 {
 	struct attrib_sources src = { .tl = p->tl, .overlay = p->opts.overlay,
-				      .overlay_ctx = p->opts.overlay_ctx };
+				      .overlay_ctx = p->opts.overlay_ctx, .gpu = p->opts.gpu,
+				      .link_gbps = p->opts.link_gbps };
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
 

@@ -26,6 +26,8 @@ struct pipeline_opts {
 	int attribution;	/* 1: keep an engine timeline and split TTFT into stages */
 	ttf_overlay_fn overlay;	/* scheduler view, or NULL */
 	void *overlay_ctx;
+	struct gpu_store *gpu;	/* CUPTI spans, or NULL (not owned) */
+	double link_gbps;	/* PCIe path rate to compare copies with; <= 0 unknown */
 };
 
 /* NULL with errno on failure. */

@@ -9,7 +9,7 @@
 /* Stages in output order; TOKENIZE is a part of FRONTEND, SERVER a merge. */
 static const enum ttf_stage order[] = {
 	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_QUEUE,
-	TTF_ST_PREFILL, TTF_ST_EMIT, TTF_ST_NET_OUT, TTF_ST_SERVER,
+	TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT, TTF_ST_SERVER,
 };
 #define N_ORDER (sizeof(order) / sizeof(order[0]))
 
@@ -116,6 +116,8 @@ int stage_stats__tail_stage(const struct stage_stats *ss)
 				sum[s] += ss->rows[i].stage_ns[s];
 		if (ss->rows[i].stage_ns[TTF_ST_SERVER] > 0)
 			sum[TTF_ST_SERVER] += ss->rows[i].stage_ns[TTF_ST_SERVER];
+		if (ss->rows[i].stage_ns[TTF_ST_COPY] > 0)
+			sum[TTF_ST_COPY] += ss->rows[i].stage_ns[TTF_ST_COPY];
 	}
 	for (int s = 0; s < TTF_ST__ALL; s++)
 		if (s != TTF_ST_TOKENIZE && sum[s] > 0 && (best < 0 || sum[s] > sum[best]))
@@ -131,6 +133,61 @@ static const char *kind_name(enum ttf_attrib_kind k)
 static void add_ms(cJSON *o, const char *k, int64_t ns, int *err)
 {
 	*err |= !(ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ms(ns)));
+}
+
+static const char *copy_dir(uint8_t kind)
+{
+	switch (kind) {
+	case 1: return "HtoD";
+	case 2: return "DtoH";
+	case 8: return "DtoD";
+	case 10: return "PtoP";
+	}
+	return "other";
+}
+
+/* "gpu": prefill GPU time, copies with achieved GB/s next to the link's rate. */
+static void gpu_json(cJSON *o, const struct ttf_gpu_part *g, int *err)
+{
+	cJSON *x, *arr;
+
+	if (!g->have)
+		return;
+	x = cJSON_AddObjectToObject(o, "gpu");
+	if (!x) {
+		*err = 1;
+		return;
+	}
+	add_ms(x, "prefill_gpu_ms", g->compute_ns, err);
+	add_ms(x, "copy_ms", g->copy_ns, err);
+	add_ms(x, "host_gap_ms", g->host_gap_ns, err);
+	*err |= !cJSON_AddNumberToObject(x, "kernels", g->kernels);
+	*err |= !(g->link_gbps > 0 ? cJSON_AddNumberToObject(x, "link_gbps",
+							     round(g->link_gbps * 100) / 100)
+				   : cJSON_AddNullToObject(x, "link_gbps"));
+	arr = cJSON_AddArrayToObject(x, "copies");
+	if (!arr) {
+		*err = 1;
+		return;
+	}
+	for (uint32_t i = 0; i < g->n_copies && i < TTF_MAX_COPIES; i++) {
+		const struct ttf_copy *c = &g->copies[i];
+		cJSON *it = cJSON_CreateObject();
+
+		if (!it || !cJSON_AddItemToArray(arr, it)) {
+			cJSON_Delete(it);
+			*err = 1;
+			continue;
+		}
+		*err |= !cJSON_AddStringToObject(it, "dir", copy_dir(c->copy_kind));
+		*err |= !cJSON_AddNumberToObject(it, "bytes", (double)c->bytes);
+		add_ms(it, "ms", c->dur_ns, err);
+		*err |= !cJSON_AddNumberToObject(it, "gbps", round(c->gbps * 100) / 100);
+		*err |= !cJSON_AddBoolToObject(it, "pageable", c->pageable);
+		if (g->link_gbps > 0)
+			*err |= !cJSON_AddNumberToObject(it, "share_of_link",
+							 round(c->gbps / g->link_gbps * 1000) / 1000);
+	}
 }
 
 void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
@@ -152,7 +209,10 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 			sum += a->stage_ns[i];
 	if (a->stage_ns[TTF_ST_SERVER] > 0)
 		sum += a->stage_ns[TTF_ST_SERVER];
+	if (a->stage_ns[TTF_ST_COPY] > 0)
+		sum += a->stage_ns[TTF_ST_COPY];
 	add_ms(o, "stage_sum_ms", sum, err);
+	gpu_json(o, &a->gpu, err);
 	*err |= !cJSON_AddStringToObject(o, "attribution", kind_name(a->kind));
 	*err |= !(a->inferred_by[0] ? cJSON_AddStringToObject(o, "inferred_by", a->inferred_by)
 				    : cJSON_AddNullToObject(o, "inferred_by"));
@@ -218,6 +278,21 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 	}
 	fprintf(out, " [%s%s%s]\n", kind_name(a->kind), a->inferred_by[0] ? ": " : "",
 		a->inferred_by);
+	if (a->gpu.have) {
+		fprintf(out, "    gpu: prefill busy %.2f ms, copies on path %.2f ms, host gaps %.2f ms,"
+			" %u kernels", a->gpu.compute_ns / 1e6, a->gpu.copy_ns / 1e6,
+			a->gpu.host_gap_ns / 1e6, a->gpu.kernels);
+		for (uint32_t i = 0; i < a->gpu.n_copies && i < TTF_MAX_COPIES; i++) {
+			const struct ttf_copy *c = &a->gpu.copies[i];
+
+			fprintf(out, "; %s %.1f MB %.1f GB/s%s", copy_dir(c->copy_kind),
+				c->bytes / 1e6, c->gbps, c->pageable ? " PAGEABLE" : "");
+			if (a->gpu.link_gbps > 0)
+				fprintf(out, " (%.0f%% of link %.1f)", 100 * c->gbps / a->gpu.link_gbps,
+					a->gpu.link_gbps);
+		}
+		fputc('\n', out);
+	}
 	for (uint32_t i = 0; i < a->n_causes; i++)
 		fprintf(out, "    ITL outlier #%u %.1f ms: %s\n", a->causes[i].index,
 			a->causes[i].itl_ns / 1e6, a->causes[i].cause);

@@ -139,6 +139,7 @@ int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev)
 	c->s.start_ns = tl->open[i].entry.ts_ns;
 	c->s.end_ns = ev->ts_ns;
 	c->s.tid = ev->tid;
+	c->s.tgid = ev->tgid;
 	c->s.n_tokens = tl->open[i].entry.value > INT32_MAX ? -1 : (int32_t)tl->open[i].entry.value;
 	c->s.n_seq = tl->open[i].entry.n_seq;
 	if (c->s.n_seq > TL_MAX_SEQ)
@@ -267,6 +268,7 @@ static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t se
 	k->seq = seq;
 	k->n_waiting = n_waiting;
 	k->step_tid = s->tid;
+	k->step_tgid = s->tgid;
 	k->prefill_start_ns = s->start_ns;
 	extend_prefill(k, s);
 	return k->req_id;

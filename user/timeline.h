@@ -50,6 +50,7 @@ struct tl_event {
 
 struct tl_step {
 	uint64_t start_ns, end_ns;
+	uint32_t tgid;
 	uint32_t tid;
 	int32_t n_tokens;	/* -1 unknown */
 	int n_seq;
@@ -69,6 +70,7 @@ struct tl_ticket {
 	uint32_t prefill_steps;
 	uint64_t prefill_tokens;
 	uint32_t step_tid;	/* thread that ran its prefill */
+	uint32_t step_tgid;	/* ... and its process (the GPU owner for CUPTI joins) */
 	int32_t seq;		/* sequence id of its prompt, -1 unknown */
 	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
 	int done;		/* prefill assigned */

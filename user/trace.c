@@ -9,7 +9,12 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
+#include "user/gpu_rx.h"
+#include "user/gpu_store.h"
+#include "user/pcie.h"
 #include "user/pipeline.h"
+#include "user/sched.h"
+#include "user/sched_probe.h"
 #include "user/log.h"
 #include "user/net_probe.h"
 #include "user/report.h"
@@ -19,6 +24,7 @@
 #define POLL_MS 10
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
+#define GPU_KEEP_NS (120ull * 1000000000ull)	/* GPU spans kept for joins */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -42,6 +48,11 @@ struct tracer {
 	struct net_probe_status st;
 	struct pipeline *pipe;
 	struct report *report;
+	struct gpu_rx *gpu_rx;		/* CUPTI collectors connect here; NULL if unavailable */
+	struct gpu_store *gpu;
+	uint64_t gpu_records;
+	struct sched_view *sched;	/* scheduler overlay; NULL if unavailable */
+	struct sched_probe *sched_probe;
 	FILE *out;
 	pid_t child;		/* -c */
 	int child_status;
@@ -54,6 +65,8 @@ static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
 
 	if (e->type == TTF_EV_FORK)
 		target_set__add(&t->targets, e->tid);
+	if (e->type == TTF_EV_EXIT && t->sched)
+		sched__forget_tgid(t->sched, e->tgid, e->ts_ns);
 	pipeline__on_net_event(t->pipe, e, len);
 	return 0;
 }
@@ -91,10 +104,10 @@ static int resolve_targets(struct tracer *t)
 		break;
 	case TTF_TARGET_COMM:
 		err = target__by_comm(&t->targets, o->comm);
-		if (err == -ESRCH) {
-			ttf_warn("no process named '%s' yet; waiting for one to start", o->comm);
-			err = 0;
-		}
+		if (err == -ESRCH)
+			ttf_error("check the name with `ps -eo comm`; to trace a server from its "
+				  "start use -c CMD",
+				  "no process is named '%s'", o->comm);
 		break;
 	case TTF_TARGET_PORT:
 		err = target__by_port(&t->targets, o->port);
@@ -169,6 +182,75 @@ static int load_probes(struct tracer *t)
 	return 0;
 }
 
+static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
+			 struct ttf_overlay *out)
+{
+	struct sched_overlay so;
+	int err = sched__overlay(ctx, tid, start_ns, end_ns, &so);
+
+	if (err)
+		return err;
+	*out = (struct ttf_overlay){ so.on_cpu_ns, so.runnable_ns, so.blocked_ns, so.unknown_ns };
+	return 0;
+}
+
+/* Scheduler view of the traced threads (sharing the net probe's tgid set). Optional. */
+static void open_sched(struct tracer *t, struct pipeline_opts *po)
+{
+	struct sched_probe_opts so = { .sz = sizeof(so) };
+	int err;
+
+	if (t->opts->no_sched)
+		return;
+	t->sched = sched__new(NULL);
+	if (!t->sched)
+		return;
+	so.tgid_map_fd = net_probe__tgids_fd(t->probe);
+	so.view = t->sched;
+	t->sched_probe = sched_probe__open_load(&so, &err);
+	if (!t->sched_probe || (err = sched_probe__attach(t->sched_probe))) {
+		ttf_warn("scheduler probes unavailable (%s): no runqueue/off-CPU overlay",
+			 strerror(-err));
+		sched_probe__destroy(t->sched_probe);
+		t->sched_probe = NULL;
+		sched__free(t->sched);
+		t->sched = NULL;
+		return;
+	}
+	po->overlay = sched_overlay;
+	po->overlay_ctx = t->sched;
+}
+
+/*
+ * Listen for CUPTI collectors (servers started with CUDA_INJECTION64_PATH).
+ * Optional: without it the stage split has no GPU part.
+ */
+static void open_gpu(struct tracer *t, struct pipeline_opts *po)
+{
+	struct gpu_rx_opts gro = { .sz = sizeof(gro) };
+	struct pcie_gpu *gpus;
+	int n;
+
+	t->gpu = gpu_store__new();
+	t->gpu_rx = t->gpu ? gpu_rx__new(&gro) : NULL;
+	if (!t->gpu_rx) {
+		ttf_warn("not listening for CUPTI collectors (%s): no GPU spans",
+			 strerror(errno));
+		gpu_store__free(t->gpu);
+		t->gpu = NULL;
+		return;
+	}
+	po->gpu = t->gpu;
+	/* Copies are compared with the first NVIDIA GPU's PCIe path, when there is one. */
+	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
+	n = gpus ? pcie__find_gpus(NULL, gpus, PCIE_MAX_GPUS) : 0;
+	if (n > 0)
+		po->link_gbps = pcie__path_gbps(NULL, gpus[0].bdf);
+	if (n > 1)
+		ttf_info("%d GPUs: copy bandwidth is compared with %s's link", n, gpus[0].bdf);
+	free(gpus);
+}
+
 static void print_startup(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
@@ -225,6 +307,33 @@ static int summary(struct tracer *t)
 	c[n++] = (struct report_counter){ "engine_unmatched_returns", ts->unmatched_returns };
 	c[n++] = (struct report_counter){ "engine_orphan_prompt_steps", ts->orphan_prompt_steps };
 	c[n++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
+	if (t->sched) {
+		uint64_t sc[TTF_SCHED_CNT__MAX];
+		struct sched_stats ss;
+
+		sched_probe__counters(t->sched_probe, sc);
+		sched__stats(t->sched, &ss);
+		c[n++] = (struct report_counter){ "sched_ringbuf_full", sc[TTF_SCHED_CNT_RINGBUF_FULL] };
+		c[n++] = (struct report_counter){ "sched_events", sc[TTF_SCHED_CNT_EVENTS] };
+		c[n++] = (struct report_counter){ "sched_inconsistent", ss.inconsistent };
+		c[n++] = (struct report_counter){ "sched_marks_dropped", ss.marks_horizon + ss.marks_cap };
+		c[n++] = (struct report_counter){ "sched_threads_refused", ss.threads_refused };
+		c[n++] = (struct report_counter){ "sched_alloc_failed", ss.alloc_failed };
+	}
+	if (t->gpu) {
+		struct ttf_gpu_stats gs = { 0 };
+
+		gpu_store__stats(t->gpu, 0, &gs);
+		c[n++] = (struct report_counter){ "gpu_records", t->gpu_records };
+		c[n++] = (struct report_counter){ "gpu_send_dropped", gs.send_dropped };
+		c[n++] = (struct report_counter){ "gpu_cupti_dropped", gs.cupti_dropped };
+		c[n++] = (struct report_counter){ "gpu_buffers_refused", gs.buffers_refused };
+		c[n++] = (struct report_counter){ "gpu_buffers_discarded", gs.buffers_discarded };
+		c[n++] = (struct report_counter){ "gpu_invalid_ts", gs.invalid_ts };
+		c[n++] = (struct report_counter){ "gpu_duplicates", gs.duplicates };
+		c[n++] = (struct report_counter){ "gpu_names_dropped", gs.names_dropped };
+		c[n++] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(t->gpu_rx) };
+	}
 	return report__summary(t->report, c, n);
 }
 
@@ -244,6 +353,14 @@ static int run_loop(struct tracer *t)
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
 			return TTF_EXIT_INTERNAL;
 		}
+		if (t->sched_probe)
+			sched_probe__poll(t->sched_probe, 0);
+		if (t->gpu_rx) {
+			int n = gpu_rx__poll(t->gpu_rx, t->gpu);
+
+			if (n > 0)
+				t->gpu_records += n;
+		}
 		/* Everything that happened before this drain began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = now_ns();
@@ -256,6 +373,8 @@ static int run_loop(struct tracer *t)
 		}
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
+			if (t->gpu && now > GPU_KEEP_NS)
+				gpu_store__expire(t->gpu, now - GPU_KEEP_NS);
 			if (t->child <= 0 && targets_gone(t)) {
 				gone = 1;
 				break;
@@ -264,6 +383,8 @@ static int run_loop(struct tracer *t)
 	}
 	/* Let records of the last moments reach the ring, then drain it. */
 	net_probe__poll(t->probe, 0);
+	if (t->sched_probe)
+		sched_probe__poll(t->sched_probe, 0);
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");
 	return gone ? TTF_EXIT_TARGET_GONE : TTF_EXIT_OK;
@@ -307,6 +428,9 @@ int trace__run(const struct ttf_opts *o)
 	struct pipeline_opts po = { .sz = sizeof(po), .report = t.report,
 				    .xmit_expected = t.st.xmit, .attribution = 1 };
 
+	open_gpu(&t, &po);
+	open_sched(&t, &po);
+
 	t.pipe = t.report ? pipeline__new(&po) : NULL;
 	if (!t.pipe || !t.report) {
 		ttf_error(NULL, "out of memory");
@@ -344,6 +468,10 @@ out:
 	}
 	pipeline__free(t.pipe);
 	report__free(t.report);
+	gpu_rx__free(t.gpu_rx);
+	gpu_store__free(t.gpu);
+	sched_probe__destroy(t.sched_probe);
+	sched__free(t.sched);
 	net_probe__destroy(t.probe);
 	target_set__free(&t.targets);
 	if (t.out && t.out != stdout && fclose(t.out) && code == TTF_EXIT_OK) {

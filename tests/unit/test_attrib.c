@@ -69,6 +69,8 @@ static int64_t sum_stages(const struct ttf_attrib *a)
 			s += a->stage_ns[i];
 	if (a->stage_ns[TTF_ST_SERVER] > 0)
 		s += a->stage_ns[TTF_ST_SERVER];
+	if (a->stage_ns[TTF_ST_COPY] > 0)
+		s += a->stage_ns[TTF_ST_COPY];
 	return s;
 }
 
@@ -261,6 +263,78 @@ static void test_watermark_holds_late_steps(void **state)
 	timeline__free(tl);
 }
 
+static void add_rec(struct gpu_store *g, uint8_t type, uint64_t start, uint64_t end,
+		    uint8_t copy_kind, uint8_t src_kind, uint64_t bytes)
+{
+	struct ttf_gpu_rec rec = { .start_ns = start, .end_ns = end, .type = type,
+				   .copy_kind = copy_kind, .src_kind = src_kind,
+				   .dst_kind = TTF_GPU_MEM_DEVICE };
+
+	if (type == TTF_GPU_REC_MEMCPY)
+		rec.copy.bytes = bytes;
+	assert_int_equal(gpu_store__add(g, 77, &rec), 0);
+}
+
+/*
+ * Prefill 5..25 ms in process 77: kernels 6..10 and 14..24 ms, a 64 MiB
+ * pinned H2D copy 10..12 ms (33.55 GB/s, alone on the GPU: on the critical
+ * path) and a pageable 1 MiB copy 15..16 ms hidden behind a kernel. The copy
+ * stage is 2 ms, taken out of prefill (20 -> 18 ms); the sum stays TTFT.
+ */
+static void test_gpu_copy_stage(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	struct gpu_store *g = gpu_store__new();
+	uint64_t tok[] = { 26 * MS, 30 * MS };
+	struct attrib_sources src = { .link_gbps = 63.02 };
+	int32_t s0[] = { 0 };
+	struct ttf_req_metrics m;
+	struct ttf_request r;
+	struct ttf_attrib a;
+	struct tl_event e = { .ts_ns = 5 * MS, .tgid = 77, .tid = 20, .role = TL_ROLE_STEP,
+			      .value = 64, .n_seq = 1, .seq_ids = { 0 } };
+
+	assert_non_null(tl);
+	assert_non_null(g);
+	make_request(&r, 1, 1, 1 * MS, tok, 2);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+	e.is_return = 1;
+	e.ts_ns = 25 * MS;
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+	(void)s0;
+	timeline__advance(tl, 100 * MS);
+	add_rec(g, TTF_GPU_REC_KERNEL, 6 * MS, 10 * MS, 0, 0, 0);
+	add_rec(g, TTF_GPU_REC_KERNEL, 14 * MS, 24 * MS, 0, 0, 0);
+	add_rec(g, TTF_GPU_REC_MEMCPY, 10 * MS, 12 * MS, TTF_GPU_COPY_HTOD, TTF_GPU_MEM_PINNED,
+		64ull << 20);
+	add_rec(g, TTF_GPU_REC_MEMCPY, 15 * MS, 16 * MS, TTF_GPU_COPY_HTOD, TTF_GPU_MEM_PAGEABLE,
+		1ull << 20);
+	src.tl = tl;
+	src.gpu = g;
+	assert_int_equal(ttf_metrics__compute(&r, &m), 0);
+	assert_int_equal(ttf_attrib__compute(&r, &m, &src, &a), 0);
+	assert_true(a.gpu.have);
+	assert_int_equal(a.gpu.compute_ns, 14 * MS);
+	assert_int_equal(a.gpu.copy_ns, 2 * MS);
+	assert_int_equal(a.gpu.host_gap_ns, 4 * MS);
+	assert_int_equal(a.gpu.n_copies, 2);
+	assert_int_equal(a.stage_ns[TTF_ST_COPY], 2 * MS);
+	assert_int_equal(a.stage_ns[TTF_ST_PREFILL], 18 * MS);
+	assert_int_equal(sum_stages(&a), m.ttft_ns);
+	for (uint32_t i = 0; i < a.gpu.n_copies; i++) {
+		if (a.gpu.copies[i].pageable) {
+			assert_int_equal(a.gpu.copies[i].bytes, 1 << 20);
+		} else {
+			assert_true(a.gpu.copies[i].gbps > 33.55 && a.gpu.copies[i].gbps < 33.56);
+		}
+	}
+	assert_true(a.gpu.link_gbps > 63.0);
+	ttf_request__release(&r);
+	gpu_store__free(g);
+	timeline__free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_no_engine_probe_merges),
 		cmocka_unit_test(test_sync_extends_step),
 		cmocka_unit_test(test_watermark_holds_late_steps),
+		cmocka_unit_test(test_gpu_copy_stage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
