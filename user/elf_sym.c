@@ -93,7 +93,8 @@ int elf_file__vaddr_to_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *off
 	for (size_t i = 0; i < ef->n_phdrs; i++) {
 		const GElf_Phdr *ph = &ef->phdrs[i];
 
-		if (ph->p_type != PT_LOAD || vaddr < ph->p_vaddr || vaddr >= ph->p_vaddr + ph->p_filesz)
+		if (ph->p_type != PT_LOAD || vaddr < ph->p_vaddr ||
+		    vaddr >= ph->p_vaddr + ph->p_filesz)
 			continue;
 		*off = vaddr - ph->p_vaddr + ph->p_offset;
 		return 0;
@@ -152,7 +153,8 @@ static int find_sym(struct elf_file *ef, const char *name, Elf64_Word type, GElf
 	while ((scn = elf_nextscn(ef->elf, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == type && !find_in(ef, scn, &sh, name, out))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == type &&
+		    !find_in(ef, scn, &sh, name, out))
 			return 0;
 	}
 	return -ENOENT;

@@ -260,7 +260,8 @@ static void check_missing(struct engine_probe *ep)
 			continue;
 		s->warned = true;
 		snprintf(msg, sizeof(msg), "%s not found in %s%s: %s", s->spec.symbol,
-			 ep->targets[s->last_target].path, s->n_searched > 1 ? " (nor in other candidates)" : "",
+			 ep->targets[s->last_target].path,
+			 s->n_searched > 1 ? " (nor in other candidates)" : "",
 			 role_loss(s->spec.role));
 		ttf_warn("%s", msg);
 		if (ep->n_missing < MAX_MISSING)
@@ -390,7 +391,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 		a->n_ret_sites++;
 	}
 	if (!err && s->spec.want_return && !t->go) {
-		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset, id, true);
+		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset, id,
+			       true);
 		err = l ? add_link(a, l) : -errno;
 	}
 	if (err)

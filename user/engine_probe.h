@@ -63,7 +63,7 @@ struct engine_probe_stat {
 	int role;
 	bool go;			/* RET-site uprobes instead of a uretprobe */
 	int n_ret_sites;
-	uint32_t entry_offset;		/* bytes past the symbol (endbr64 skip, Go stack check) */
+	uint32_t entry_offset;		/* past the symbol, bytes (endbr64, Go stack check) */
 	char insn[32];			/* the symbol's first instruction */
 	int insn_class;			/* enum elf_insn_class at the entry site */
 	uint64_t hits;			/* entries delivered */

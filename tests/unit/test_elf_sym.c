@@ -108,7 +108,8 @@ static void test_classify(void **state)
 		{ { 0x48, 0x89, 0xf8 }, 3, ELF_INSN_SSTEP, 3, "mov rax, rdi" },
 		{ { 0x48, 0x83, 0xec, 0x08 }, 4, ELF_INSN_SSTEP, 4, "sub rsp, 8" },
 		{ { 0x8d, 0x47, 0x01 }, 3, ELF_INSN_SSTEP, 3, "lea eax, [rdi + 1]" },
-		{ { 0x66, 0x90 }, 2, ELF_INSN_SSTEP, 2, NULL },	/* 0x66 prefix: not emulated */
+		/* a 0x66 prefix: not emulated */
+		{ { 0x66, 0x90 }, 2, ELF_INSN_SSTEP, 2, NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -78,7 +78,8 @@ static void test_root_prefix_once(void **state)
 	assert_string_equal(out, "/proc/42/root/usr/lib/libllama.so");
 	assert_int_equal(proc_path__in_root(42, "/proc/42/root/usr/lib/x.so", out, sizeof(out)), 0);
 	assert_string_equal(out, "/proc/42/root/usr/lib/x.so");
-	assert_int_equal(proc_path__in_root(42, "/proc/7/map_files/1000-2000", out, sizeof(out)), 0);
+	assert_int_equal(proc_path__in_root(42, "/proc/7/map_files/1000-2000", out, sizeof(out)),
+			 0);
 	assert_string_equal(out, "/proc/7/map_files/1000-2000");
 	/* "/proc/self/..." and "/proc/42/rootfs/..." are ordinary paths inside the root */
 	assert_int_equal(proc_path__in_root(42, "/proc/42/rootfs/a", out, sizeof(out)), 0);

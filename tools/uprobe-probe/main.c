@@ -6,7 +6,8 @@
  * of entry/return pairs (paired per thread with a stack, so recursion
  * pairs correctly). A test driver for user/engine_probe.c (tests/uprobe/).
  *
- *   uprobe-probe --pid PID [--pid PID]... [--profile NAME|PATH] [--probe PATH:SYMBOL=ROLE[:ARGSPEC]]...
+ *   uprobe-probe --pid PID [--pid PID]... [--profile NAME|PATH]
+ *                [--probe PATH:SYMBOL=ROLE[:ARGSPEC]]...
  *                [--duration-s N]
  *
  * Prints "ready" on stderr once attached. Runs until every PID has ended.
@@ -86,7 +87,8 @@ static int on_event(void *ctx, const struct engine_event *e)
 		if (!s->durs[e->probe_id])
 			s->durs[e->probe_id] = calloc(MAX_DURS, sizeof(uint64_t));
 		if (s->durs[e->probe_id])
-			s->durs[e->probe_id][s->n_durs[e->probe_id]++] = e->ts_ns - st->ts[st->depth];
+			s->durs[e->probe_id][s->n_durs[e->probe_id]++] =
+				e->ts_ns - st->ts[st->depth];
 	}
 	return 0;
 }
@@ -240,7 +242,8 @@ int main(int argc, char **argv)
 	while (!stop) {
 		engine_probe__poll(ep, 50);
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (duration_s > 0 && t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >= duration_s)
+		if (duration_s > 0 &&
+		    t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 >= duration_s)
 			break;
 		if (all_ended(pids, n_pids))
 			break;
