@@ -24,12 +24,14 @@ static const char doc[] =
 "    ttftrace --comm llama-server    # trace every process named llama-server\n"
 "    ttftrace -c './server --port 8080'  # start a server and trace it until it exits\n"
 "    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
+"    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1   # custom engine step\n"
 "\n"
 "Exit codes: 0 ok, 2 bad command line, 3 not root, 4 kernel lacks BTF or a\n"
 "tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
 "error, 9 internal error.";
 
-enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED };
+enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
+       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -42,11 +44,17 @@ static const struct argp_option options[] = {
 	{ "json", OPT_JSON, NULL, 0, "NDJSON: one object per request, then a summary object", 2 },
 	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 2 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
-	{ NULL, 0, NULL, 0, "Capture:", 3 },
+	{ NULL, 0, NULL, 0, "Engine (uprobes):", 3 },
+	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
+	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
+	{ "probe", OPT_PROBE, "SPEC", 0,
+	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync; repeatable", 3 },
+	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
+	{ NULL, 0, NULL, 0, "Capture:", 4 },
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
-	  "Payload prefix captured per read/write (default 1024, max 4096)", 3 },
-	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 3 },
-	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 3 },
+	  "Payload prefix captured per read/write (default 1024, max 4096)", 4 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -124,6 +132,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_SCHED:
 		o->no_sched = 1;
+		break;
+	case OPT_NO_PROFILE:
+		o->no_profile = 1;
+		break;
+	case OPT_PROFILE:
+		if (o->n_profiles == 4)
+			argp_error(state, "at most 4 --profile");
+		o->profiles[o->n_profiles++] = arg;
+		break;
+	case OPT_PROBE:
+		if (o->n_probes == 16)
+			argp_error(state, "at most 16 --probe");
+		o->probes[o->n_probes++] = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);

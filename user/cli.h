@@ -42,6 +42,11 @@ struct ttf_opts {
 	uint32_t capture_bytes;	/* --capture-bytes */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
+	int no_profile;		/* --no-profile: no automatic engine profile */
+	const char *profiles[4];	/* --profile NAME|PATH (repeatable) */
+	int n_profiles;
+	const char *probes[16];	/* --probe PATH:SYMBOL=ROLE[:ARGSPEC] (repeatable) */
+	int n_probes;
 };
 
 /*

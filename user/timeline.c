@@ -345,9 +345,17 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 	store_step(tl, s);
 }
 
-/* A sync call (e.g. llama_synchronize) ends the step that ran before it on its thread. */
+/*
+ * A sync call (e.g. llama_synchronize) that had to wait ends the step that
+ * ran before it on its thread: the device work finished at its return. A
+ * sync that returned at once (CPU backend, or GPU already done) says nothing.
+ */
+#define SYNC_WAITED_NS 20000
+
 static void process_sync(struct timeline *tl, const struct tl_step *c)
 {
+	if (c->end_ns - c->start_ns < SYNC_WAITED_NS)
+		return;
 	for (size_t i = tl->n_steps; i-- > 0;) {
 		struct tl_step *s = step_at(tl, i);
 

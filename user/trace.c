@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
+#include "user/engine_setup.h"
 #include "user/gpu_rx.h"
 #include "user/gpu_store.h"
 #include "user/pcie.h"
@@ -51,6 +52,7 @@ struct tracer {
 	struct gpu_rx *gpu_rx;		/* CUPTI collectors connect here; NULL if unavailable */
 	struct gpu_store *gpu;
 	uint64_t gpu_records;
+	struct engine_setup *engine;	/* engine uprobes; NULL if none */
 	struct sched_view *sched;	/* scheduler overlay; NULL if unavailable */
 	struct sched_probe *sched_probe;
 	FILE *out;
@@ -63,8 +65,10 @@ static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
 {
 	struct tracer *t = ctx;
 
-	if (e->type == TTF_EV_FORK)
+	if (e->type == TTF_EV_FORK) {
 		target_set__add(&t->targets, e->tid);
+		engine_setup__attach(t->engine, e->tid);
+	}
 	if (e->type == TTF_EV_EXIT && t->sched)
 		sched__forget_tgid(t->sched, e->tgid, e->ts_ns);
 	pipeline__on_net_event(t->pipe, e, len);
@@ -221,6 +225,29 @@ static void open_sched(struct tracer *t, struct pipeline_opts *po)
 	po->overlay_ctx = t->sched;
 }
 
+/* Engine uprobes from --profile/--probe, or the built-in profiles. */
+static int open_engine(struct tracer *t)
+{
+	const struct ttf_opts *o = t->opts;
+	struct engine_setup_opts eo = { .n_profiles = o->n_profiles, .n_probes = o->n_probes,
+					.auto_profiles = !o->no_profile };
+	int err;
+
+	for (int i = 0; i < o->n_profiles; i++)
+		eo.profiles[i] = o->profiles[i];
+	for (int i = 0; i < o->n_probes; i++)
+		eo.probes[i] = o->probes[i];
+	eo.pipe = t->pipe;
+	err = engine_setup__new(&eo, &t->engine);
+	if (err == -EINVAL)
+		return TTF_EXIT_USAGE;
+	if (err && (o->n_profiles || o->n_probes)) {
+		ttf_error("run with -vvv for libbpf's log", "engine uprobes: %s", strerror(-err));
+		return TTF_EXIT_NOT_ATTACHED;
+	}
+	return 0;
+}
+
 /*
  * Listen for CUPTI collectors (servers started with CUDA_INJECTION64_PATH).
  * Optional: without it the stage split has no GPU part.
@@ -307,6 +334,7 @@ static int summary(struct tracer *t)
 	c[n++] = (struct report_counter){ "engine_unmatched_returns", ts->unmatched_returns };
 	c[n++] = (struct report_counter){ "engine_orphan_prompt_steps", ts->orphan_prompt_steps };
 	c[n++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
+	engine_setup__counters(t->engine, c, &n);
 	if (t->sched) {
 		uint64_t sc[TTF_SCHED_CNT__MAX];
 		struct sched_stats ss;
@@ -355,6 +383,7 @@ static int run_loop(struct tracer *t)
 		}
 		if (t->sched_probe)
 			sched_probe__poll(t->sched_probe, 0);
+		engine_setup__poll(t->engine);
 		if (t->gpu_rx) {
 			int n = gpu_rx__poll(t->gpu_rx, t->gpu);
 
@@ -373,6 +402,7 @@ static int run_loop(struct tracer *t)
 		}
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
+			engine_setup__tick(t->engine, now);
 			if (t->gpu && now > GPU_KEEP_NS)
 				gpu_store__expire(t->gpu, now - GPU_KEEP_NS);
 			if (t->child <= 0 && targets_gone(t)) {
@@ -385,6 +415,7 @@ static int run_loop(struct tracer *t)
 	net_probe__poll(t->probe, 0);
 	if (t->sched_probe)
 		sched_probe__poll(t->sched_probe, 0);
+	engine_setup__poll(t->engine);
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");
 	return gone ? TTF_EXIT_TARGET_GONE : TTF_EXIT_OK;
@@ -430,13 +461,15 @@ int trace__run(const struct ttf_opts *o)
 
 	open_gpu(&t, &po);
 	open_sched(&t, &po);
-
 	t.pipe = t.report ? pipeline__new(&po) : NULL;
 	if (!t.pipe || !t.report) {
 		ttf_error(NULL, "out of memory");
 		code = TTF_EXIT_INTERNAL;
 		goto out;
 	}
+	code = open_engine(&t);
+	if (code)
+		goto out;
 	if (o->target == TTF_TARGET_CMD) {
 		err = target__spawn(o->cmd, &t.child, &go_fd);
 		if (err) {
@@ -447,6 +480,8 @@ int trace__run(const struct ttf_opts *o)
 		target_set__add(&t.targets, t.child);
 		net_probe__trace_tgid(t.probe, t.child);
 	}
+	for (size_t i = 0; i < t.targets.n; i++)
+		engine_setup__attach(t.engine, t.targets.tgids[i]);
 	print_startup(&t);
 	report__header(t.report);
 	if (go_fd >= 0)
@@ -455,6 +490,7 @@ int trace__run(const struct ttf_opts *o)
 	code = run_loop(&t);
 	pipeline__finish(t.pipe, now_ns());
 	err = summary(&t);
+	engine_setup__summary(t.engine, o->json ? stderr : t.out);
 	if (!err && fflush(t.out))
 		err = -errno;
 	if (err) {
@@ -470,6 +506,7 @@ out:
 	report__free(t.report);
 	gpu_rx__free(t.gpu_rx);
 	gpu_store__free(t.gpu);
+	engine_setup__free(t.engine);
 	sched_probe__destroy(t.sched_probe);
 	sched__free(t.sched);
 	net_probe__destroy(t.probe);
