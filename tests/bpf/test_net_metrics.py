@@ -7,6 +7,7 @@ within 1 ms and exact token counts. The server's --log (CLOCK_MONOTONIC ns, the
 clock of bpf_ktime_get_ns) is the per-event truth the kernel timestamps are
 compared with.
 """
+import os
 import threading
 
 import pytest
@@ -265,9 +266,16 @@ def test_sigint_right_after_last_response_loses_nothing(sse_server, tracer):
 def test_client_and_tracer_agree(sse_server, tracer):
     """Over loopback the client's TTFT is the tracer's plus the client's read."""
     def drive(port):
-        c = Client(port)
-        rs = [c.request(max_tokens=4) for _ in range(3)]
-        c.close()
+        # Real-time client thread, so that other work on the machine does not
+        # delay its reads (the kernel timestamps do not depend on it).
+        old = os.sched_getscheduler(0), os.sched_getparam(0)
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(5))
+        try:
+            c = Client(port)
+            rs = [c.request(max_tokens=4) for _ in range(3)]
+            c.close()
+        finally:
+            os.sched_setscheduler(0, old[0], old[1])
         return rs
 
     _, _, rs, by_key, _ = run(sse_server, tracer, (), drive)
