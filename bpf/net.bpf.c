@@ -436,7 +436,12 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 			bpf_map_delete_elem(&arrivals, &cookie);
 		}
 	} else {
-		e->seq_end = BPF_CORE_READ((struct tcp_sock *)sk, write_seq);
+		struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+		e->seq_end = BPF_CORE_READ(tp, write_seq);
+		/* TCP_NAGLE_OFF (include/net/tcp.h): set by setsockopt(TCP_NODELAY) */
+		if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1)
+			e->flags |= TTF_EVF_NODELAY;
 	}
 
 	want = targ_capture_bytes < (__u32)ret ? targ_capture_bytes : (__u32)ret;

@@ -35,6 +35,7 @@ enum ttf_event_flags {
 	TTF_EVF_NO_BUF = 1 << 1,    /* syscall buffer not found: no payload */
 	TTF_EVF_PEEK = 1 << 2,      /* never set: MSG_PEEK reads are dropped in BPF */
 	TTF_EVF_RESET = 1 << 3,     /* CLOSE: the state change came from a reset */
+	TTF_EVF_NODELAY = 1 << 4,   /* SEND: the socket has TCP_NODELAY (tcp_sock.nonagle & TCP_NAGLE_OFF) */
 };
 
 /* struct sock_common::skc_family values the probes keep */

@@ -201,6 +201,7 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	} else {
 		a->prefill_steps = k->prefill_steps;
 		a->prefill_tokens = k->prefill_tokens;
+		a->queued_behind_aborted_ns = k->queued_behind_orphan_ns;
 		if (!have_tok) {
 			a->stage_ns[TTF_ST_FRONTEND] = -1;
 			a->kind = TTF_ATTR_MERGED;

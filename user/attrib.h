@@ -103,6 +103,7 @@ struct ttf_attrib {
 	char merged[64];		/* e.g. "frontend+queue" or "frontend+queue+prefill+emit" */
 	uint32_t prefill_steps;
 	uint64_t prefill_tokens;
+	uint64_t queued_behind_aborted_ns;	/* queue time spent while the engine served aborted requests */
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];
 	struct ttf_gpu_part gpu;

@@ -491,8 +491,11 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 		ev.write_ns = tag;
 		ev.n_tokens = info.n_tokens;
 		ev.flags = info.token_flags;
-		if (!q->r.n_events)
+		if (!q->r.n_events) {
 			q->r.tx_tid = c->cur ? c->cur->tid : 0;
+			if (c->cur && (c->cur->flags & TTF_EVF_NODELAY))
+				q->r.flags |= TTF_REQ_NODELAY;
+		}
 		if (ttf_request__add_event(&q->r, &ev))
 			c->t->stats.events_dropped_oom++;
 		break;
@@ -666,7 +669,7 @@ static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e
 
 /* Emit every live request of c (aborted unless its response ended) and free c. */
 static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
-		       bool until_close_ends)
+		       bool until_close_ends, uint64_t close_ns)
 {
 	struct creq *q;
 
@@ -681,8 +684,10 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 	if (c->respp)
 		http_parser__eof(c->respp);	/* a body that lasts until close ends here */
 	while ((q = c->head)) {
-		if (!q->resp_ended)
+		if (!q->resp_ended) {
 			q->r.flags |= open_flag;
+			q->r.closed_ns = close_ns;
+		}
 		emit(t, q);
 	}
 	slot_del(t, c->cookie);
@@ -872,14 +877,14 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	case TTF_EV_CLOSE:
 		c = conn_lookup(t, e->sock_cookie);
 		if (c)
-			conn_close(t, c, TTF_REQ_ABORTED, true);
+			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_EXIT:
 		for (size_t i = 0; i < t->n_slots;) {
 			c = t->slots[i];
 			/* slot_del may shift a later entry into i: look at i again */
 			if (c && c->tgid == e->tgid)
-				conn_close(t, c, TTF_REQ_ABORTED, true);
+				conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 			else
 				i++;
 		}
@@ -905,7 +910,7 @@ void conn_table__finish(struct conn_table *t, uint64_t now_ns)
 			continue;
 		}
 		/* tracing stops, the connection lives on: an until-close body is cut, not ended */
-		conn_close(t, c, TTF_REQ_INCOMPLETE, false);
+		conn_close(t, c, TTF_REQ_INCOMPLETE, false, 0);
 	}
 }
 

@@ -61,6 +61,9 @@ static void on_request(void *ctx, const struct ttf_request *r)
 	struct pipeline *p = ctx;
 	struct deferred *d;
 
+	if (p->tl && (r->flags & TTF_REQ_ABORTED))
+		timeline__on_abort(p->tl, r->id, r->closed_ns);
+
 	if (!p->tl) {
 		output(p, r);
 		return;

@@ -152,9 +152,12 @@ static int flag_names(const struct ttf_request *r, const struct ttf_req_metrics 
 		names[n++] = "usage";
 	if (m->ttft_ns >= 0 && !m->ttft_end_is_xmit)
 		names[n++] = "write-end";
+	/* Nagle can hold a small SSE write back until the previous one is acked. */
+	if (r->flags & TTF_REQ_STREAM && m->ttft_ns >= 0 && !(r->flags & TTF_REQ_NODELAY))
+		names[n++] = "nagle";
 	return n;
 }
-#define MAX_FLAGS 10
+#define MAX_FLAGS 12
 
 static double ns_to_ms(double ns)
 {
@@ -417,6 +420,10 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	j_u64(o, "t_arrival_ns", r->arrival_first_ns, 1, &err);
 	j_u64(o, "t_first_token_ns", m->t_first_token_ns, 1, &err);
 	j_u64(o, "t_end_ns", m->t_end_ns, 1, &err);
+	if (m->ttft_ns >= 0)
+		err |= !cJSON_AddBoolToObject(o, "tcp_nodelay", !!(r->flags & TTF_REQ_NODELAY));
+	else
+		err |= !cJSON_AddNullToObject(o, "tcp_nodelay");
 	j_u64(o, "req_bytes", r->req_bytes, 0, &err);
 	j_u64(o, "resp_bytes", r->resp_bytes, 0, &err);
 	if (err) {

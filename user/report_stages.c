@@ -220,6 +220,7 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 			       : cJSON_AddNullToObject(o, "merged"));
 	*err |= !cJSON_AddNumberToObject(o, "prefill_steps", a->prefill_steps);
 	*err |= !cJSON_AddNumberToObject(o, "prefill_tokens", (double)a->prefill_tokens);
+	add_ms(o, "queued_behind_aborted_ms", a->queued_behind_aborted_ns, err);
 	ov = cJSON_AddObjectToObject(o, "overlay");
 	if (!ov) {
 		*err = 1;

@@ -39,6 +39,7 @@ enum ttf_req_flags {
 	TTF_REQ_DONE_MARKER = 1 << 8, /* the stream ended with data: [DONE] */
 	TTF_REQ_UNKNOWN = 1 << 9,     /* lost sync with the byte stream; request not trusted */
 	TTF_REQ_ERROR = 1 << 10,      /* HTTP status >= 400 or an error event in the stream */
+	TTF_REQ_NODELAY = 1 << 11,    /* the first token was written with TCP_NODELAY set */
 };
 
 enum ttf_api {
@@ -78,6 +79,7 @@ struct ttf_request {
 	uint64_t resp_first_write_ns; /* first response byte (status line) written */
 	uint64_t end_write_ns;     /* last response byte written (chunked terminator, [DONE], Content-Length) */
 	uint64_t end_xmit_ns;      /* ... and reached the device; 0 unknown */
+	uint64_t closed_ns;        /* aborted: the connection closed/reset before the response ended */
 	uint64_t req_bytes;        /* request bytes (headers + body) */
 	uint64_t resp_bytes;       /* response bytes (headers + body) */
 

@@ -26,7 +26,11 @@ struct seq_slot {
 	int32_t seq;
 	enum seq_state state;
 	uint64_t req_id;
+	uint64_t orphan_since_ns;	/* != 0: serves a request whose client left */
 };
+
+/* An aborted request still waiting for the engine is forgotten after this. */
+#define ORPHAN_TICKET_NS (30ull * 1000000000ull)
 
 struct timeline {
 	uint64_t horizon_ns;
@@ -274,6 +278,45 @@ static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t se
 	return k->req_id;
 }
 
+/* Requests waiting while step s served an aborted request are delayed by it. */
+static void charge_orphan(struct timeline *tl, const struct tl_step *s, uint64_t share_ns)
+{
+	tl->stats.orphaned_steps++;
+	tl->stats.orphaned_ns += share_ns;
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *k = &tl->tickets[i];
+		uint64_t from = ready_ns(tl, k);
+
+		if (k->done || k->aborted_ns || from >= s->end_ns)
+			continue;
+		if (from < s->start_ns)
+			from = s->start_ns;
+		if (!k->queued_behind_orphan_ns)
+			tl->stats.delayed_by_orphans++;
+		k->queued_behind_orphan_ns += s->end_ns - from;
+		tl->stats.delay_by_orphans_ns += s->end_ns - from;
+	}
+}
+
+static void orphan_accounting(struct timeline *tl, const struct tl_step *s)
+{
+	int n = s->n_seq > 0 ? s->n_seq : 1, orphans = 0;
+
+	for (int i = 0; i < s->n_seq; i++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+
+		if (sl && sl->orphan_since_ns && s->start_ns >= sl->orphan_since_ns)
+			orphans++;
+	}
+	if (!s->n_seq && s->req_id) {
+		struct tl_ticket *k = ticket_by_id(tl, s->req_id);
+
+		orphans = k && k->aborted_ns && s->start_ns >= k->aborted_ns;
+	}
+	if (orphans)
+		charge_orphan(tl, s, (s->end_ns - s->start_ns) * orphans / n);
+}
+
 static void process_step(struct timeline *tl, struct tl_step *s)
 {
 	int n_seq = s->n_seq;
@@ -287,6 +330,7 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 			if (sl && sl->state == SEQ_PREFILL)
 				sl->state = SEQ_DECODE;
 		}
+		orphan_accounting(tl, s);
 		store_step(tl, s);
 		return;
 	}
@@ -313,8 +357,9 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 			struct seq_slot *sl = seq_slot(tl, -1);
 
 			if (sl)
-				*sl = (struct seq_slot){ -1, SEQ_PREFILL, s->req_id };
+				*sl = (struct seq_slot){ -1, SEQ_PREFILL, s->req_id, 0 };
 		}
+		orphan_accounting(tl, s);
 		store_step(tl, s);
 		return;
 	}
@@ -337,11 +382,15 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 		uint64_t id = start_prefill(tl, s, s->seq_ids[i]);
 
 		if (id) {
-			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_PREFILL, id };
+			struct tl_ticket *nk = ticket_by_id(tl, id);
+
+			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_PREFILL, id,
+						 nk ? nk->aborted_ns : 0 };
 			if (!s->req_id)
 				s->req_id = id;
 		}
 	}
+	orphan_accounting(tl, s);
 	store_step(tl, s);
 }
 
@@ -371,6 +420,19 @@ static void process_sync(struct timeline *tl, const struct tl_step *c)
 			}
 		}
 		break;
+	}
+}
+
+/* Drop released tickets that got their prefill, or waited too long for one. */
+static void sweep_released(struct timeline *tl, uint64_t now_ns)
+{
+	for (size_t i = 0; i < tl->n_tickets;) {
+		struct tl_ticket *k = &tl->tickets[i];
+
+		if (k->released && (k->done || k->read_done_ns + ORPHAN_TICKET_NS < now_ns))
+			*k = tl->tickets[--tl->n_tickets];
+		else
+			i++;
 	}
 }
 
@@ -407,11 +469,25 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 		}
 	}
 	tl->n_pending = keep;
+	sweep_released(tl, watermark_ns);
 }
 
 const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id)
 {
 	return ticket_by_id(tl, req_id);
+}
+
+void timeline__on_abort(struct timeline *tl, uint64_t req_id, uint64_t closed_ns)
+{
+	struct tl_ticket *k = ticket_by_id(tl, req_id);
+
+	if (!k || !closed_ns)
+		return;
+	tl->stats.aborted++;
+	k->aborted_ns = closed_ns;
+	for (int i = 0; i < tl->n_seqs; i++)
+		if (tl->seqs[i].req_id == req_id && tl->seqs[i].state != SEQ_FREE)
+			tl->seqs[i].orphan_since_ns = closed_ns;
 }
 
 void timeline__release(struct timeline *tl, uint64_t req_id)
@@ -420,11 +496,17 @@ void timeline__release(struct timeline *tl, uint64_t req_id)
 
 	if (!k)
 		return;
+	/* An aborted request the engine has not started yet will still take a prefill. */
+	if (k->aborted_ns && !k->done) {
+		k->released = 1;
+		return;
+	}
 	for (int i = 0; i < tl->n_seqs; i++)
-		if (tl->seqs[i].req_id == req_id)
+		if (tl->seqs[i].req_id == req_id && !tl->seqs[i].orphan_since_ns)
 			tl->seqs[i].state = SEQ_FREE;
 	*k = tl->tickets[--tl->n_tickets];
 }
+
 
 void timeline__steps_in(const struct timeline *tl, uint64_t start_ns, uint64_t end_ns,
 			int (*cb)(void *ctx, const struct tl_step *s), void *ctx)

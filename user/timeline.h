@@ -74,6 +74,9 @@ struct tl_ticket {
 	int32_t seq;		/* sequence id of its prompt, -1 unknown */
 	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
 	int done;		/* prefill assigned */
+	uint64_t queued_behind_orphan_ns; /* waited while the engine served an aborted request */
+	uint64_t aborted_ns;	/* its client left at this time; 0 never */
+	int released;		/* output done; kept only to absorb the engine's orphaned work */
 };
 
 struct timeline_stats {
@@ -81,6 +84,11 @@ struct timeline_stats {
 	uint64_t unmatched_returns;	/* a return without its entry */
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
 	uint64_t dropped_old;		/* items evicted by the memory bound */
+	uint64_t aborted;		/* requests whose client left before the response ended */
+	uint64_t orphaned_steps;	/* engine steps that served an aborted request */
+	uint64_t orphaned_ns;		/* their time (a batch's time split by its sequences) */
+	uint64_t delayed_by_orphans;	/* requests that waited while orphaned work ran */
+	uint64_t delay_by_orphans_ns;	/* total of those waits */
 };
 
 struct timeline;
@@ -96,6 +104,13 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
 			      uint32_t rx_tid, uint64_t read_done_ns);
 /* Process every input older than watermark_ns, in time order. */
 void timeline__advance(struct timeline *tl, uint64_t watermark_ns);
+
+/*
+ * The client of req_id left at closed_ns. The engine may go on serving it:
+ * its prefill and decode steps from then on are orphaned work, and requests
+ * waiting meanwhile are delayed by it (counted in the stats and tickets).
+ */
+void timeline__on_abort(struct timeline *tl, uint64_t req_id, uint64_t closed_ns);
 
 /* The ticket of a request (NULL when none); valid until timeline__release(). */
 const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id);

@@ -334,6 +334,11 @@ static int summary(struct tracer *t)
 	c[n++] = (struct report_counter){ "engine_unmatched_returns", ts->unmatched_returns };
 	c[n++] = (struct report_counter){ "engine_orphan_prompt_steps", ts->orphan_prompt_steps };
 	c[n++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
+	c[n++] = (struct report_counter){ "aborted_requests_seen_by_engine", ts->aborted };
+	c[n++] = (struct report_counter){ "orphaned_engine_steps", ts->orphaned_steps };
+	c[n++] = (struct report_counter){ "orphaned_engine_us", ts->orphaned_ns / 1000 };
+	c[n++] = (struct report_counter){ "requests_delayed_by_orphans", ts->delayed_by_orphans };
+	c[n++] = (struct report_counter){ "delay_by_orphans_us", ts->delay_by_orphans_ns / 1000 };
 	engine_setup__counters(t->engine, c, &n);
 	if (t->sched) {
 		uint64_t sc[TTF_SCHED_CNT__MAX];

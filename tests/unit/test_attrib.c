@@ -263,6 +263,45 @@ static void test_watermark_holds_late_steps(void **state)
 	timeline__free(tl);
 }
 
+/*
+ * Request 1 (seq 0) is aborted at 30 ms but the engine decodes it twice more
+ * (31..33, 34..36 ms): 2 orphaned steps, 4 ms. Request 2, ready at 30 ms,
+ * waits behind them until its prompt step at 40 ms: 4 ms of its queue time
+ * is charged to the aborted request.
+ */
+static void test_orphaned_work_after_abort(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	uint64_t tok2[] = { 50 * MS, 52 * MS };
+	int32_t s0[] = { 0 }, s1[] = { 1 };
+	struct ttf_request r2;
+	struct ttf_attrib a;
+
+	assert_non_null(tl);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	call(tl, TL_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 16 * MS, 18 * MS, 1, 1, s0);
+	timeline__advance(tl, 20 * MS);
+	timeline__on_abort(tl, 1, 30 * MS);
+	timeline__release(tl, 1);	/* its output is done; the engine goes on */
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 30 * MS), 0);
+	call(tl, TL_ROLE_STEP, 20, 31 * MS, 33 * MS, 1, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 34 * MS, 36 * MS, 1, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 40 * MS, 49 * MS, 64, 1, s1);
+	timeline__advance(tl, 100 * MS);
+	assert_int_equal(timeline__stats(tl)->aborted, 1);
+	assert_int_equal(timeline__stats(tl)->orphaned_steps, 2);
+	assert_int_equal(timeline__stats(tl)->orphaned_ns, 4 * MS);
+	assert_int_equal(timeline__stats(tl)->delayed_by_orphans, 1);
+	make_request(&r2, 2, 30 * MS - 100000, 30 * MS, tok2, 2);
+	r2.rx_tid = 12;
+	attribute(&r2, tl, &a);
+	assert_int_equal(a.queued_behind_aborted_ns, 4 * MS);
+	assert_int_equal(a.stage_ns[TTF_ST_QUEUE], 10 * MS);
+	ttf_request__release(&r2);
+	timeline__free(tl);
+}
+
 static void add_rec(struct gpu_store *g, uint8_t type, uint64_t start, uint64_t end,
 		    uint8_t copy_kind, uint8_t src_kind, uint64_t bytes)
 {
@@ -345,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_sync_extends_step),
 		cmocka_unit_test(test_watermark_holds_late_steps),
 		cmocka_unit_test(test_gpu_copy_stage),
+		cmocka_unit_test(test_orphaned_work_after_abort),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,9 +207,12 @@ static void test_json_request_fields(void **state)
 	assert_float_equal(num(j, "prompt_tokens"), 12, EPS);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "outliers")), 0);
 	fl = cJSON_GetObjectItemCaseSensitive(j, "flags");
-	assert_int_equal(cJSON_GetArraySize(fl), 2);
+	assert_int_equal(cJSON_GetArraySize(fl), 3);
 	assert_string_equal(cJSON_GetArrayItem(fl, 0)->valuestring, "stream");
 	assert_string_equal(cJSON_GetArrayItem(fl, 1)->valuestring, "usage");
+	/* written without TCP_NODELAY: Nagle may hold small SSE writes */
+	assert_string_equal(cJSON_GetArrayItem(fl, 2)->valuestring, "nagle");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(j, "tcp_nodelay")));
 	assert_non_null(strstr(c.buf, "\"t_arrival_ns\":1000000000,"));
 	assert_non_null(strstr(c.buf, "\"t_first_token_ns\":1100500000,"));
 	assert_non_null(strstr(c.buf, "\"t_end_ns\":1150000000,"));
@@ -299,11 +302,11 @@ static void test_text_lines(void **state)
 	const char *hdr = "TIME(s)  PID       REQ PATH                  ST TTFT(ms) TPOT(ms)   TOK"
 			  "    EV   E2E(ms) GR FLAGS\n";
 	const char *la = "0.500    4242        1 /v1/chat/completions 200    100.5     7.90"
-			 "     6     3     150.0  A stream,usage\n";
+			 "     6     3     150.0  A stream,usage,nagle\n";
 	const char *lb = "0.500    4242        2 /v1/completions      500        -        -"
 			 "     0     0      30.0  - stream,error\n";
 	const char *lo = "0.500    7           4 /a?[31mb             200    100.0    20.00"
-			 "    11    11     310.0  C stream,write-end\n"
+			 "    11    11     310.0  C stream,write-end,nagle\n"
 			 "    ITL outliers (> 3x mean 20.000 ms): #5 110.000 ms\n";
 	char *want;
 
