@@ -11,15 +11,15 @@
 # restored at exit). Those stats add two clock reads per program run, so the
 # attached rounds carry that cost too: the ratios are slightly pessimistic.
 #
-# Settings (environment): ROUNDS (3) attached and detached rounds each,
-# N1 (12) requests per round at c=1, N8 (48) at c=8, P (64) prompt characters,
+# Settings (environment): ROUNDS (4) attached and detached rounds each,
+# N1 (32) requests per round at c=1, N8 (64) at c=8, P (64) prompt characters,
 # M (32) max tokens, KEEP=1 keeps the work directory (loadgen JSON, ttftrace
 # NDJSON, bpftool dumps). The c=8 server runs --parallel 8 (8 sequences
 # decoded in one batch), the c=1 server --parallel 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${ROUNDS:-3} N1=${N1:-12} N8=${N8:-48} P=${P:-64} M=${M:-32}
+ROUNDS=${ROUNDS:-4} N1=${N1:-32} N8=${N8:-64} P=${P:-64} M=${M:-32}
 TTFTRACE=${TTFTRACE:-./ttftrace}
 LOADGEN=${LOADGEN:-.output/bin/loadgen}
 STATS=/proc/sys/kernel/bpf_stats_enabled
