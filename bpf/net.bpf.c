@@ -32,17 +32,19 @@ char LICENSE[] SEC("license") = "GPL";
 #define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
 #define TCP_NEW_SYN_RECV 12
-#define MAX_IOVS 16
+#define MAX_IOVS 64
 /*
- * Masks keep the verifier's bounds: offsets < MAX, sizes < 2 * MAX, so any
- * copy ends inside a 3 * MAX buffer.
+ * Masks keep the verifier's bounds: offsets < MAX and sizes <= MAX (clamped,
+ * then masked), so any copy ends inside a 2 * MAX buffer (per-CPU map values
+ * are limited to 32 KiB).
  */
 #define OFF_MASK (TTF_CAPTURE_MAX_BYTES - 1)
 #define LEN_MASK (2 * TTF_CAPTURE_MAX_BYTES - 1)
-#define SCRATCH_PAYLOAD (3 * TTF_CAPTURE_MAX_BYTES)
+#define SCRATCH_PAYLOAD (2 * TTF_CAPTURE_MAX_BYTES)
 
 /* Configuration, set by user space between open and load. */
-const volatile __u32 targ_capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
+const volatile __u32 targ_capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;	/* reads */
+const volatile __u32 targ_capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
 const volatile __u16 targ_port = 0;	/* 0: any local port */
 const volatile char targ_comm[TTF_COMM_LEN] = {};
 const volatile bool targ_follow_comm = false;
@@ -444,7 +446,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 			e->flags |= TTF_EVF_NODELAY;
 	}
 
-	want = targ_capture_bytes < (__u32)ret ? targ_capture_bytes : (__u32)ret;
+	want = type == TTF_EV_RECV ? targ_capture_bytes : targ_capture_send_bytes;
+	if (want > (__u32)ret)
+		want = ret;
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (a && a->kind != BUF_NONE &&
 	    a->dir == (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND)) {

@@ -14,10 +14,16 @@
 #include <linux/types.h>
 #endif
 
-/* Largest payload prefix one record can carry (--capture-bytes upper bound). */
-#define TTF_CAPTURE_MAX_BYTES 4096
-/* Default payload prefix captured per send/recv. */
+/* Largest payload prefix one record can carry (--capture-*-bytes upper bound). */
+#define TTF_CAPTURE_MAX_BYTES 8192
+/* Default payload prefix captured per read: request line and headers. */
 #define TTF_CAPTURE_DEFAULT_BYTES 1024
+/*
+ * Default per write: servers coalesce many SSE chunks (4 iovecs each in
+ * Node) into one writev when the socket is busy; every chunk header must be
+ * seen to keep the chunked framing in sync.
+ */
+#define TTF_CAPTURE_SEND_DEFAULT_BYTES 8192
 #define TTF_COMM_LEN 16
 
 enum ttf_event_type {

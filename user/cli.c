@@ -31,7 +31,7 @@ static const char doc[] =
 "error, 9 internal error.";
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
-       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE };
+       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -52,7 +52,9 @@ static const struct argp_option options[] = {
 	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
 	{ NULL, 0, NULL, 0, "Capture:", 4 },
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
-	  "Payload prefix captured per read/write (default 1024, max 4096)", 4 },
+	  "Payload prefix captured per read (default 1024, max 8192)", 4 },
+	{ "capture-send-bytes", OPT_CAPTURE_SEND, "N", 0,
+	  "Payload prefix captured per write (default 8192, max 8192)", 4 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
@@ -124,6 +126,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_CAPTURE:
 		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
 		break;
+	case OPT_CAPTURE_SEND:
+		o->capture_send_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state,
+						   "capture size");
+		break;
 	case OPT_RINGBUF:
 		mb = parse_long(arg, 1, 1024, state, "ring buffer size");
 		if (mb & (mb - 1))
@@ -168,6 +174,7 @@ void cli__parse(int argc, char **argv, struct ttf_opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
+	o->capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
 	o->ringbuf_bytes = 16u << 20;
 	argp_err_exit_status = TTF_EXIT_USAGE;
 	argp_parse(&argp, argc, argv, 0, NULL, o);

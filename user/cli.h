@@ -39,7 +39,8 @@ struct ttf_opts {
 	int json;		/* --json: NDJSON */
 	const char *output;	/* -o FILE; NULL = stdout */
 	int verbose;		/* -v count */
-	uint32_t capture_bytes;	/* --capture-bytes */
+	uint32_t capture_bytes;	/* --capture-bytes: payload prefix per read */
+	uint32_t capture_send_bytes; /* --capture-send-bytes: payload prefix per write */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
 	int no_profile;		/* --no-profile: no automatic engine profile */

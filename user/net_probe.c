@@ -77,6 +77,8 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 		goto fail;
 	}
 	np->skel->rodata->targ_capture_bytes = opts->capture_bytes;
+	np->skel->rodata->targ_capture_send_bytes = opts->capture_send_bytes ?
+		opts->capture_send_bytes : TTF_CAPTURE_SEND_DEFAULT_BYTES;
 	np->skel->rodata->targ_port = opts->port_filter;
 	if (opts->follow_comm) {
 		strncpy((char *)np->skel->rodata->targ_comm, opts->follow_comm, TTF_COMM_LEN - 1);

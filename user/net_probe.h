@@ -18,7 +18,8 @@ typedef int (*net_event_cb)(void *ctx, const struct ttf_net_event *e, size_t len
 
 struct net_probe_opts {
 	size_t sz;			/* sizeof(struct net_probe_opts) */
-	uint32_t capture_bytes;		/* payload prefix per read/write, <= TTF_CAPTURE_MAX_BYTES */
+	uint32_t capture_bytes;		/* payload prefix per read, <= TTF_CAPTURE_MAX_BYTES */
+	uint32_t capture_send_bytes;	/* payload prefix per write, <= TTF_CAPTURE_MAX_BYTES */
 	uint32_t ringbuf_bytes;		/* power of two, >= page size */
 	uint16_t port_filter;		/* trace only sockets with this local port; 0 = all */
 	const char *follow_comm;	/* also trace processes exec'ing with this comm; NULL none */

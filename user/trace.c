@@ -140,6 +140,7 @@ static int load_probes(struct tracer *t)
 	struct net_probe_opts po = {
 		.sz = sizeof(po),
 		.capture_bytes = o->capture_bytes,
+		.capture_send_bytes = o->capture_send_bytes,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.port_filter = o->target == TTF_TARGET_PORT ? o->port : 0,
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
