@@ -13,8 +13,12 @@ struct deferred {
 	uint64_t ready_ns;	/* latest timestamp in it */
 };
 
+#define MAX_SINKS 8
+
 struct pipeline {
 	struct pipeline_opts opts;
+	struct ttf_sink sinks[MAX_SINKS];
+	int n_sinks;
 	struct conn_table *conns;
 	struct timeline *tl;
 	struct deferred *q;
@@ -47,11 +51,16 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
 
-	if (!p->tl || ttf_metrics__compute(r, &m) || ttf_attrib__compute(r, &m, &src, &a)) {
-		report__request(p->opts.report, r);
-	} else {
+	int have_m = ttf_metrics__compute(r, &m) == 0;
+	int have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
+
+	if (have_a)
 		report__request_attrib(p->opts.report, r, &a);
-	}
+	else
+		report__request(p->opts.report, r);
+	for (int i = 0; have_m && i < p->n_sinks; i++)
+		if (p->sinks[i].request)
+			p->sinks[i].request(p->sinks[i].ctx, r, &m, have_a ? &a : NULL);
 	if (p->tl)
 		timeline__release(p->tl, r->id);
 }
@@ -132,6 +141,9 @@ void pipeline__free(struct pipeline *p)
 {
 	if (!p)
 		return;
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].destroy)
+			p->sinks[i].destroy(p->sinks[i].ctx);
 	for (size_t i = 0; i < p->n_q; i++)
 		free(p->q[i].r.events);
 	free(p->q);
@@ -140,14 +152,62 @@ void pipeline__free(struct pipeline *p)
 	free(p);
 }
 
+int pipeline__add_sink(struct pipeline *p, const struct ttf_sink *s)
+{
+	if (p->n_sinks == MAX_SINKS)
+		return -ENOSPC;
+	p->sinks[p->n_sinks++] = *s;
+	return 0;
+}
+
 int pipeline__on_net_event(struct pipeline *p, const struct ttf_net_event *e, size_t len)
 {
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].net_event)
+			p->sinks[i].net_event(p->sinks[i].ctx, e, len);
 	return conn_table__on_event(p->conns, e, len);
 }
 
 int pipeline__on_engine_event(struct pipeline *p, const struct tl_event *ev)
 {
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].engine_event)
+			p->sinks[i].engine_event(p->sinks[i].ctx, ev);
 	return p->tl ? timeline__on_engine_event(p->tl, ev) : 0;
+}
+
+void pipeline__on_sched_event(struct pipeline *p, const struct ttf_sched_event *e)
+{
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].sched_event)
+			p->sinks[i].sched_event(p->sinks[i].ctx, e);
+}
+
+void pipeline__tick(struct pipeline *p, uint64_t now_ns)
+{
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].tick)
+			p->sinks[i].tick(p->sinks[i].ctx, now_ns);
+}
+
+void pipeline__counters(struct pipeline *p, const struct report_counter *c, int n)
+{
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].counters)
+			p->sinks[i].counters(p->sinks[i].ctx, c, n);
+}
+
+int pipeline__finish_sinks(struct pipeline *p, const struct report_counter *c, int n)
+{
+	int first = 0;
+
+	for (int i = 0; i < p->n_sinks; i++) {
+		int err = p->sinks[i].finish ? p->sinks[i].finish(p->sinks[i].ctx, c, n) : 0;
+
+		if (err && !first)
+			first = err;
+	}
+	return first;
 }
 
 void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)

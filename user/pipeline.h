@@ -15,6 +15,7 @@
 #include "user/attrib.h"
 #include "user/conn.h"
 #include "user/report.h"
+#include "user/sink.h"
 #include "user/timeline.h"
 
 struct pipeline;
@@ -36,6 +37,17 @@ void pipeline__free(struct pipeline *p);
 
 int pipeline__on_net_event(struct pipeline *p, const struct ttf_net_event *e, size_t len);
 int pipeline__on_engine_event(struct pipeline *p, const struct tl_event *ev);
+/* Add a sink (copied; the pipeline calls its destroy hook when freed). -ENOSPC past 8. */
+int pipeline__add_sink(struct pipeline *p, const struct ttf_sink *s);
+/* A scheduler record, for the sinks' taps (the scheduler view is fed by its probe). */
+void pipeline__on_sched_event(struct pipeline *p, const struct ttf_sched_event *e);
+/* Periodic work of sinks (batched exports). */
+void pipeline__tick(struct pipeline *p, uint64_t now_ns);
+/* Current counters for the sinks (about once a second). */
+void pipeline__counters(struct pipeline *p, const struct report_counter *c, int n);
+/* End of run: every sink's finish hook; returns the first error (negative errno). */
+int pipeline__finish_sinks(struct pipeline *p, const struct report_counter *c, int n);
+
 /* Everything with a timestamp before watermark_ns has been fed: attribute and print what can be. */
 void pipeline__advance(struct pipeline *p, uint64_t watermark_ns);
 /* End of tracing: close open requests, flush everything. */

@@ -16,6 +16,7 @@
 #include "user/pipeline.h"
 #include "user/sched.h"
 #include "user/sched_probe.h"
+#include "user/sinks.h"
 #include "user/log.h"
 #include "user/net_probe.h"
 #include "user/report.h"
@@ -25,6 +26,7 @@
 #define POLL_MS 10
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
+#define COUNTERS_NS 1000000000ull	/* sinks get the counters this often */
 #define GPU_KEEP_NS (120ull * 1000000000ull)	/* GPU spans kept for joins */
 
 static volatile sig_atomic_t stop_requested;
@@ -187,6 +189,15 @@ static int load_probes(struct tracer *t)
 	return 0;
 }
 
+static int on_sched_event(void *ctx, const struct ttf_sched_event *e)
+{
+	struct tracer *t = ctx;
+
+	if (t->pipe)
+		pipeline__on_sched_event(t->pipe, e);
+	return 0;
+}
+
 static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
 			 struct ttf_overlay *out)
 {
@@ -212,6 +223,8 @@ static void open_sched(struct tracer *t, struct pipeline_opts *po)
 		return;
 	so.tgid_map_fd = net_probe__tgids_fd(t->probe);
 	so.view = t->sched;
+	so.on_event = on_sched_event;
+	so.ctx = t;
 	t->sched_probe = sched_probe__open_load(&so, &err);
 	if (!t->sched_probe || (err = sched_probe__attach(t->sched_probe))) {
 		ttf_warn("scheduler probes unavailable (%s): no runqueue/off-CPU overlay",
@@ -315,9 +328,11 @@ static int targets_gone(struct tracer *t)
 	return 1;
 }
 
-static int summary(struct tracer *t)
+#define MAX_COUNTERS (TTF_CNT__MAX + 48)
+
+/* Every drop and health counter of every source, for the summary and the sinks. */
+static int collect_counters(struct tracer *t, struct report_counter *c)
 {
-	struct report_counter c[TTF_CNT__MAX + 32];
 	const struct conn_stats *cs = pipeline__conn_stats(t->pipe);
 	const struct timeline_stats *ts = pipeline__timeline_stats(t->pipe);
 	uint64_t bpf_cnt[TTF_CNT__MAX];
@@ -368,13 +383,23 @@ static int summary(struct tracer *t)
 		c[n++] = (struct report_counter){ "gpu_names_dropped", gs.names_dropped };
 		c[n++] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(t->gpu_rx) };
 	}
-	return report__summary(t->report, c, n);
+	return n;
+}
+
+static int summary(struct tracer *t)
+{
+	struct report_counter c[MAX_COUNTERS];
+	int n = collect_counters(t, c), err, err2;
+
+	err = report__summary(t->report, c, n);
+	err2 = pipeline__finish_sinks(t->pipe, c, n);
+	return err ? err : err2;
 }
 
 static int run_loop(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
-	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS;
+	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS, next_counters = start;
 	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
 	int gone = 0;
 
@@ -399,6 +424,7 @@ static int run_loop(struct tracer *t)
 		/* Everything that happened before this drain began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = now_ns();
+		pipeline__tick(t->pipe, now);
 		if (deadline && now >= deadline)
 			break;
 		if (t->child > 0 && !t->child_done &&
@@ -409,6 +435,12 @@ static int run_loop(struct tracer *t)
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
 			engine_setup__tick(t->engine, now);
+			if (now >= next_counters) {
+				struct report_counter c[MAX_COUNTERS];
+
+				next_counters = now + COUNTERS_NS;
+				pipeline__counters(t->pipe, c, collect_counters(t, c));
+			}
 			if (t->gpu && now > GPU_KEEP_NS)
 				gpu_store__expire(t->gpu, now - GPU_KEEP_NS);
 			if (t->child <= 0 && targets_gone(t)) {
@@ -474,6 +506,8 @@ int trace__run(const struct ttf_opts *o)
 		goto out;
 	}
 	code = open_engine(&t);
+	if (!code)
+		code = sinks__open(o, t.pipe);
 	if (code)
 		goto out;
 	if (o->target == TTF_TARGET_CMD) {
