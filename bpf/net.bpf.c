@@ -53,6 +53,7 @@ enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3, BUF_NONE = 4 };
 enum buf_dir { DIR_RECV = 1, DIR_SEND = 2 };
 
 struct sys_args {
+	__u64 enter_ns;	/* bpf_ktime_get_ns() at sys_enter */
 	__u64 buf;	/* user pointer: buffer, iovec array or msghdr */
 	__u32 len;	/* buffer length or iovec count */
 	__u8 kind;	/* enum buf_kind */
@@ -333,6 +334,7 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 		break;
 	}
 	if (a.kind != BUF_NONE) {
+		a.enter_ns = bpf_ktime_get_ns();
 		a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
 		a.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	}
@@ -420,6 +422,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	e->sock_cookie = cookie;
 	e->arrival_first_ns = 0;
 	e->arrival_last_ns = 0;
+	e->enter_ns = 0;
 	e->tgid = tgid;
 	e->tid = (__u32)pid_tgid;
 	e->bytes = ret;
@@ -452,6 +455,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (a && a->kind != BUF_NONE &&
 	    a->dir == (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND)) {
+		e->enter_ns = a->enter_ns;
 		got = copy_payload(s->payload, a, want);
 	} else {
 		e->flags |= TTF_EVF_NO_BUF;

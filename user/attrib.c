@@ -4,6 +4,7 @@
 #include <string.h>
 #include "user/attrib.h"
 #include "user/gpu_join.h"
+#include "user/log.h"
 
 static const char *const stage_names[TTF_ST__ALL] = {
 	[TTF_ST_NET_IN] = "net_in",	[TTF_ST_READ_WAIT] = "read_wait",
@@ -174,15 +175,24 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	b[3] = have_tok ? k->tok_end_ns : b[2];
 	b[4] = have_steps ? k->prefill_start_ns : b[3];
 	b[5] = have_steps ? k->prefill_end_ns : b[4];
-	b[6] = r->events[0].write_ns ? r->events[0].write_ns : x;
+	/*
+	 * emit ends when the first-token write begins: on a free connection the
+	 * segment reaches the device inside that syscall, before it returns.
+	 */
+	b[6] = r->events[0].write_start_ns ? r->events[0].write_start_ns :
+	       r->events[0].write_ns ? r->events[0].write_ns : x;
 	b[7] = x;
 	for (int i = 1; i <= TTF_ST__MAX; i++) {
 		uint64_t lo = b[i - 1], v = b[i];
 
 		if (v < lo || v > x) {
 			/* Jitter of a few us between clocks of two CPUs is not worth a flag. */
-			if ((v < lo && lo - v > 50000) || (v > x && v - x > 50000))
+			if ((v < lo && lo - v > 50000) || (v > x && v - x > 50000)) {
 				clamped = 1;
+				ttf_debug("request %llu: stage boundary %d at %llu clamped to [%llu, %llu]",
+					  (unsigned long long)r->id, i, (unsigned long long)v,
+					  (unsigned long long)lo, (unsigned long long)x);
+			}
 			b[i] = v < lo ? lo : (v > x ? x : v);
 		}
 	}

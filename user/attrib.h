@@ -10,8 +10,9 @@
  *             (tokenize: the part of frontend inside the tokenize call)
  *   queue     engine has it               -> its first prefill step starts
  *   prefill   first prefill step starts   -> its last prefill step ends
- *   emit      last prefill step ends      -> first-token write returns
- *   net_out   write returns               -> segment handed to the device
+ *   emit      last prefill step ends      -> the first-token write begins
+ *   net_out   the write begins            -> segment handed to the device
+ *             (on a free connection the segment leaves inside the syscall)
  *
  * Boundaries are clamped to be non-decreasing, so the stages sum to TTFT
  * exactly (in ns). Missing sources merge adjacent stages visibly: without

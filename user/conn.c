@@ -489,6 +489,7 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 	switch (info.kind) {
 	case SSE_EV_TOKEN:
 		ev.write_ns = tag;
+		ev.write_start_ns = c->cur && c->cur->ts_ns == tag ? c->cur->enter_ns : 0;
 		ev.n_tokens = info.n_tokens;
 		ev.flags = info.token_flags;
 		if (!q->r.n_events) {
@@ -614,6 +615,7 @@ static void resp_end(void *ctx, uint64_t msg_bytes)
 		}
 		if (q->r.status < 400 && q->r.status != 0) {
 			ev.write_ns = q->r.end_write_ns;
+			ev.write_start_ns = c->cur ? c->cur->enter_ns : 0;
 			q->r.tx_tid = c->cur ? c->cur->tid : q->r.tx_tid;
 			if (ttf_request__add_event(&q->r, &ev))
 				c->t->stats.events_dropped_oom++;

@@ -16,6 +16,7 @@
 /* One SSE event that carries at least one token (see is-token rules in sse.h). */
 struct ttf_token_event {
 	uint64_t write_ns; /* the write that completed the event returned */
+	uint64_t write_start_ns; /* ... began (syscall entry); 0 unknown */
 	uint64_t xmit_ns;  /* the segment holding the event's last byte reached the device; 0 unknown */
 	uint32_t n_tokens; /* tokens in this event when the server says (e.g. llama.cpp tokens[]), else 1 */
 	uint32_t flags;    /* enum ttf_token_flags */
