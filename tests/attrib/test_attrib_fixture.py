@@ -8,6 +8,7 @@ Its --truth log has the CLOCK_MONOTONIC ns of every stage boundary; ttftrace,
 attached with profiles/fixture.ini, must split TTFT into the same stages
 (within 1 ms or 3 % for >= 95 % of requests) with the stages summing to TTFT.
 """
+import math
 import threading
 import time
 
@@ -59,16 +60,27 @@ def traced_run(engine, tracer, engine_args, drive_fn, probe_args=("--profile", P
     return tr, join(recs, truth)
 
 
-def check_exact_requests(pairs):
+def check_engine_requests(pairs, frac=1.0):
+    """Every request: all engine stages, summing to TTFT, exact or inferred
+    (with how). At least frac of them: the prefill's steps and tokens of the truth."""
+    bad = []
     for rec, t in pairs:
         check_stage_sums(rec)
         assert rec["attribution"] in ("exact", "inferred"), rec
         assert (rec["inferred_by"] is None) == (rec["attribution"] == "exact"), rec
-        assert rec["prefill_tokens"] == t["prompt_tokens"], (rec, t)
-        assert rec["prefill_steps"] == t["prefill_steps"], (rec, t)
         for s in ENGINE_STAGES:
             assert rec["stages_ms"][s] is not None, (s, rec["stages_ms"])
         assert rec["stages_ms"].get("server") is None, rec["stages_ms"]
+        if (rec["prefill_tokens"], rec["prefill_steps"]) != (t["prompt_tokens"],
+                                                            t["prefill_steps"]):
+            bad.append("id %s (%s%s): prefill %s tokens in %s steps, truth %d in %d" % (
+                rec["id"], rec["attribution"],
+                ", " + rec["inferred_by"] if rec["inferred_by"] else "",
+                rec["prefill_tokens"], rec["prefill_steps"], t["prompt_tokens"],
+                t["prefill_steps"]))
+    n_ok, need = len(pairs) - len(bad), math.ceil(frac * len(pairs))
+    assert n_ok >= need, "prefill steps/tokens: %d/%d right (need %d): %s" % (
+        n_ok, len(pairs), need, "; ".join(bad))
 
 
 def load(lengths, concurrency):
@@ -80,12 +92,13 @@ def test_stages_match_truth(engine, tracer, concurrency):
     lengths = prompt_lengths(N_REQUESTS)
     tr, pairs = traced_run(engine, tracer, (), load(lengths, concurrency))
     assert len(pairs) == N_REQUESTS
-    check_exact_requests(pairs)
+    check_engine_requests(pairs, frac=0.95)
     assert_stages_match(pairs)
     if concurrency == 1:
         # One request at a time: every step maps to one request.
-        assert all(rec["attribution"] == "exact" for rec, _ in pairs), [
-            (rec["id"], rec["attribution"], rec["inferred_by"]) for rec, _ in pairs]
+        not_exact = ["id %s: %s (%s)" % (rec["id"], rec["attribution"], rec["inferred_by"])
+                     for rec, _ in pairs if rec["attribution"] != "exact"]
+        assert not not_exact, "concurrency 1, not exact: %s" % "; ".join(not_exact)
 
     s = tr.summary()
     for st in ENGINE_STAGES:
@@ -127,7 +140,7 @@ def test_chunked_prefill_spans_steps(engine, tracer):
     _, pairs = traced_run(engine, tracer, ("--chunk", 128), load(lengths, 1))
     for rec, t in pairs:
         assert t["prefill_steps"] == -(-t["prompt_tokens"] // 128), t
-    check_exact_requests(pairs)
+    check_engine_requests(pairs)
     assert_stages_match(pairs, frac=1.0)
 
 
@@ -182,7 +195,7 @@ def test_steal_shows_runnable_frontend(engine, tracer):
     STEAL_MS = 30
     lengths = [64, 128, 256, 64, 128, 256]
     _, pairs = traced_run(engine, tracer, ("--steal-ms", STEAL_MS), load(lengths, 1))
-    check_exact_requests(pairs)
+    check_engine_requests(pairs)
     assert_stages_match(pairs, frac=1.0)
     for rec, t in pairs:
         ov = rec["overlay"]["frontend"]
@@ -203,7 +216,7 @@ def test_probe_option_and_missing_symbol(engine, tracer):
     probes = ("--probe", "%s:fixture_decode=step:llama_batch:8" % ENGINE,
               "--probe", "%s:fixture_tokenize=tokenize" % ENGINE)
     _, pairs = traced_run(engine, tracer, (), load(lengths, 1), probe_args=probes)
-    check_exact_requests(pairs)
+    check_engine_requests(pairs)
     assert_stages_match(pairs, frac=1.0)
 
     tr, pairs = traced_run(engine, tracer, (), load(lengths, 1),
