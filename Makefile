@@ -30,7 +30,7 @@ DEPFLAGS = -MMD -MP
 CFLAGS ?= -g -O2
 override CFLAGS += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers -Werror -D_GNU_SOURCE -I. -I$(OUTPUT)
-LDLIBS = -lbpf -lelf -lz -lcjson -lm -lpthread -lcapstone -linih
+LDLIBS = -lbpf -lelf -lz -lcjson -lm -lpthread -lcapstone -linih -lmicrohttpd -lcurl
 
 # clang's default system include dirs, added with -idirafter so that BPF code
 # finds <asm/types.h> on multiarch distributions (libbpf-tools does the same).
