@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/report_stages.h"
+#include "user/fit.h"
 #include "user/stats.h"
 
 /* Stages in output order; TOKENIZE is a part of FRONTEND, SERVER a merge. */
@@ -19,6 +20,7 @@ struct row {
 };
 
 struct stage_stats {
+	struct linfit prefill_fit;	/* prefill ms vs prompt tokens, exact attributions */
 	struct stats *st[TTF_ST__ALL];
 	struct row *rows;
 	size_t n, cap;
@@ -76,6 +78,8 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		if (a->stage_ns[i] >= 0)
 			err |= stats__add(ss->st[i], a->stage_ns[i] / 1e6);
+	if (a->prefill_tokens && a->stage_ns[TTF_ST_PREFILL] >= 0)
+		linfit__add(&ss->prefill_fit, a->prefill_tokens, a->stage_ns[TTF_ST_PREFILL] / 1e6);
 	return err ? -ENOMEM : 0;
 }
 
@@ -325,6 +329,14 @@ void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
 	if (tail >= 0)
 		fprintf(out, "Tail (requests at or above P95 TTFT) is dominated by: %s\n",
 			ttf_stage_name(tail));
+	{
+		double a, b, r2;
+
+		if (!linfit__solve(&ss->prefill_fit, &a, &b, &r2))
+			fprintf(out, "Prefill vs prompt: %.3f ms + %.4f ms/token (r2 %.3f, %.0f requests, "
+				"%.0f..%.0f tokens)\n", a, b, r2, ss->prefill_fit.n,
+				ss->prefill_fit.x_min, ss->prefill_fit.x_max);
+	}
 }
 
 void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *err)
@@ -358,4 +370,22 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 	tail = stage_stats__tail_stage(ss);
 	*err |= !(tail >= 0 ? cJSON_AddStringToObject(o, "tail_stage", ttf_stage_name(tail))
 			    : cJSON_AddNullToObject(o, "tail_stage"));
+	{
+		double a, b, r2;
+		cJSON *f;
+
+		if (linfit__solve(&ss->prefill_fit, &a, &b, &r2)) {
+			*err |= !cJSON_AddNullToObject(o, "prefill_fit");
+			return;
+		}
+		f = cJSON_AddObjectToObject(o, "prefill_fit");
+		if (!f) {
+			*err = 1;
+			return;
+		}
+		*err |= !cJSON_AddNumberToObject(f, "intercept_ms", round(a * 1e3) / 1e3);
+		*err |= !cJSON_AddNumberToObject(f, "ms_per_token", round(b * 1e6) / 1e6);
+		*err |= !cJSON_AddNumberToObject(f, "r2", round(r2 * 1e4) / 1e4);
+		*err |= !cJSON_AddNumberToObject(f, "n", ss->prefill_fit.n);
+	}
 }
