@@ -82,7 +82,9 @@ static int parse_item(const char *s, size_t len, struct slo *out, char *err, siz
 	num[len] = '\0';
 	errno = 0;
 	v = strtod(num, &end);
-	if (end == num || errno || !isfinite(v) || v <= 0 || !isdigit((unsigned char)num[0]))
+	/* strtod also reads hex and "inf": only plain decimals are limits */
+	if (end == num || errno || !isfinite(v) || v <= 0 || !isdigit((unsigned char)num[0]) ||
+	    strpbrk(num, "xX"))
 		return fail(err, err_sz, "%s_%s: limit '%s' is not a positive number with a unit",
 			    metric_names[m], pct_names[p], num);
 	ulen = strlen(end);
