@@ -6,6 +6,7 @@
 #include <string.h>
 #include "bpf/net.h"
 #include "user/cli.h"
+#include "user/slo.h"
 
 const char *argp_program_version = "ttftrace 0.1";
 const char *argp_program_bug_address = "the project's issue tracker";
@@ -28,10 +29,10 @@ static const char doc[] =
 "\n"
 "Exit codes: 0 ok, 2 bad command line, 3 not root, 4 kernel lacks BTF or a\n"
 "tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
-"error, 9 internal error.";
+"error, 9 internal error, 10 an --slo not met (after the summary).";
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
-       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND };
+       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -44,6 +45,8 @@ static const struct argp_option options[] = {
 	{ "json", OPT_JSON, NULL, 0, "NDJSON: one object per request, then a summary object", 2 },
 	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 2 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
+	{ "slo", OPT_SLO, "SPEC", 0,
+	  "Check e.g. ttft_p95=2s,tpot_p95=100ms on the summary; exit 10 if not met", 2 },
 	{ NULL, 0, NULL, 0, "Engine (uprobes):", 3 },
 	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
 	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
@@ -123,6 +126,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose++;
 		break;
+	case OPT_SLO: {
+		struct slo_set set;
+		char err[160];
+
+		if (slo__parse(arg, &set, err, sizeof(err))) {
+			fprintf(stderr, "Error: --slo: %s\nHINT: %s\n", err, SLO_HINT);
+			exit(TTF_EXIT_USAGE);
+		}
+		o->slo_spec = arg;
+		break;
+	}
 	case OPT_CAPTURE:
 		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
 		break;

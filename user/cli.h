@@ -19,6 +19,7 @@ enum ttf_exit {
 	TTF_EXIT_TARGET_GONE = 7, /* every traced process exited (-p/--comm/--port) */
 	TTF_EXIT_OUTPUT = 8,	  /* output file cannot be written */
 	TTF_EXIT_INTERNAL = 9,	  /* anything else (out of memory, ...) */
+	TTF_EXIT_SLO = 10,	  /* --slo not met (user/slo.h); the run itself succeeded */
 };
 
 enum ttf_target_kind {
@@ -48,6 +49,7 @@ struct ttf_opts {
 	int n_profiles;
 	const char *probes[16];	/* --probe PATH:SYMBOL=ROLE[:ARGSPEC] (repeatable) */
 	int n_probes;
+	const char *slo_spec;	/* --slo SPEC (user/slo.h), checked at parse time; NULL none */
 };
 
 /*

@@ -17,6 +17,7 @@
 #include "user/sched.h"
 #include "user/sched_probe.h"
 #include "user/sinks.h"
+#include "user/live.h"
 #include "user/log.h"
 #include "user/net_probe.h"
 #include "user/report.h"
@@ -57,6 +58,7 @@ struct tracer {
 	struct engine_setup *engine;	/* engine uprobes; NULL if none */
 	struct sched_view *sched;	/* scheduler overlay; NULL if unavailable */
 	struct sched_probe *sched_probe;
+	struct live *live;	/* progress line and --slo samples; NULL if neither */
 	FILE *out;
 	pid_t child;		/* -c */
 	int child_status;
@@ -508,6 +510,8 @@ int trace__run(const struct ttf_opts *o)
 	code = open_engine(&t);
 	if (!code)
 		code = sinks__open(o, t.pipe);
+	if (!code)
+		code = live__open(o, t.pipe, &t.live);
 	if (code)
 		goto out;
 	if (o->target == TTF_TARGET_CMD) {
@@ -537,6 +541,8 @@ int trace__run(const struct ttf_opts *o)
 		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
 		code = TTF_EXIT_OUTPUT;
 	}
+	if (code == TTF_EXIT_OK)
+		code = live__slo_verdict(t.live);
 out:
 	if (t.child > 0 && !t.child_done) {
 		kill(t.child, SIGTERM);
