@@ -6,6 +6,7 @@
 #include <string.h>
 #include "bpf/net.h"
 #include "user/cli.h"
+#include "user/prom.h"
 #include "user/slo.h"
 
 const char *argp_program_version = "ttftrace 0.1";
@@ -32,7 +33,8 @@ static const char doc[] =
 "error, 9 internal error, 10 an --slo not met (after the summary).";
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
-       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO };
+       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
+       OPT_METRICS, OPT_OTLP };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -60,6 +62,11 @@ static const struct argp_option options[] = {
 	  "Payload prefix captured per write (default 8192, max 8192)", 4 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
+	{ NULL, 0, NULL, 0, "Export:", 5 },
+	{ "metrics", OPT_METRICS, "[ADDR:]PORT", 0,
+	  "Serve Prometheus /metrics here (bare PORT: 127.0.0.1; 0.0.0.0:PORT: all IPv4)", 5 },
+	{ "otlp", OPT_OTLP, "URL", 0,
+	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -165,6 +172,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (o->n_probes == 16)
 			argp_error(state, "at most 16 --probe");
 		o->probes[o->n_probes++] = arg;
+		break;
+	case OPT_METRICS: {
+		struct sockaddr_storage sa;
+		socklen_t sa_len;
+
+		if (prom__parse_listen(arg, &sa, &sa_len))
+			argp_error(state, "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
+		o->metrics = arg;
+		break;
+	}
+	case OPT_OTLP:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			argp_error(state, "invalid --otlp '%s' (an http:// or https:// URL)", arg);
+		o->otlp_url = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);

@@ -50,6 +50,8 @@ struct ttf_opts {
 	const char *probes[16];	/* --probe PATH:SYMBOL=ROLE[:ARGSPEC] (repeatable) */
 	int n_probes;
 	const char *slo_spec;	/* --slo SPEC (user/slo.h), checked at parse time; NULL none */
+	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/prom.h) */
+	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/otlp.h) */
 };
 
 /*

@@ -1,9 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <string.h>
+#include "user/log.h"
+#include "user/prom.h"
 #include "user/sinks.h"
+
+static int add(struct pipeline *p, struct ttf_sink *s)
+{
+	if (pipeline__add_sink(p, s)) {
+		s->destroy(s->ctx);
+		ttf_error(NULL, "too many outputs");
+		return TTF_EXIT_USAGE;
+	}
+	return 0;
+}
 
 int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 {
-	(void)o;
-	(void)p;
+	struct ttf_sink s;
+	int err, code;
+
+	if (o->metrics) {
+		err = prom_sink__new(o->metrics, &s);
+		if (err) {
+			ttf_error("give a free port, or ADDR:PORT with an address of this host",
+				  "cannot serve metrics on %s: %s", o->metrics, strerror(-err));
+			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
 	return 0;
 }
