@@ -84,7 +84,8 @@ static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 a
 	if (!b.seq_id || b.n_tokens <= 0)
 		return;
 	/* Sample tokens spread over the batch; keep distinct sequence ids. */
-	stride = b.n_tokens / TTF_ENGINE_MAX_SEQ + 1;
+	/* every token when they fit, else evenly spread samples */
+	stride = (b.n_tokens + TTF_ENGINE_MAX_SEQ - 1) / TTF_ENGINE_MAX_SEQ;
 	for (int i = 0; i < TTF_ENGINE_MAX_SEQ; i++) {
 		__u64 tok = i * stride, p;
 		__s32 seq;

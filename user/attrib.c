@@ -224,7 +224,8 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		if (k->n_waiting > 1) {
 			char why[96];
 
-			snprintf(why, sizeof(why), "FIFO order among %d waiting requests",
+			snprintf(why, sizeof(why), "%s among %d waiting requests",
+				 k->matched_by_count ? "prompt length matched" : "FIFO order",
 				 k->n_waiting);
 			set_inferred(a, why);
 		}

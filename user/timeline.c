@@ -12,6 +12,7 @@
 struct call {
 	enum tl_role role;
 	struct tl_step s;	/* start/end/tid (+ step fields) */
+	int64_t ret;		/* return value */
 };
 
 struct open_call {
@@ -144,6 +145,7 @@ int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev)
 	c->s.end_ns = ev->ts_ns;
 	c->s.tid = ev->tid;
 	c->s.tgid = ev->tgid;
+	c->ret = ev->value;
 	c->s.n_tokens = tl->open[i].entry.value > INT32_MAX ? -1 : (int32_t)tl->open[i].entry.value;
 	c->s.n_seq = tl->open[i].entry.n_seq;
 	if (c->s.n_seq > TL_MAX_SEQ)
@@ -192,7 +194,7 @@ static uint64_t ready_ns(const struct timeline *tl, const struct tl_ticket *k)
 	return k->tok_end_ns ? k->tok_end_ns : k->read_done_ns;
 }
 
-static void join_tokenize(struct timeline *tl, const struct tl_step *c)
+static void join_tokenize(struct timeline *tl, const struct tl_step *c, int64_t ret)
 {
 	struct tl_ticket *best = NULL;
 
@@ -209,6 +211,7 @@ static void join_tokenize(struct timeline *tl, const struct tl_step *c)
 	if (best) {
 		best->tok_start_ns = c->start_ns;
 		best->tok_end_ns = c->end_ns;
+		best->tok_count = ret;
 	}
 }
 
@@ -231,12 +234,19 @@ static struct tl_ticket *ticket_by_id(const struct timeline *tl, uint64_t id)
 	return NULL;
 }
 
-/* Oldest ticket ready by `at` without a prefill yet; *n_waiting counts them all. */
-static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n_waiting)
+/*
+ * The ticket a prompt step of n_tokens starting at `at` serves, among those
+ * ready by then without a prefill: the only one whose tokenize count is
+ * n_tokens, else the oldest. *n_waiting counts them all; *by_count says how.
+ */
+static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int32_t n_tokens,
+				      int *n_waiting, int *by_count)
 {
-	struct tl_ticket *best = NULL;
+	struct tl_ticket *best = NULL, *same = NULL;
+	int n_same = 0;
 
 	*n_waiting = 0;
+	*by_count = 0;
 	for (size_t i = 0; i < tl->n_tickets; i++) {
 		struct tl_ticket *k = &tl->tickets[i];
 
@@ -245,8 +255,23 @@ static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n
 		(*n_waiting)++;
 		if (!best || ready_ns(tl, k) < ready_ns(tl, best))
 			best = k;
+		if (n_tokens > 0 && k->tok_count == n_tokens) {
+			same = k;
+			n_same++;
+		}
+	}
+	if (n_same == 1 && *n_waiting > 1) {
+		*by_count = 1;
+		return same;
 	}
 	return best;
+}
+
+static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n_waiting)
+{
+	int by_count;
+
+	return pick_waiting(tl, at, -1, n_waiting, &by_count);
 }
 
 static void extend_prefill(struct tl_ticket *k, const struct tl_step *s)
@@ -261,9 +286,11 @@ static void extend_prefill(struct tl_ticket *k, const struct tl_step *s)
 static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t seq)
 {
 	struct tl_ticket *k;
-	int n_waiting;
+	int n_waiting, by_count;
 
-	k = oldest_waiting(tl, s->start_ns, &n_waiting);
+	/* The step's tokens are all this sequence's when it is alone in the batch. */
+	k = pick_waiting(tl, s->start_ns, s->n_seq <= 1 ? s->n_tokens : -1, &n_waiting,
+			 &by_count);
 	if (!k) {
 		tl->stats.orphan_prompt_steps++;
 		return 0;
@@ -271,6 +298,7 @@ static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t se
 	k->done = 1;
 	k->seq = seq;
 	k->n_waiting = n_waiting;
+	k->matched_by_count = by_count;
 	k->step_tid = s->tid;
 	k->step_tgid = s->tgid;
 	k->prefill_start_ns = s->start_ns;
@@ -322,13 +350,30 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 	int n_seq = s->n_seq;
 
 	tl->stats.steps++;
-	s->is_prompt = s->n_tokens > (n_seq > 0 ? n_seq : 1);
+	/*
+	 * The probe samples up to TL_MAX_SEQ tokens spread over the batch: fewer
+	 * distinct sequences than samples means some sequence brought several
+	 * tokens, i.e. a prompt.
+	 */
+	s->is_prompt = n_seq > 0 ? n_seq < (s->n_tokens < TL_MAX_SEQ ? s->n_tokens : TL_MAX_SEQ)
+				 : s->n_tokens > 1;
 	if (!s->is_prompt) {
 		for (int i = 0; i < n_seq; i++) {
 			struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+			struct tl_ticket *k;
 
-			if (sl && sl->state == SEQ_PREFILL)
-				sl->state = SEQ_DECODE;
+			if (!sl || sl->state != SEQ_PREFILL)
+				continue;
+			k = ticket_by_id(tl, sl->req_id);
+			/* A last chunk of exactly the prompt's remaining token (chunked prefill). */
+			if (k && k->tok_count > 0 && n_seq == 1 && s->n_tokens > 0 &&
+			    k->prefill_tokens + s->n_tokens == (uint64_t)k->tok_count) {
+				extend_prefill(k, s);
+				s->req_id = k->req_id;
+				s->is_prompt = 1;
+				continue;
+			}
+			sl->state = SEQ_DECODE;
 		}
 		orphan_accounting(tl, s);
 		store_step(tl, s);
@@ -456,7 +501,7 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 		}
 		switch (c->role) {
 		case TL_ROLE_TOKENIZE:
-			join_tokenize(tl, &c->s);
+			join_tokenize(tl, &c->s, c->ret);
 			break;
 		case TL_ROLE_STEP:
 			process_step(tl, &c->s);

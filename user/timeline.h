@@ -12,12 +12,14 @@
  * watermark in time order:
  *   - a tokenize call joins the ticket its thread read last (same tid,
  *     read before the call started): "the engine has it" at tokenize end;
- *   - a prompt step (n_tokens > number of sequences in it, i.e. some
- *     sequence brings several tokens) for a sequence that is not already
- *     prefilling starts the prefill of the oldest waiting ticket (FIFO).
- *     The mapping is exact when that ticket was the only one waiting, else
- *     inferred; further prompt steps of that sequence extend its prefill
- *     (chunked prefill).
+ *   - a prompt step (some sequence brings several tokens: fewer distinct
+ *     sequence ids than tokens among the sampled ones) for a sequence that
+ *     is not already prefilling starts the prefill of a waiting ticket: the
+ *     one whose tokenize count equals the step's tokens when exactly one
+ *     does, else the oldest (FIFO). The mapping is exact when that ticket
+ *     was the only one waiting, else inferred; further prompt steps of that
+ *     sequence extend its prefill (chunked prefill), and so does a step that
+ *     brings exactly the prompt's remaining tokens (a 1-token last chunk).
  * All times CLOCK_MONOTONIC ns.
  */
 #ifndef TTFTRACE_TIMELINE_H
@@ -66,6 +68,7 @@ struct tl_ticket {
 	uint32_t rx_tid;
 	uint64_t read_done_ns;
 	uint64_t tok_start_ns, tok_end_ns;	/* 0: no tokenize call joined */
+	int64_t tok_count;	/* tokens the tokenize call returned; <= 0 unknown */
 	uint64_t prefill_start_ns, prefill_end_ns; /* 0: no prompt step joined */
 	uint32_t prefill_steps;
 	uint64_t prefill_tokens;
@@ -73,6 +76,7 @@ struct tl_ticket {
 	uint32_t step_tgid;	/* ... and its process (the GPU owner for CUPTI joins) */
 	int32_t seq;		/* sequence id of its prompt, -1 unknown */
 	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
+	int matched_by_count;	/* chosen among them by its tokenize count, not FIFO */
 	int done;		/* prefill assigned */
 	uint64_t queued_behind_orphan_ns; /* waited while the engine served an aborted request */
 	uint64_t aborted_ns;	/* its client left at this time; 0 never */

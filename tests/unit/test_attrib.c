@@ -302,6 +302,58 @@ static void test_orphaned_work_after_abort(void **state)
 	timeline__free(tl);
 }
 
+static void tokenize_returning(struct timeline *tl, uint32_t tid, uint64_t start, uint64_t end,
+			       int64_t count)
+{
+	struct tl_event e = { .ts_ns = start, .tgid = 1, .tid = tid, .role = TL_ROLE_TOKENIZE,
+			      .value = -1 };
+
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+	e.is_return = 1;
+	e.ts_ns = end;
+	e.value = count;
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+}
+
+/*
+ * Two requests waiting: 300 tokens (ready first) and 115 tokens. The first
+ * prompt step has 115 tokens: it is request 2's (matched by count, not
+ * FIFO). A decode step of 8 sequences with 8 distinct ids is not a prompt.
+ * Request 1's prompt comes as 128 + 128 + 44: the 44-token last chunk is
+ * prefill, and so would be a 1-token one.
+ */
+static void test_count_match_decode_batch_last_chunk(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	int32_t s0[] = { 0 }, s1[] = { 1 }, s8[] = { 2, 3, 4, 5, 6, 7, 8, 9 };
+	const struct tl_ticket *k1, *k2;
+
+	assert_non_null(tl);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 1 * MS + 1000), 0);
+	tokenize_returning(tl, 10, 1 * MS + 100000, 2 * MS, 300);
+	tokenize_returning(tl, 12, 1 * MS + 200000, 3 * MS, 115);
+	call(tl, TL_ROLE_STEP, 20, 4 * MS, 5 * MS, 8, 8, s8);	/* decode of 8 others */
+	call(tl, TL_ROLE_STEP, 20, 6 * MS, 8 * MS, 115, 1, s1);
+	call(tl, TL_ROLE_STEP, 20, 9 * MS, 11 * MS, 128, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 12 * MS, 14 * MS, 128, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 15 * MS, 16 * MS, 44, 1, s0);
+	call(tl, TL_ROLE_STEP, 20, 17 * MS, 18 * MS, 1, 1, s0);	/* decode: prompt done */
+	timeline__advance(tl, 100 * MS);
+	k1 = timeline__ticket(tl, 1);
+	k2 = timeline__ticket(tl, 2);
+	assert_int_equal(timeline__stats(tl)->prompt_steps, 4);
+	assert_int_equal(k2->prefill_start_ns, 6 * MS);
+	assert_int_equal(k2->prefill_tokens, 115);
+	assert_true(k2->matched_by_count);
+	assert_int_equal(k2->n_waiting, 2);
+	assert_int_equal(k1->prefill_start_ns, 9 * MS);
+	assert_int_equal(k1->prefill_end_ns, 16 * MS);
+	assert_int_equal(k1->prefill_steps, 3);
+	assert_int_equal(k1->prefill_tokens, 300);
+	timeline__free(tl);
+}
+
 static void add_rec(struct gpu_store *g, uint8_t type, uint64_t start, uint64_t end,
 		    uint8_t copy_kind, uint8_t src_kind, uint64_t bytes)
 {
@@ -385,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_watermark_holds_late_steps),
 		cmocka_unit_test(test_gpu_copy_stage),
 		cmocka_unit_test(test_orphaned_work_after_abort),
+		cmocka_unit_test(test_count_match_decode_batch_last_chunk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
