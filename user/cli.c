@@ -34,7 +34,7 @@ static const char doc[] =
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
-       OPT_METRICS, OPT_OTLP };
+       OPT_METRICS, OPT_OTLP, OPT_PERFETTO };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -67,6 +67,8 @@ static const struct argp_option options[] = {
 	  "Serve Prometheus /metrics here (bare PORT: 127.0.0.1; 0.0.0.0:PORT: all IPv4)", 5 },
 	{ "otlp", OPT_OTLP, "URL", 0,
 	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -186,6 +188,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
 			argp_error(state, "invalid --otlp '%s' (an http:// or https:// URL)", arg);
 		o->otlp_url = arg;
+		break;
+	case OPT_PERFETTO:
+		o->perfetto = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);

@@ -52,6 +52,7 @@ struct ttf_opts {
 	const char *slo_spec;	/* --slo SPEC (user/slo.h), checked at parse time; NULL none */
 	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/prom.h) */
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/otlp.h) */
+	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/perfetto.h) */
 };
 
 /*
