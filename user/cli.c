@@ -19,6 +19,7 @@ static const char doc[] =
 "USAGE: ttftrace [-p PID | --comm NAME | --port PORT | -c CMD] [-d SECONDS] [--json] [-o FILE]\n"
 "       ttftrace pcie [OPTIONS]     PCIe link audit of NVIDIA GPUs\n"
 "       ttftrace copybw [OPTIONS]   host<->device copy bandwidth\n"
+"       ttftrace replay FILE [--json] [-o OUT]   run a --record FILE again, without root\n"
 "\v"
 "EXAMPLES:\n"
 "    ttftrace --port 8080            # trace the server listening on port 8080\n"
@@ -34,7 +35,7 @@ static const char doc[] =
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
-       OPT_METRICS, OPT_OTLP, OPT_PERFETTO };
+       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -69,6 +70,8 @@ static const struct argp_option options[] = {
 	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
+	{ "record", OPT_RECORD, "FILE", 0,
+	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -188,6 +191,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
 			argp_error(state, "invalid --otlp '%s' (an http:// or https:// URL)", arg);
 		o->otlp_url = arg;
+		break;
+	case OPT_RECORD:
+		if (!*arg)
+			argp_error(state, "--record needs a file name");
+		o->record = arg;
 		break;
 	case OPT_PERFETTO:
 		o->perfetto = arg;

@@ -20,6 +20,7 @@ enum ttf_exit {
 	TTF_EXIT_OUTPUT = 8,	  /* output file cannot be written */
 	TTF_EXIT_INTERNAL = 9,	  /* anything else (out of memory, ...) */
 	TTF_EXIT_SLO = 10,	  /* --slo not met (user/slo.h); the run itself succeeded */
+	TTF_EXIT_BAD_RECORDING = 11, /* replay: not a recording, or corrupt (user/record.h) */
 };
 
 enum ttf_target_kind {
@@ -51,6 +52,7 @@ struct ttf_opts {
 	int n_probes;
 	const char *slo_spec;	/* --slo SPEC (user/slo.h), checked at parse time; NULL none */
 	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/prom.h) */
+	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/record.h) */
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/otlp.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/perfetto.h) */
 };

@@ -8,6 +8,7 @@
 #include "user/copybw.h"
 #include "user/log.h"
 #include "user/pcie.h"
+#include "user/replay.h"
 #include "user/trace.h"
 
 int main(int argc, char **argv)
@@ -18,6 +19,8 @@ int main(int argc, char **argv)
 		return pcie_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "copybw"))
 		return copybw_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "replay"))
+		return replay_main(argc - 1, argv + 1);
 	cli__parse(argc, argv, &opts);
 	ttf_verbosity = opts.verbose;
 	return trace__run(&opts);

@@ -214,6 +214,9 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 {
 	size_t keep = 0;
 
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].advance)
+			p->sinks[i].advance(p->sinks[i].ctx, watermark_ns);
 	if (!p->tl)
 		return;
 	timeline__advance(p->tl, watermark_ns);
@@ -246,6 +249,11 @@ const struct timeline_stats *pipeline__timeline_stats(const struct pipeline *p)
 	static const struct timeline_stats none;
 
 	return p->tl ? timeline__stats(p->tl) : &none;
+}
+
+const struct pipeline_opts *pipeline__opts(const struct pipeline *p)
+{
+	return &p->opts;
 }
 
 uint64_t pipeline__dropped(const struct pipeline *p)

@@ -55,6 +55,8 @@ void pipeline__finish(struct pipeline *p, uint64_t now_ns);
 
 const struct conn_stats *pipeline__conn_stats(const struct pipeline *p);
 const struct timeline_stats *pipeline__timeline_stats(const struct pipeline *p);
+/* The options the pipeline was made with (e.g. for a recording's header). */
+const struct pipeline_opts *pipeline__opts(const struct pipeline *p);
 /* Requests that could not be copied for deferred output (ENOMEM). */
 uint64_t pipeline__dropped(const struct pipeline *p);
 

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "user/log.h"
 #include "user/prom.h"
+#include "user/record.h"
 #include "user/sinks.h"
 
 static int add(struct pipeline *p, struct ttf_sink *s)
@@ -19,6 +20,23 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 {
 	struct ttf_sink s;
 	int err, code;
+
+	if (o->record) {
+		const struct pipeline_opts *po = pipeline__opts(p);
+		uint32_t flags = (po->xmit_expected ? REC_F_XMIT : 0) |
+				 (po->attribution ? REC_F_ATTRIBUTION : 0) |
+				 (po->overlay ? REC_F_SCHED : 0);
+
+		err = record_sink__new(o->record, flags, &s);
+		if (err) {
+			ttf_error("check that the directory exists and is writable",
+				  "cannot write %s: %s", o->record, strerror(-err));
+			return TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
 
 	if (o->metrics) {
 		err = prom_sink__new(o->metrics, &s);

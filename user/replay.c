@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Recording reader and replay through the pipeline; see replay.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+#include "user/pipeline.h"
+#include "user/replay.h"
+#include "user/report.h"
+#include "user/sched.h"
+
+#define READ_BUF_BYTES (4u << 20)	/* > 2 * REC_MAX_FRAME; big reads inflate straight into it */
+
+struct rec_reader {
+	gzFile gz;
+	uint8_t *buf;
+	size_t pos, end;
+	int eof;
+};
+
+/* Keep the unread bytes, append what the stream has. 0 or negative errno. */
+static int refill(struct rec_reader *rr)
+{
+	int n, zerr;
+
+	if (rr->eof)
+		return 0;
+	if (rr->pos) {
+		memmove(rr->buf, rr->buf + rr->pos, rr->end - rr->pos);
+		rr->end -= rr->pos;
+		rr->pos = 0;
+	}
+	n = gzread(rr->gz, rr->buf + rr->end, READ_BUF_BYTES - rr->end);
+	if (n > 0) {
+		rr->end += n;
+		return 0;
+	}
+	rr->eof = 1;
+	if (n == 0)
+		return 0;
+	gzerror(rr->gz, &zerr);
+	/* Z_BUF_ERROR: the stream stops without its trailer (the tracer was killed) */
+	if (zerr == Z_BUF_ERROR)
+		return 0;
+	return zerr == Z_ERRNO ? -EIO : -EBADMSG;
+}
+
+static int need(struct rec_reader *rr, size_t n)
+{
+	int err;
+
+	while (rr->end - rr->pos < n && !rr->eof) {
+		err = refill(rr);
+		if (err)
+			return err;
+	}
+	return rr->end - rr->pos < n ? -EPIPE : 0;
+}
+
+struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int *err)
+{
+	struct rec_reader *rr = calloc(1, sizeof(*rr));
+
+	*err = -ENOMEM;
+	if (!rr || !(rr->buf = aligned_alloc(8, READ_BUF_BYTES)))
+		goto fail;
+	rr->gz = gzopen(path, "rb");
+	if (!rr->gz) {
+		*err = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	gzbuffer(rr->gz, 1u << 20);
+	*err = need(rr, REC_HEADER_BYTES);
+	if (*err == -EPIPE)
+		*err = -EBADMSG;
+	if (*err)
+		goto fail;
+	memcpy(h, rr->buf, sizeof(*h));
+	if (memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) || h->version != REC_VERSION ||
+	    h->header_bytes < REC_HEADER_BYTES || h->header_bytes % 8 || h->bom != REC_BOM) {
+		*err = -EBADMSG;
+		goto fail;
+	}
+	*err = need(rr, h->header_bytes);
+	if (*err) {
+		*err = -EBADMSG;
+		goto fail;
+	}
+	rr->pos = h->header_bytes;
+	*err = 0;
+	return rr;
+fail:
+	rec_reader__close(rr);
+	return NULL;
+}
+
+int rec_reader__next(struct rec_reader *rr, uint32_t *type, const void **payload, uint32_t *len)
+{
+	uint32_t hdr[2];
+	size_t total;
+	int err;
+
+	err = need(rr, REC_FRAME_HDR_BYTES);
+	if (err == -EPIPE && rr->end == rr->pos)
+		return -EPIPE;		/* ends between frames */
+	if (err)
+		return err;		/* -EPIPE: cut inside a frame header */
+	memcpy(hdr, rr->buf + rr->pos, sizeof(hdr));
+	if (hdr[0] > REC_MAX_FRAME || (hdr[1] & 0xffff) < REC_NET || (hdr[1] & 0xffff) > REC_END ||
+	    hdr[1] >> 16)
+		return -EBADMSG;
+	total = REC_FRAME_HDR_BYTES + REC_PAD(hdr[0]);
+	err = need(rr, total);
+	if (err)
+		return err;
+	*type = hdr[1];
+	*len = hdr[0];
+	*payload = rr->buf + rr->pos + REC_FRAME_HDR_BYTES;
+	rr->pos += total;
+	return *type == REC_END ? 0 : 1;
+}
+
+void rec_reader__close(struct rec_reader *rr)
+{
+	if (!rr)
+		return;
+	if (rr->gz)
+		gzclose(rr->gz);
+	free(rr->buf);
+	free(rr);
+}
+
+/* The same overlay adapter as user/trace.c. */
+static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
+			 struct ttf_overlay *out)
+{
+	struct sched_overlay so;
+	int err = sched__overlay(ctx, tid, start_ns, end_ns, &so);
+
+	if (err)
+		return err;
+	*out = (struct ttf_overlay){ so.on_cpu_ns, so.runnable_ns, so.blocked_ns, so.unknown_ns };
+	return 0;
+}
+
+#define MAX_COUNTERS 128
+
+struct recorded_counters {
+	struct report_counter c[MAX_COUNTERS];
+	char names[MAX_COUNTERS][256];
+	int n;
+};
+
+/* COUNTERS payload -> rc (truncated to MAX_COUNTERS). -EBADMSG if malformed. */
+static int parse_counters(const uint8_t *p, uint32_t len, struct recorded_counters *rc)
+{
+	const uint8_t *end = p + len;
+	uint32_t n;
+
+	rc->n = 0;
+	if (len < 4)
+		return -EBADMSG;
+	memcpy(&n, p, 4);
+	p += 4;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t nl;
+
+		if (end - p < 9 || end - p < 9 + p[8])
+			return -EBADMSG;
+		nl = p[8];
+		if (rc->n < MAX_COUNTERS) {
+			memcpy(&rc->c[rc->n].value, p, 8);
+			memcpy(rc->names[rc->n], p + 9, nl);
+			rc->names[rc->n][nl] = '\0';
+			rc->c[rc->n].name = rc->names[rc->n];
+			rc->n++;
+		}
+		p += 9 + nl;
+	}
+	return 0;
+}
+
+/*
+ * The summary's counters: those of the live run (BPF, engine probes, GPU),
+ * with the ones this replay computed itself (connection tracker, timeline,
+ * scheduler view) taking their place; the same names as user/trace.c.
+ */
+static int merge_counters(struct pipeline *p, struct sched_view *sv,
+			  const struct recorded_counters *rec, struct report_counter *out)
+{
+	const struct conn_stats *cs = pipeline__conn_stats(p);
+	const struct timeline_stats *ts = pipeline__timeline_stats(p);
+	struct report_counter mine[24];
+	int n_mine = 0, n = 0;
+
+	mine[n_mine++] = (struct report_counter){ "truncated_payloads", cs->truncated_events };
+	mine[n_mine++] = (struct report_counter){ "lost_sync", cs->lost_sync };
+	mine[n_mine++] = (struct report_counter){ "non_http_connections", cs->non_http };
+	mine[n_mine++] = (struct report_counter){ "token_events_dropped_oom",
+						  cs->events_dropped_oom };
+	mine[n_mine++] = (struct report_counter){ "malformed_records", cs->malformed };
+	mine[n_mine++] = (struct report_counter){ "requests_not_deferred_oom",
+						  pipeline__dropped(p) };
+	mine[n_mine++] = (struct report_counter){ "engine_unmatched_returns",
+						  ts->unmatched_returns };
+	mine[n_mine++] = (struct report_counter){ "engine_orphan_prompt_steps",
+						  ts->orphan_prompt_steps };
+	mine[n_mine++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
+	mine[n_mine++] = (struct report_counter){ "aborted_requests_seen_by_engine", ts->aborted };
+	mine[n_mine++] = (struct report_counter){ "orphaned_engine_steps", ts->orphaned_steps };
+	mine[n_mine++] = (struct report_counter){ "orphaned_engine_us", ts->orphaned_ns / 1000 };
+	mine[n_mine++] = (struct report_counter){ "requests_delayed_by_orphans",
+						  ts->delayed_by_orphans };
+	mine[n_mine++] = (struct report_counter){ "delay_by_orphans_us",
+						  ts->delay_by_orphans_ns / 1000 };
+	if (sv) {
+		struct sched_stats ss;
+
+		sched__stats(sv, &ss);
+		mine[n_mine++] = (struct report_counter){ "sched_inconsistent", ss.inconsistent };
+		mine[n_mine++] = (struct report_counter){ "sched_marks_dropped",
+							  ss.marks_horizon + ss.marks_cap };
+		mine[n_mine++] = (struct report_counter){ "sched_threads_refused",
+							  ss.threads_refused };
+		mine[n_mine++] = (struct report_counter){ "sched_alloc_failed", ss.alloc_failed };
+	}
+	if (!rec->n) {
+		memcpy(out, mine, n_mine * sizeof(*out));
+		return n_mine;
+	}
+	for (int i = 0; i < rec->n; i++) {
+		out[n] = rec->c[i];
+		for (int j = 0; j < n_mine; j++)
+			if (!strcmp(mine[j].name, rec->c[i].name))
+				out[n].value = mine[j].value;
+		n++;
+	}
+	return n;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct replay {
+	struct pipeline *pipe;
+	struct sched_view *sv;
+	struct replay_stats *st;
+	uint64_t last_ns;
+};
+
+static void feed(struct replay *rp, uint32_t type, const void *payload, uint32_t len)
+{
+	const struct ttf_net_event *ne = payload;
+	const struct ttf_sched_event *se = payload;
+	struct tl_event ev;
+
+	switch (type) {
+	case REC_NET:
+		if (len < sizeof(*ne) || len < sizeof(*ne) + ne->cap_len) {
+			rp->st->bad_frames++;
+			return;
+		}
+		rp->last_ns = ne->ts_ns;
+		/* as user/trace.c: an exit ends the scheduler state of its threads */
+		if (ne->type == TTF_EV_EXIT && rp->sv)
+			sched__forget_tgid(rp->sv, ne->tgid, ne->ts_ns);
+		pipeline__on_net_event(rp->pipe, ne, len);
+		return;
+	case REC_SCHED:
+		if (len != sizeof(*se)) {
+			rp->st->bad_frames++;
+			return;
+		}
+		pipeline__on_sched_event(rp->pipe, se);
+		if (rp->sv)
+			sched__add(rp->sv, se);
+		return;
+	case REC_ENGINE:
+		if (len != sizeof(struct rec_engine)) {
+			rp->st->bad_frames++;
+			return;
+		}
+		record__engine_unpack(payload, &ev);
+		pipeline__on_engine_event(rp->pipe, &ev);
+		return;
+	case REC_ADVANCE:
+		if (len == sizeof(uint64_t))
+			pipeline__advance(rp->pipe, *(const uint64_t *)payload);
+		else
+			rp->st->bad_frames++;
+		return;
+	}
+}
+
+int replay__run(const char *path, const struct replay_opts *o, struct replay_stats *st)
+{
+	static struct recorded_counters rc;	/* 33 KiB: not on the stack */
+	struct report_counter c[MAX_COUNTERS + 24];
+	struct replay rp = { .st = st };
+	struct report *report = NULL;
+	struct rec_reader *rr;
+	struct rec_header h;
+	const void *payload;
+	uint32_t type, len;
+	double t0 = mono_s();
+	int err, n_c;
+
+	memset(st, 0, sizeof(*st));
+	rc.n = 0;
+	rr = rec_reader__open(path, &h, &err);
+	if (!rr)
+		return err;
+	struct report_opts ro = { .sz = sizeof(ro), .out = o->out, .json = o->json,
+				  .verbose = o->verbose, .t0_ns = h.start_mono_ns };
+	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = !!(h.flags & REC_F_XMIT),
+				    .attribution = !!(h.flags & REC_F_ATTRIBUTION) };
+
+	err = -ENOMEM;
+	report = report__new(&ro);
+	if (!report)
+		goto cleanup;
+	if (h.flags & REC_F_SCHED) {
+		rp.sv = sched__new(NULL);
+		if (!rp.sv)
+			goto cleanup;
+		po.overlay = sched_overlay;
+		po.overlay_ctx = rp.sv;
+	}
+	po.report = report;
+	rp.pipe = pipeline__new(&po);
+	if (!rp.pipe)
+		goto cleanup;
+	report__header(report);
+	while ((err = rec_reader__next(rr, &type, &payload, &len)) > 0) {
+		st->frames[type]++;
+		if (type == REC_COUNTERS) {
+			if (parse_counters(payload, len, &rc))
+				st->bad_frames++;
+			continue;
+		}
+		feed(&rp, type, payload, len);
+	}
+	if (err == 0) {
+		st->frames[REC_END]++;
+		st->end_ns = len == sizeof(uint64_t) ? *(const uint64_t *)payload : rp.last_ns;
+	} else if (err == -EPIPE) {
+		st->truncated = 1;
+		st->end_ns = rp.last_ns;
+	}
+	/* what came before a corruption is still reported */
+	pipeline__finish(rp.pipe, st->end_ns);
+	n_c = merge_counters(rp.pipe, rp.sv, &rc, c);
+	{
+		int err2 = report__summary(report, c, n_c);
+
+		if (err == 0 || err == -EPIPE)
+			err = err2;
+	}
+	if (!err && fflush(o->out))
+		err = -errno;
+cleanup:
+	st->wall_s = mono_s() - t0;
+	pipeline__free(rp.pipe);
+	report__free(report);
+	sched__free(rp.sv);
+	rec_reader__close(rr);
+	return err;
+}
