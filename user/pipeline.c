@@ -210,6 +210,16 @@ int pipeline__finish_sinks(struct pipeline *p, const struct report_counter *c, i
 	return first;
 }
 
+int pipeline__sink_stats(struct pipeline *p, struct report_counter *c, int cap)
+{
+	int n = 0;
+
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].stats)
+			n += p->sinks[i].stats(p->sinks[i].ctx, c + n, cap - n);
+	return n;
+}
+
 void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 {
 	size_t keep = 0;

@@ -47,6 +47,8 @@ void pipeline__tick(struct pipeline *p, uint64_t now_ns);
 void pipeline__counters(struct pipeline *p, const struct report_counter *c, int n);
 /* End of run: every sink's finish hook; returns the first error (negative errno). */
 int pipeline__finish_sinks(struct pipeline *p, const struct report_counter *c, int n);
+/* The sinks' own counters (their stats hooks) into c[0..cap); returns how many. */
+int pipeline__sink_stats(struct pipeline *p, struct report_counter *c, int cap);
 
 /* Everything with a timestamp before watermark_ns has been fed: attribute and print what can be. */
 void pipeline__advance(struct pipeline *p, uint64_t watermark_ns);

@@ -37,6 +37,11 @@ struct ttf_sink {
 	/* end of the run, with every drop counter; 0 or a negative errno (output failed) */
 	int (*finish)(void *ctx, const struct report_counter *c, int n);
 	void (*destroy)(void *ctx);
+	/*
+	 * the sink's own counters (exports sent, dropped, ...), for the summary and the
+	 * other sinks: writes at most cap, names static; returns how many
+	 */
+	int (*stats)(void *ctx, struct report_counter *c, int cap);
 	/* the pipeline advanced its watermark (pipeline__advance), e.g. for recordings */
 	void (*advance)(void *ctx, uint64_t watermark_ns);
 };

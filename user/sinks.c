@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include "user/log.h"
+#include "user/otlp.h"
 #include "user/prom.h"
 #include "user/record.h"
 #include "user/sinks.h"
@@ -44,6 +45,16 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 			ttf_error("give a free port, or ADDR:PORT with an address of this host",
 				  "cannot serve metrics on %s: %s", o->metrics, strerror(-err));
 			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
+	if (o->otlp_url) {
+		err = otlp_sink__new(o->otlp_url, &s);
+		if (err) {
+			ttf_error(NULL, "cannot export to %s: %s", o->otlp_url, strerror(-err));
+			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_INTERNAL;
 		}
 		code = add(p, &s);
 		if (code)

@@ -385,6 +385,7 @@ static int collect_counters(struct tracer *t, struct report_counter *c)
 		c[n++] = (struct report_counter){ "gpu_names_dropped", gs.names_dropped };
 		c[n++] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(t->gpu_rx) };
 	}
+	n += pipeline__sink_stats(t->pipe, c + n, MAX_COUNTERS - n);
 	return n;
 }
 
@@ -393,8 +394,10 @@ static int summary(struct tracer *t)
 	struct report_counter c[MAX_COUNTERS];
 	int n = collect_counters(t, c), err, err2;
 
-	err = report__summary(t->report, c, n);
+	/* sinks flush first, so that their own drops reach the summary */
 	err2 = pipeline__finish_sinks(t->pipe, c, n);
+	n = collect_counters(t, c);
+	err = report__summary(t->report, c, n);
 	return err ? err : err2;
 }
 
