@@ -74,44 +74,62 @@ int target__alive(uint32_t tgid)
 	return read_stat(tgid, &st, &ppid) == 0 && st != 'Z' && st != 'X';
 }
 
+/* 1 when tgid is pid or one of its descendants already listed in fam[0..n). */
+static int in_family(const uint32_t *fam, size_t n, uint32_t ppid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fam[i] == ppid)
+			return 1;
+	return 0;
+}
+
 int target__by_pid(struct target_set *ts, pid_t pid)
 {
-	size_t before = ts->n, done;
-	int err;
+	uint32_t *fam = NULL;
+	size_t n_fam = 0, cap = 0, done;
+	int err = 0;
 
 	if (!target__alive(pid))
 		return -ESRCH;
-	err = target_set__add(ts, pid);
-	if (err)
-		return err;
-	/* Add descendants: repeat until no new child of a traced process appears. */
+	/* pid and its descendants, even when pid was already in ts */
 	do {
-		DIR *d = opendir("/proc");
+		DIR *d;
 		struct dirent *de;
 
-		if (!d)
-			return -errno;
-		done = ts->n;
-		while ((de = readdir(d))) {
+		if (n_fam == cap) {
+			uint32_t *f = realloc(fam, (cap = cap ? cap * 2 : 16) * sizeof(*f));
+
+			if (!f) {
+				err = -ENOMEM;
+				break;
+			}
+			fam = f;
+		}
+		if (!n_fam)
+			fam[n_fam++] = pid;
+		done = n_fam;
+		d = opendir("/proc");
+		if (!d) {
+			err = -errno;
+			break;
+		}
+		while ((de = readdir(d)) && n_fam < cap) {
 			uint32_t p, ppid;
 			char st;
 
 			if (!is_pid_dir(de))
 				continue;
 			p = strtoul(de->d_name, NULL, 10);
-			if (read_stat(p, &st, &ppid) || st == 'Z')
+			if (read_stat(p, &st, &ppid) || st == 'Z' || in_family(fam, n_fam, p))
 				continue;
-			for (size_t i = before; i < ts->n; i++) {
-				if (ts->tgids[i] == ppid) {
-					err = target_set__add(ts, p);
-					break;
-				}
-			}
-			if (err)
-				break;
+			if (in_family(fam, n_fam, ppid))
+				fam[n_fam++] = p;
 		}
 		closedir(d);
-	} while (!err && ts->n != done);
+	} while (n_fam != done || n_fam == cap);
+	for (size_t i = 0; !err && i < n_fam; i++)
+		err = target_set__add(ts, fam[i]);
+	free(fam);
 	return err;
 }
 
