@@ -14,6 +14,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <curl/curl.h>
+#include "user/slo.h"
+
+/* Exit codes (also in --help and README.md "SLO gates"). */
+enum lg_exit {
+	LG_EXIT_OK = 0,
+	LG_EXIT_RUNTIME = 1,	/* libcurl, memory, files */
+	LG_EXIT_USAGE = 2,	/* bad command line, bad --slo */
+	LG_EXIT_FAILED = 3,	/* some requests failed */
+	LG_EXIT_SLO = 4,	/* --slo not met (a sweep: at no step) */
+};
+
+#define LG_MAX_STEPS 32
 
 enum lg_api {
 	LG_API_CHAT,       /* OpenAI /v1/chat/completions */
@@ -36,6 +48,17 @@ struct lg_opts {
 	bool include_usage;
 	bool ignore_eos;
 	bool quiet;
+	bool n_set;		/* -n given (sweeps default to max(16, 4 x C) per step) */
+	unsigned steps[LG_MAX_STEPS];	/* --sweep: concurrency per step; n_steps 0 = no sweep */
+	unsigned n_steps;
+	unsigned warmup;	/* --warmup: requests per step before measuring */
+	bool warmup_set;	/* else warmup = C */
+	const char *slo_spec;	/* --slo SPEC; slo is its parse */
+	struct slo_set slo;
+	const char *sweep_result;	/* --sweep-result FILE: re-read a sweep, run nothing */
+	const char *ttftrace_ndjson;	/* --ttftrace-ndjson FILE: server-side side by side */
+	struct progress *progress;	/* live line on a terminal; NULL none */
+	unsigned idx0;		/* index of the first request (prompts differ across steps) */
 };
 
 struct lg_req {
@@ -69,6 +92,12 @@ struct lg_req {
 
 uint64_t lg_now_ns(void);
 
+/*
+ * Send o->n_requests requests at o->concurrency into reqs[] (zeroed, n_requests
+ * long); *wall_ns = the loop's duration. Returns 0 or negative errno.
+ */
+int lg_run(const struct lg_opts *o, struct lg_req *reqs, uint64_t *wall_ns);
+
 /* Build request idx's body and easy handle. Returns 0 or negative errno. */
 int lg_req__init(struct lg_req *r, unsigned idx, const struct lg_opts *o);
 /* Record curl's final facts after the transfer ended with rc. */
@@ -78,6 +107,22 @@ void lg_req__cleanup(struct lg_req *r);
 uint32_t lg_req__tokens(const struct lg_req *r);
 /* NULL when the request succeeded, else a short reason. */
 const char *lg_req__failure(const struct lg_req *r);
+
+/* Client-side metrics of one request in ms; NAN when not observed. */
+double lg_req__ttft_ms(const struct lg_req *r);
+double lg_req__tpot_ms(const struct lg_req *r);
+double lg_req__e2e_ms(const struct lg_req *r);
+
+/*
+ * --sweep: warm-up and measured requests per step, the client table on
+ * stderr, JSON {"sweep", "steps", "best_concurrency"} to -o / stdout.
+ * --sweep-result: re-read that JSON, join --ttftrace-ndjson by time window,
+ * print the side-by-side table. Both return an enum lg_exit.
+ */
+int lg_sweep(struct lg_opts *o);
+/* o->slo on the client numbers of reqs[0..n): prints the verdict; LG_EXIT_OK or LG_EXIT_SLO. */
+int lg_slo_check_run(const struct lg_opts *o, struct lg_req *reqs, unsigned n);
+int lg_sweep_result(const struct lg_opts *o);
 
 /*
  * Write {"requests": [...], "summary": {...}} to path (NULL: stdout) and a

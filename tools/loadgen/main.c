@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
+#include "user/progress.h"
+#include "user/stats.h"
 #include "tools/loadgen/loadgen.h"
-
-enum { EXIT_USAGE = 2, EXIT_SOME_FAILED = 3 };
 
 static const char doc[] =
 "Stream completion requests to an LLM server and time them from the client.\n"
@@ -31,9 +32,23 @@ static const char doc[] =
 "Output: JSON {\"requests\": [...], \"summary\": {...}} on stdout or -o FILE;\n"
 "a short summary on stderr.\n"
 "\n"
-"Exit status: 0 all requests succeeded, 1 runtime error, 2 usage error,\n"
-"3 some requests failed (HTTP error, transport error, error event, or no\n"
-"token events).\n"
+"Sweeps (--sweep[=LIST], default 1,4,8,16,32,64): per step, W warm-up\n"
+"requests (--warmup, default C; excluded) then N measured ones (-n, default\n"
+"max(16, 4 x C)) at concurrency C on kept-alive connections; a table of\n"
+"client P50/P95/P99 TTFT and TPOT per step on stderr, JSON with each step's\n"
+"CLOCK_MONOTONIC window on stdout or -o. Run ttftrace --json -o RUN.ndjson\n"
+"during the sweep, stop it, then --sweep-result SWEEP.json --ttftrace-ndjson\n"
+"RUN.ndjson prints client and ttftrace numbers side by side (bench/sweep.sh\n"
+"does all of it).\n"
+"\n"
+"--slo SPEC (e.g. ttft_p95=2s,tpot_p95=100ms; metrics ttft, tpot, e2e) is\n"
+"checked on the client's numbers: of the run, or of each step of a sweep,\n"
+"which then reports the highest concurrency that meets it.\n"
+"\n"
+"Exit status: 0 all requests succeeded (and the SLO was met), 1 runtime\n"
+"error, 2 usage error (bad --slo included), 3 some requests failed (HTTP\n"
+"error, transport error, error event, or no token events), 4 the SLO was\n"
+"not met (a sweep: at no step).\n"
 "\n"
 "EXAMPLES:\n"
 "  loadgen -u http://127.0.0.1:8080/v1/chat/completions -n 8 -c 2\n"
@@ -42,9 +57,13 @@ static const char doc[] =
 "          --include-usage -o run.json\n"
 "        legacy completions API, token counts from the usage chunk\n"
 "  loadgen -u http://127.0.0.1:8080/completion --api llamacpp -n 4\n"
-"        llama.cpp's native streaming endpoint\n";
+"        llama.cpp's native streaming endpoint\n"
+"  loadgen -u http://127.0.0.1:8080/v1/chat/completions --sweep=1,4,8 -P 256 \\\n"
+"          --slo ttft_p95=2s,tpot_p95=100ms -o sweep.json\n"
+"        stepped concurrency; the highest step that meets the SLO\n";
 
-enum { OPT_INCLUDE_USAGE = 0x100, OPT_IGNORE_EOS, OPT_TIMEOUT, OPT_MODEL };
+enum { OPT_INCLUDE_USAGE = 0x100, OPT_IGNORE_EOS, OPT_TIMEOUT, OPT_MODEL, OPT_SWEEP, OPT_WARMUP,
+       OPT_SLO, OPT_SWEEP_RESULT, OPT_TTFTRACE_NDJSON };
 
 static const struct argp_option options[] = {
 	{ "url", 'u', "URL", 0, "Endpoint (required), e.g. http://127.0.0.1:8080/v1/chat/completions" },
@@ -63,6 +82,14 @@ static const struct argp_option options[] = {
 	{ "output", 'o', "FILE", 0, "Write the JSON result to FILE instead of stdout" },
 	{ "seed", 's', "S", 0, "Seed for prompts and the request's \"seed\" field (default 1)" },
 	{ "quiet", 'q', NULL, 0, "No summary on stderr" },
+	{ "sweep", OPT_SWEEP, "LIST", OPTION_ARG_OPTIONAL,
+	  "Step concurrency through LIST (default 1,4,8,16,32,64)" },
+	{ "warmup", OPT_WARMUP, "W", 0, "Sweep: unmeasured requests per step (default C)" },
+	{ "slo", OPT_SLO, "SPEC", 0, "e.g. ttft_p95=2s,tpot_p95=100ms; exit 4 when not met" },
+	{ "sweep-result", OPT_SWEEP_RESULT, "FILE", 0,
+	  "Print a sweep's table from its JSON (with --ttftrace-ndjson: side by side)" },
+	{ "ttftrace-ndjson", OPT_TTFTRACE_NDJSON, "FILE", 0,
+	  "ttftrace --json output recorded during the sweep" },
 	{},
 };
 
@@ -79,6 +106,38 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 	return 0;
 }
 
+/* "1,4,8" -> steps; strictly increasing, each 1..10000. */
+static int parse_steps(const char *s, struct lg_opts *o)
+{
+	const char *p = s;
+	char *end;
+
+	o->n_steps = 0;
+	for (;;) {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(p, &end, 10);
+		if (errno || end == p || *p == '-' || v < 1 || v > 10000 ||
+		    o->n_steps == LG_MAX_STEPS || (o->n_steps && v <= o->steps[o->n_steps - 1]))
+			return -EINVAL;
+		o->steps[o->n_steps++] = v;
+		if (!*end)
+			return 0;
+		if (*end != ',')
+			return -EINVAL;
+		p = end + 1;
+	}
+}
+
+static bool looks_like_steps(const char *s)
+{
+	return *s && strspn(s, "0123456789,") == strlen(s);
+}
+
+/* --sweep was given without "=LIST": a later "1,2,4" argument is its list. */
+static bool sweep_bare;
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct lg_opts *o = state->input;
@@ -90,6 +149,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'n':
 		err = parse_uint(arg, 1, 1000000, &o->n_requests);
+		o->n_set = true;
 		break;
 	case 'c':
 		err = parse_uint(arg, 1, 10000, &o->concurrency);
@@ -132,18 +192,66 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_IGNORE_EOS:
 		o->ignore_eos = true;
 		break;
+	case OPT_SWEEP:
+		sweep_bare = !arg;
+		if (parse_steps(arg ? arg : "1,4,8,16,32,64", o))
+			argp_error(state, "--sweep LIST: increasing concurrencies 1..10000 separated by "
+				   "commas, at most %d, not '%s'", LG_MAX_STEPS, arg);
+		break;
+	case OPT_WARMUP:
+		err = parse_uint(arg, 0, 1000000, &o->warmup);
+		o->warmup_set = true;
+		break;
+	case OPT_SLO: {
+		char msg[160];
+
+		if (slo__parse(arg, &o->slo, msg, sizeof(msg))) {
+			fprintf(stderr, "Error: --slo: %s\nHINT: %s\n", msg, SLO_HINT);
+			exit(LG_EXIT_USAGE);
+		}
+		for (int i = 0; i < o->slo.n; i++) {
+			enum slo_metric m = o->slo.items[i].metric;
+
+			if (m != SLO_TTFT && m != SLO_TPOT && m != SLO_E2E) {
+				fprintf(stderr, "Error: --slo: loadgen does not measure %s\n"
+					"HINT: the client measures ttft, tpot and e2e; check %s with "
+					"ttftrace --slo\n", slo__metric_name(m), slo__metric_name(m));
+				exit(LG_EXIT_USAGE);
+			}
+		}
+		o->slo_spec = arg;
+		break;
+	}
+	case OPT_SWEEP_RESULT:
+		o->sweep_result = arg;
+		break;
+	case OPT_TTFTRACE_NDJSON:
+		o->ttftrace_ndjson = arg;
+		break;
 	case ARGP_KEY_ARG:
+		/* "--sweep 1,2": argp gives an optional argument only as "--sweep=1,2" */
+		if (sweep_bare && looks_like_steps(arg)) {
+			sweep_bare = false;
+			if (parse_steps(arg, o))
+				argp_error(state, "--sweep LIST: increasing concurrencies 1..10000 "
+					   "separated by commas, not '%s'", arg);
+			break;
+		}
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (!o->url)
+		if (!o->url && !o->sweep_result)
 			argp_error(state, "--url is required");
+		if (o->ttftrace_ndjson && !o->sweep_result)
+			argp_error(state, "--ttftrace-ndjson goes with --sweep-result (stop ttftrace "
+				   "first so that its file is complete)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
 	}
 	if (err)
-		argp_error(state, "invalid value '%s' for %s%c", arg, key < 0x100 ? "-" : "--timeout",
+		argp_error(state, "invalid value '%s' for %s%c", arg,
+			   key < 0x100 ? "-" : key == OPT_WARMUP ? "--warmup" : "--timeout",
 			   key < 0x100 ? key : ' ');
 	return 0;
 }
@@ -173,7 +281,7 @@ static enum lg_api api_from_url(const char *url)
 static int start_next(CURLM *multi, struct lg_req *reqs, unsigned *next, const struct lg_opts *o)
 {
 	struct lg_req *r = &reqs[*next];
-	int err = lg_req__init(r, *next, o);
+	int err = lg_req__init(r, o->idx0 + *next, o);
 
 	if (err)
 		return err;
@@ -183,7 +291,7 @@ static int start_next(CURLM *multi, struct lg_req *reqs, unsigned *next, const s
 	return 0;
 }
 
-static int run(const struct lg_opts *o, struct lg_req *reqs, uint64_t *wall_ns)
+int lg_run(const struct lg_opts *o, struct lg_req *reqs, uint64_t *wall_ns)
 {
 	CURLM *multi = curl_multi_init();
 	unsigned next = 0, done = 0;
@@ -216,12 +324,14 @@ static int run(const struct lg_opts *o, struct lg_req *reqs, uint64_t *wall_ns)
 			lg_req__finish(r, msg->data.result);
 			curl_multi_remove_handle(multi, r->easy);
 			done++;
+			progress__request(o->progress, lg_req__failure(r) ? NAN : lg_req__ttft_ms(r));
 			if (next < o->n_requests) {
 				err = start_next(multi, reqs, &next, o);
 				if (err)
 					goto cleanup;
 			}
 		}
+		progress__tick(o->progress, lg_now_ns());
 		if (done < o->n_requests &&
 		    curl_multi_poll(multi, NULL, 0, 100, NULL) != CURLM_OK) {
 			err = -EIO;
@@ -250,21 +360,32 @@ int main(int argc, char **argv)
 	unsigned failed = 0;
 	int err, ret = 1;
 
-	argp_err_exit_status = EXIT_USAGE;
+	argp_err_exit_status = LG_EXIT_USAGE;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
-		return EXIT_USAGE;
+		return LG_EXIT_USAGE;
+	if (o.sweep_result)
+		return lg_sweep_result(&o);
 	if (!o.api_set)
 		o.api = api_from_url(o.url);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
 		fprintf(stderr, "Error: libcurl initialisation failed\n");
 		return 1;
 	}
+	if (o.n_steps) {
+		ret = lg_sweep(&o);
+		curl_global_cleanup();
+		return ret;
+	}
+	o.progress = progress__new(stderr, "loadgen");
+	progress__set_step(o.progress, NULL, o.n_requests);
 	reqs = calloc(o.n_requests, sizeof(*reqs));
 	if (!reqs) {
 		fprintf(stderr, "Error: out of memory for %u requests\n", o.n_requests);
 		goto cleanup;
 	}
-	err = run(&o, reqs, &wall_ns);
+	err = lg_run(&o, reqs, &wall_ns);
+	progress__free(o.progress);
+	o.progress = NULL;
 	if (err) {
 		fprintf(stderr, "Error: load loop failed: %s\n", strerror(-err));
 		goto cleanup;
@@ -279,11 +400,12 @@ int main(int argc, char **argv)
 			"See \"error\" in the JSON result\n", o.url,
 			o.api == LG_API_CHAT ? "chat" : o.api == LG_API_COMPLETION ?
 			"completion" : "llamacpp");
-		ret = EXIT_SOME_FAILED;
+		ret = LG_EXIT_FAILED;
 	} else {
-		ret = 0;
+		ret = o.slo_spec ? lg_slo_check_run(&o, reqs, o.n_requests) : LG_EXIT_OK;
 	}
 cleanup:
+	progress__free(o.progress);
 	if (reqs) {
 		for (unsigned i = 0; i < o.n_requests; i++)
 			lg_req__cleanup(&reqs[i]);

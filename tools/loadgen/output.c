@@ -24,20 +24,20 @@ static void add_num(cJSON *o, const char *k, double v)
 		cJSON_AddNumberToObject(o, k, round(v * 1000.0) / 1000.0);
 }
 
-static double req_ttft_ms(const struct lg_req *r)
+double lg_req__ttft_ms(const struct lg_req *r)
 {
 	return r->start_ns && r->first_token_ns ? ms(r->start_ns, r->first_token_ns) : NAN;
 }
 
 /* (t_last - t_first) / (tokens - 1), the definition in design.md. */
-static double req_tpot_ms(const struct lg_req *r)
+double lg_req__tpot_ms(const struct lg_req *r)
 {
 	uint32_t n = lg_req__tokens(r);
 
 	return r->first_token_ns && n > 1 ? ms(r->first_token_ns, r->last_token_ns) / (n - 1) : NAN;
 }
 
-static double req_e2e_ms(const struct lg_req *r)
+double lg_req__e2e_ms(const struct lg_req *r)
 {
 	return r->start_ns && r->end_ns ? ms(r->start_ns, r->end_ns) : NAN;
 }
@@ -83,9 +83,9 @@ static cJSON *req_json(const struct lg_req *r)
 	if (r->has_usage)
 		cJSON_AddNumberToObject(o, "prompt_tokens", r->usage_prompt_tokens);
 	cJSON_AddBoolToObject(o, "done_marker", r->done_marker);
-	add_num(o, "ttft_ms", req_ttft_ms(r));
-	add_num(o, "tpot_ms", req_tpot_ms(r));
-	add_num(o, "e2e_ms", req_e2e_ms(r));
+	add_num(o, "ttft_ms", lg_req__ttft_ms(r));
+	add_num(o, "tpot_ms", lg_req__tpot_ms(r));
+	add_num(o, "e2e_ms", lg_req__e2e_ms(r));
 	return o;
 }
 
@@ -138,9 +138,9 @@ int lg_output(const struct lg_opts *o, struct lg_req *reqs, unsigned n, uint64_t
 			continue;
 		ok++;
 		tokens += lg_req__tokens(&reqs[i]);
-		stats__add(ttft, req_ttft_ms(&reqs[i]));
-		stats__add(tpot, req_tpot_ms(&reqs[i])); /* NaN (1 token) is refused */
-		stats__add(e2e, req_e2e_ms(&reqs[i]));
+		stats__add(ttft, lg_req__ttft_ms(&reqs[i]));
+		stats__add(tpot, lg_req__tpot_ms(&reqs[i])); /* NaN (1 token) is refused */
+		stats__add(e2e, lg_req__e2e_ms(&reqs[i]));
 	}
 	sum = cJSON_AddObjectToObject(root, "summary");
 	if (!sum)
