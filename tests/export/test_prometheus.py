@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""--metrics scraped by a real Prometheus server (Debian's `prometheus`).
+
+The fixture server writes the first token 120 ms after reading the request and
+then one token every 12 ms; ttftrace serves /metrics, Prometheus scrapes it
+every second, and the values come back through Prometheus' HTTP API: request
+and token counts, the TTFT mean (sum/count) against ttftrace's own NDJSON, the
+bucket the 120 ms TTFTs and 12 ms ITLs fall in, and the stage histograms that
+must add up to TTFT.
+"""
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from conftest import Client, free_port, needs_root
+
+pytestmark = needs_root
+
+PROMETHEUS = shutil.which("prometheus")
+TTFT_MS, ITL_MS, TOKENS, N_REQ = 120, 12, 5, 6
+
+
+def _prom_reason():
+    if not PROMETHEUS:
+        return "prometheus is not installed (apt-get install prometheus; tools/setup.sh does)"
+    return None
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.headers, r.read().decode()
+
+
+def query(api_port, expr):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (api_port, urllib.parse.urlencode({"query": expr}))
+    _, _, body = http_get(url)
+    res = json.loads(body)
+    assert res["status"] == "success", res
+    return res["data"]["result"]
+
+
+def scalar(api_port, expr):
+    r = query(api_port, expr)
+    assert len(r) == 1, "%s: %s" % (expr, r)
+    return float(r[0]["value"][1])
+
+
+def start_prometheus(procs, tmp_path, target_port):
+    api_port = free_port()
+    cfg = tmp_path / "prometheus.yml"
+    cfg.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                   "scrape_configs:\n  - job_name: ttftrace\n    static_configs:\n"
+                   "      - targets: ['127.0.0.1:%d']\n" % target_port)
+    log = open(tmp_path / "prometheus.log", "w")
+    p = procs.add(subprocess.Popen(
+        [PROMETHEUS, "--config.file=%s" % cfg, "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
+         "--web.listen-address=127.0.0.1:%d" % api_port], stdout=log, stderr=log))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert p.poll() is None, open(tmp_path / "prometheus.log").read()
+        try:
+            if http_get("http://127.0.0.1:%d/-/ready" % api_port)[0] == 200:
+                return api_port
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail("prometheus not ready: " + open(tmp_path / "prometheus.log").read())
+
+
+def wait_value(api_port, expr, want, timeout_s=30):
+    deadline, got = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        r = query(api_port, expr)
+        got = float(r[0]["value"][1]) if len(r) == 1 else None
+        if got == want:
+            return
+        time.sleep(0.5)
+    pytest.fail("%s = %s, expected %s" % (expr, got, want))
+
+
+@pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
+def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
+    srv = sse_server("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens", str(TOKENS),
+                     "--nodelay")
+    mport = free_port()
+    tr = tracer("-p", srv.pid, "--metrics", "%d" % mport)
+    assert "Serving Prometheus metrics on http://127.0.0.1:%d/metrics" % mport in tr.stderr
+
+    status, headers, text = http_get("http://127.0.0.1:%d/metrics" % mport)
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert "# TYPE ttftrace_ttft_seconds histogram" in text
+    assert 'ttftrace_requests_total{outcome="ok"} 0' in text
+    with pytest.raises(urllib.error.HTTPError) as e:
+        http_get("http://127.0.0.1:%d/other" % mport)
+    assert e.value.code == 404
+
+    api = start_prometheus(procs, tmp_path, mport)
+    for _ in range(N_REQ):
+        c = Client(srv.port)
+        r = c.request(max_tokens=TOKENS)
+        assert r.status == 200
+        c.close()
+    wait_value(api, 'ttftrace_requests_total{outcome="ok"}', N_REQ)
+    # one more scrape after the counters hook (about once a second) ran
+    time.sleep(2.5)
+
+    assert scalar(api, "ttftrace_ttft_seconds_count") == N_REQ
+    prom_mean = scalar(api, "ttftrace_ttft_seconds_sum / ttftrace_ttft_seconds_count")
+    assert abs(prom_mean - TTFT_MS / 1e3) < 3e-3, prom_mean
+    # 120 ms: above the 0.1 bucket, inside 0.15
+    assert scalar(api, 'ttftrace_ttft_seconds_bucket{le="0.1"}') == 0
+    assert scalar(api, 'ttftrace_ttft_seconds_bucket{le="0.15"}') == N_REQ
+    q50 = scalar(api, "histogram_quantile(0.5, ttftrace_ttft_seconds_bucket)")
+    assert 0.1 < q50 <= 0.15, q50
+    # 12 ms gaps: (0.01, 0.015]
+    n_itl = N_REQ * (TOKENS - 1)
+    assert scalar(api, "ttftrace_itl_seconds_count") == n_itl
+    itl_le = {le: scalar(api, 'ttftrace_itl_seconds_bucket{le="%s"}' % le)
+              for le in ("0.005", "0.0075", "0.01", "0.015", "0.02", "0.03")}
+    # most gaps keep the programmed 12 ms (a late token shortens the next gap)
+    assert itl_le["0.015"] - itl_le["0.01"] >= n_itl - 2, itl_le
+    assert abs(scalar(api, "ttftrace_tpot_seconds_sum / ttftrace_tpot_seconds_count")
+               - ITL_MS / 1e3) < 1e-3
+    assert scalar(api, "ttftrace_tokens_total") == N_REQ * TOKENS
+    assert scalar(api, "ttftrace_e2e_seconds_count") == N_REQ
+    for outcome in ("aborted", "error", "incomplete", "unknown"):
+        assert scalar(api, 'ttftrace_requests_total{outcome="%s"}' % outcome) == 0
+    # stages (tokenize is a part of frontend) add up to TTFT
+    stage_sum = scalar(api, 'sum(ttftrace_ttft_stage_seconds_sum{stage!="tokenize"})')
+    assert abs(stage_sum - scalar(api, "ttftrace_ttft_seconds_sum")) < 1e-6
+    seen = {r["metric"]["stage"] for r in query(api, "ttftrace_ttft_stage_seconds_count > 0")}
+    assert {"net_in", "read_wait", "net_out"} <= seen, seen
+    # the tracer's counters, and its drops
+    assert scalar(api, 'ttftrace_counter_total{name="events"}') > 0
+    assert scalar(api, 'ttftrace_dropped_events_total{reason="ringbuf_full"}') == 0
+    assert tr.stop() == 0, tr.stderr
+    # the same requests as ttftrace's NDJSON (ttft_ms is rounded to 1 us)
+    recs = tr.requests()
+    assert len(recs) == N_REQ
+    mean_ttft_s = sum(r["ttft_ms"] for r in recs) / N_REQ / 1e3
+    assert abs(prom_mean - mean_ttft_s) < 2e-6, (prom_mean, mean_ttft_s)
+    # every bucket holds exactly the ITL samples of the NDJSON at or below its bound
+    itls = [x for r in recs for x in r["itl_ms"]]
+    assert len(itls) == n_itl
+    for le, count in itl_le.items():
+        # itl_ms is rounded to 1 us: no sample sits that close to a bound here
+        assert count == sum(1 for x in itls if x / 1e3 <= float(le)), (le, count, itls)
