@@ -45,36 +45,36 @@ static int step_slo(const struct slo_set *slo, const struct step_row *r)
 	return !r->failed && r->n && slo__check(slo, &r->v, &res) == 0;
 }
 
-static void print_header(void)
+static void print_header(FILE *f)
 {
-	fprintf(stderr, "%6s  %-8s %5s  %9s %9s %9s  %9s %9s %9s  %7s  %s\n", "C", "source", "n",
+	fprintf(f, "%6s  %-8s %5s  %9s %9s %9s  %9s %9s %9s  %7s  %s\n", "C", "source", "n",
 		"TTFT p50", "p95", "p99", "TPOT p50", "p95", "p99", "req/s", "SLO");
 }
 
-static void print_num(double v, int width)
+static void print_num(FILE *f, double v, int width)
 {
 	if (isnan(v))
-		fprintf(stderr, " %*s", width, "-");
+		fprintf(f, " %*s", width, "-");
 	else
-		fprintf(stderr, " %*.2f", width, v);
+		fprintf(f, " %*.2f", width, v);
 }
 
 /* One table row; concurrency 0 leaves the C column blank (second row of a step). */
-static void print_row(const struct step_row *r, const char *source, bool first)
+static void print_row(FILE *f, const struct step_row *r, const char *source, bool first)
 {
 	static const enum slo_pct cols[] = { SLO_P50, SLO_P95, SLO_P99 };
 
 	if (first)
-		fprintf(stderr, "%6u  %-8s %5u ", r->concurrency, source, r->n);
+		fprintf(f, "%6u  %-8s %5u ", r->concurrency, source, r->n);
 	else
-		fprintf(stderr, "%6s  %-8s %5u ", "", source, r->n);
+		fprintf(f, "%6s  %-8s %5u ", "", source, r->n);
 	for (int m = 0; m < 2; m++) {
 		for (int c = 0; c < 3; c++)
-			print_num(r->v.ms[row_metrics[m]][cols[c]], 9);
-		fputc(' ', stderr);
+			print_num(f, r->v.ms[row_metrics[m]][cols[c]], 9);
+		fputc(' ', f);
 	}
-	print_num(r->req_s, 7);
-	fprintf(stderr, "  %s\n", r->slo_met < 0 ? "" : r->slo_met ? "met" : "FAILED");
+	print_num(f, r->req_s, 7);
+	fprintf(f, "  %s\n", r->slo_met < 0 ? "" : r->slo_met ? "met" : "FAILED");
 }
 
 static cJSON *dist_json(const struct slo_values *v, enum slo_metric m)
@@ -192,14 +192,14 @@ int lg_slo_check_run(const struct lg_opts *o, struct lg_req *reqs, unsigned n)
 	return LG_EXIT_SLO;
 }
 
-static void print_best(const char *what, int best, bool have_slo)
+static void print_best(FILE *f, const char *what, int best, bool have_slo)
 {
 	if (!have_slo)
 		return;
 	if (best > 0)
-		fprintf(stderr, "%s: highest concurrency that meets the SLO: %d\n", what, best);
+		fprintf(f, "%s: highest concurrency that meets the SLO: %d\n", what, best);
 	else
-		fprintf(stderr, "%s: no step meets the SLO\n", what);
+		fprintf(f, "%s: no step meets the SLO\n", what);
 }
 
 static int write_json(const struct lg_opts *o, cJSON *root)
@@ -245,7 +245,7 @@ int lg_sweep(struct lg_opts *o)
 	if (!o->quiet) {
 		fprintf(stderr, "loadgen sweep: %s, %u-character prompts, %u max tokens, client ms\n",
 			o->url, o->prompt_tokens, o->max_tokens);
-		print_header();
+		print_header(stderr);
 	}
 	for (unsigned k = 0; k < o->n_steps; k++) {
 		struct lg_opts so = *o;
@@ -284,7 +284,7 @@ int lg_sweep(struct lg_opts *o)
 			best = c;
 		any_failed += row.failed;
 		if (!o->quiet) {
-			print_row(&row, "client", true);
+			print_row(stderr, &row, "client", true);
 			if (row.slo_met == 0) {
 				struct slo_result res;
 				char prefix[32];
@@ -302,7 +302,7 @@ int lg_sweep(struct lg_opts *o)
 		cJSON_AddNullToObject(root, "best_concurrency");
 	if (write_json(o, root))
 		goto cleanup;
-	print_best("loadgen", best, o->slo.n);
+	print_best(stderr, "loadgen", best, o->slo.n);
 	if (any_failed)
 		fprintf(stderr, "Error: %u measured requests failed\n"
 			"HINT: a step with failures never meets the SLO; see the server's log\n",
@@ -489,25 +489,28 @@ int lg_sweep_result(const struct lg_opts *o)
 		}
 	}
 	printf("sweep %s: client and ttftrace (server) ms per step\n", o->sweep_result);
-	fflush(stdout);
-	print_header();
+	print_header(stdout);
 	for (unsigned k = 0; k < n_rows; k++) {
 		client[k].slo_met = step_slo(&slo, &client[k]);
 		if (client[k].slo_met > 0)
 			best_c = client[k].concurrency;
-		print_row(&client[k], "client", true);
+		print_row(stdout, &client[k], "client", true);
 		if (!o->ttftrace_ndjson)
 			continue;
 		server[k].slo_met = step_slo(&slo, &server[k]);
 		if (server[k].slo_met > 0)
 			best_s = server[k].concurrency;
-		print_row(&server[k], "ttftrace", false);
+		print_row(stdout, &server[k], "ttftrace", false);
 	}
 	if (o->ttftrace_ndjson)
-		fprintf(stderr, "ttftrace requests outside the measured windows (warm-up, other "
+		printf("ttftrace requests outside the measured windows (warm-up, other "
 			"clients): %u\n", outside);
-	print_best("client", best_c, slo.n);
+	print_best(stdout, "client", best_c, slo.n);
 	if (o->ttftrace_ndjson)
-		print_best("ttftrace", best_s, slo.n);
+		print_best(stdout, "ttftrace", best_s, slo.n);
+	if (fflush(stdout)) {
+		fprintf(stderr, "Error: writing the table failed: %s\n", strerror(errno));
+		return LG_EXIT_RUNTIME;
+	}
 	return slo.n && !best_c ? LG_EXIT_SLO : LG_EXIT_OK;
 }
