@@ -86,6 +86,15 @@ $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+# The `ttftrace report` page template, compiled into user/html_report.c as a C string.
+$(OUTPUT)/report_template.h: user/report_template.html | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q){ echo 'static const char report_template_html[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(OUTPUT)/user/html_report.o: $(OUTPUT)/report_template.h
+
 ttftrace: $(USER_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@

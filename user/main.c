@@ -6,6 +6,7 @@
 #include <string.h>
 #include "user/cli.h"
 #include "user/copybw.h"
+#include "user/html_report.h"
 #include "user/log.h"
 #include "user/pcie.h"
 #include "user/replay.h"
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
 		return copybw_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "replay"))
 		return replay_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
 	cli__parse(argc, argv, &opts);
 	ttf_verbosity = opts.verbose;
 	return trace__run(&opts);
