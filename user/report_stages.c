@@ -19,12 +19,80 @@ struct row {
 	int64_t stage_ns[TTF_ST__ALL];
 };
 
+/*
+ * Past STATS_EXACT_MAX requests the rows give way to TTFT buckets (64 per
+ * power of two of ns, allocated when first used), each with its request
+ * count and per-stage sums: fixed-size memory for the tail stage.
+ */
+#define TAIL_SUB_BITS 6
+#define TAIL_OCTAVES 48
+#define TAIL_BUCKETS ((TAIL_OCTAVES << TAIL_SUB_BITS) + 1)
+
+struct tail_bucket {
+	uint64_t n;
+	double sum[TTF_ST__ALL];
+};
+
 struct stage_stats {
 	struct linfit prefill_fit;	/* prefill ms vs prompt tokens, exact attributions */
 	struct stats *st[TTF_ST__ALL];
-	struct row *rows;
+	struct row *rows;		/* the first STATS_EXACT_MAX requests; then NULL */
 	size_t n, cap;
+	struct tail_bucket **tail;	/* bucket mode: TAIL_BUCKETS pointers */
 };
+
+/* Bucket of ttft_ns: exact below 2^TAIL_SUB_BITS ns, then log-linear. */
+static size_t tail_bucket(int64_t ttft_ns)
+{
+	uint64_t v = ttft_ns > 0 ? (uint64_t)ttft_ns : 0;
+	int e;
+
+	if (v < (1u << TAIL_SUB_BITS))
+		return v;
+	e = 63 - __builtin_clzll(v);	/* v in [2^e, 2^(e+1)) */
+	if (e - TAIL_SUB_BITS + 1 >= TAIL_OCTAVES)
+		return TAIL_BUCKETS - 1;
+	return ((size_t)(e - TAIL_SUB_BITS + 1) << TAIL_SUB_BITS) +
+	       ((v >> (e - TAIL_SUB_BITS)) & ((1u << TAIL_SUB_BITS) - 1));
+}
+
+/* Stages that count towards the tail (as stage_sum_ms: SERVER and COPY are merges). */
+static void tail_sums(const int64_t *stage_ns, double *sum)
+{
+	for (int s = 0; s < TTF_ST__MAX; s++)
+		if (stage_ns[s] > 0)
+			sum[s] += stage_ns[s];
+	if (stage_ns[TTF_ST_SERVER] > 0)
+		sum[TTF_ST_SERVER] += stage_ns[TTF_ST_SERVER];
+	if (stage_ns[TTF_ST_COPY] > 0)
+		sum[TTF_ST_COPY] += stage_ns[TTF_ST_COPY];
+}
+
+static int tail_add(struct stage_stats *ss, int64_t ttft_ns, const int64_t *stage_ns)
+{
+	size_t b = tail_bucket(ttft_ns);
+
+	if (!ss->tail[b] && !(ss->tail[b] = calloc(1, sizeof(*ss->tail[b]))))
+		return -ENOMEM;
+	ss->tail[b]->n++;
+	tail_sums(stage_ns, ss->tail[b]->sum);
+	return 0;
+}
+
+/* STATS_EXACT_MAX requests recorded: move the rows into the buckets. */
+static int to_buckets(struct stage_stats *ss)
+{
+	ss->tail = calloc(TAIL_BUCKETS, sizeof(*ss->tail));
+	if (!ss->tail)
+		return -ENOMEM;
+	for (size_t i = 0; i < ss->n; i++)
+		if (tail_add(ss, ss->rows[i].ttft_ns, ss->rows[i].stage_ns))
+			return -ENOMEM;
+	free(ss->rows);
+	ss->rows = NULL;
+	ss->cap = 0;
+	return 0;
+}
 
 static double ms(int64_t ns)
 {
@@ -54,6 +122,9 @@ void stage_stats__free(struct stage_stats *ss)
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		stats__free(ss->st[i]);
 	free(ss->rows);
+	for (size_t b = 0; ss->tail && b < TAIL_BUCKETS; b++)
+		free(ss->tail[b]);
+	free(ss->tail);
 	free(ss);
 }
 
@@ -63,7 +134,12 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 
 	if (!a->valid)
 		return 0;
-	if (ss->n == ss->cap) {
+	if (!ss->tail && ss->n == STATS_EXACT_MAX && to_buckets(ss))
+		return -ENOMEM;
+	if (ss->tail) {
+		if (tail_add(ss, ttft_ns, a->stage_ns))
+			return -ENOMEM;
+	} else if (ss->n == ss->cap) {
 		size_t cap = ss->cap ? ss->cap * 2 : 64;
 		struct row *p = realloc(ss->rows, cap * sizeof(*p));
 
@@ -72,8 +148,10 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 		ss->rows = p;
 		ss->cap = cap;
 	}
-	ss->rows[ss->n].ttft_ns = ttft_ns;
-	memcpy(ss->rows[ss->n].stage_ns, a->stage_ns, sizeof(a->stage_ns));
+	if (!ss->tail) {
+		ss->rows[ss->n].ttft_ns = ttft_ns;
+		memcpy(ss->rows[ss->n].stage_ns, a->stage_ns, sizeof(a->stage_ns));
+	}
 	ss->n++;
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		if (a->stage_ns[i] >= 0)
@@ -95,6 +173,23 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Bucket mode: the sums of the buckets from the one holding nearest-rank P95 up. */
+static void tail_from_buckets(const struct stage_stats *ss, double *sum)
+{
+	size_t rank = (size_t)ceil(0.95 * ss->n) - 1, b;
+
+	for (b = 0; b < TAIL_BUCKETS; b++) {
+		uint64_t n = ss->tail[b] ? ss->tail[b]->n : 0;
+
+		if (rank < n)
+			break;
+		rank -= n;
+	}
+	for (; b < TAIL_BUCKETS; b++)
+		for (int s = 0; ss->tail[b] && s < TTF_ST__ALL; s++)
+			sum[s] += ss->tail[b]->sum[s];
+}
+
 int stage_stats__tail_stage(const struct stage_stats *ss)
 {
 	double sum[TTF_ST__ALL] = { 0 };
@@ -103,6 +198,10 @@ int stage_stats__tail_stage(const struct stage_stats *ss)
 
 	if (!ss->n)
 		return -1;
+	if (ss->tail) {
+		tail_from_buckets(ss, sum);
+		goto pick;
+	}
 	t = malloc(ss->n * sizeof(*t));
 	if (!t)
 		return -1;
@@ -112,17 +211,10 @@ int stage_stats__tail_stage(const struct stage_stats *ss)
 	/* nearest-rank P95: the requests at or above it form the tail */
 	p95 = t[(size_t)ceil(0.95 * ss->n) - 1];
 	free(t);
-	for (size_t i = 0; i < ss->n; i++) {
-		if (ss->rows[i].ttft_ns < p95)
-			continue;
-		for (int s = 0; s < TTF_ST__MAX; s++)
-			if (ss->rows[i].stage_ns[s] > 0)
-				sum[s] += ss->rows[i].stage_ns[s];
-		if (ss->rows[i].stage_ns[TTF_ST_SERVER] > 0)
-			sum[TTF_ST_SERVER] += ss->rows[i].stage_ns[TTF_ST_SERVER];
-		if (ss->rows[i].stage_ns[TTF_ST_COPY] > 0)
-			sum[TTF_ST_COPY] += ss->rows[i].stage_ns[TTF_ST_COPY];
-	}
+	for (size_t i = 0; i < ss->n; i++)
+		if (ss->rows[i].ttft_ns >= p95)
+			tail_sums(ss->rows[i].stage_ns, sum);
+pick:
 	for (int s = 0; s < TTF_ST__ALL; s++)
 		if (s != TTF_ST_TOKENIZE && sum[s] > 0 && (best < 0 || sum[s] > sum[best]))
 			best = s;

@@ -4,6 +4,12 @@
  * text line, and the summary's per-stage percentiles with the stage that
  * dominates the tail (the largest share of TTFT among requests at or above
  * P95 TTFT).
+ *
+ * Memory is bounded: stage percentiles use user/stats.h; the first
+ * STATS_EXACT_MAX requests are kept for an exact tail; past that, requests
+ * are summed into TTFT buckets (64 per power of two of ns), and the tail is
+ * the buckets from the one holding nearest-rank P95 up: it may take in
+ * requests up to 1/64 (1.6%) of P95 below it.
  */
 #ifndef TTFTRACE_REPORT_STAGES_H
 #define TTFTRACE_REPORT_STAGES_H

@@ -1,9 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Sample collector: keeps every sample (a growable array of doubles) and
- * answers percentile, mean, min, max and population standard deviation.
- * Memory grows with the number of samples (8 bytes each); bounded-memory
- * histograms are a later addition.
+ * Sample collector: answers percentile, mean, min, max and population
+ * standard deviation, in bounded memory. The first STATS_EXACT_MAX samples
+ * are kept (8 bytes each) and answers are exact; past that the samples move
+ * into a fixed-size log-linear histogram (HDR-style, 128 buckets per power
+ * of two for |v| in [2^-24, 2^40), one bucket below, one above: 64 KiB, and
+ * as much again once a negative sample comes) and the array is freed.
+ *
+ * Histogram mode error bound: a sample is read back as the middle of its
+ * bucket, at most 1/256 (0.39%) of its value away, clamped to [min, max];
+ * a percentile interpolates two such values, so for samples of one sign
+ * with |v| in [2^-24, 2^40) it is within 0.39% of the exact percentile
+ * (|v| < 2^-24 reads as 0; |v| >= 2^40 as max). count, mean, min and max
+ * stay exact; stddev comes from Welford's running sums (exact up to
+ * rounding).
  *
  * Percentile definition (numpy's default, "linear"): sort the n samples
  * v[0] <= ... <= v[n-1]; rank = p / 100 * (n - 1); with i = floor(rank),
@@ -17,6 +27,10 @@
 #define TTFTRACE_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* Samples kept exactly before the histogram takes over. */
+#define STATS_EXACT_MAX 2048
 
 struct stats;
 
