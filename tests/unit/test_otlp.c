@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* OTLP/HTTP JSON building: ids, span layout, attributes, resources. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include "user/otlp.h"
+
+#define OFFSET_NS 1700000000000000000ll
+
+static void test_ids(void **state)
+{
+	char t1[33], t2[33], s0[17], s1[17], s0b[17];
+
+	otlp__ids(7, 1, 0, t1, s0);
+	otlp__ids(7, 1, 1, t2, s1);
+	otlp__ids(7, 1, 0, NULL, s0b);
+	assert_int_equal(strlen(t1), 32);
+	assert_int_equal(strlen(s0), 16);
+	assert_int_equal(strspn(t1, "0123456789abcdef"), 32);
+	assert_int_equal(strspn(s0, "0123456789abcdef"), 16);
+	assert_string_equal(t1, t2);		/* one trace per request */
+	assert_string_not_equal(s0, s1);	/* a span id per span */
+	assert_string_equal(s0, s0b);		/* deterministic */
+	otlp__ids(7, 2, 0, t2, s1);
+	assert_string_not_equal(t1, t2);
+	assert_memory_equal(t1, t2, 16);	/* the first half is the run's */
+	otlp__ids(8, 1, 0, t2, s1);
+	assert_string_not_equal(t1, t2);
+}
+
+static void base_src(struct otlp_span_src *s, uint64_t id, uint32_t tgid)
+{
+	memset(s, 0, sizeof(*s));
+	s->req_id = id;
+	s->tgid = tgid;
+	strcpy(s->comm, "llama-server");
+	strcpy(s->method, "POST");
+	strcpy(s->path, "/v1/chat/completions");
+	s->status = 200;
+	s->api = TTF_API_CHAT;
+	s->server_port = 8080;
+	s->flags = TTF_REQ_STREAM;
+	s->start_ns = 1000000000;
+	s->end_ns = 1300000000;
+	s->ttft_ns = 120000000;
+	s->e2e_ns = 300000000;
+	s->tpot_ns = 20000000;
+	s->itl_cv = 0.1;
+	s->grade = 'A';
+	s->n_tokens = 10;
+	s->n_events = 10;
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		s->stage_ns[i] = -1;
+	s->have_stages = 1;
+	s->kind = TTF_ATTR_MERGED;
+	strcpy(s->merged, "frontend+queue+prefill+emit");
+	s->stage_ns[TTF_ST_NET_IN] = 1000000;
+	s->stage_ns[TTF_ST_READ_WAIT] = 2000000;
+	s->stage_ns[TTF_ST_SERVER] = 110000000;
+	s->stage_ns[TTF_ST_NET_OUT] = 7000000;	/* sum 120 ms = TTFT */
+}
+
+static cJSON *attr_value(cJSON *attrs, const char *key)
+{
+	cJSON *kv;
+
+	cJSON_ArrayForEach(kv, attrs)
+		if (!strcmp(cJSON_GetObjectItem(kv, "key")->valuestring, key))
+			return cJSON_GetObjectItem(kv, "value");
+	return NULL;
+}
+
+static const char *str_attr(cJSON *o, const char *key)
+{
+	cJSON *v = attr_value(cJSON_GetObjectItem(o, "attributes"), key);
+
+	assert_non_null(v);
+	return cJSON_GetObjectItem(v, cJSON_GetObjectItem(v, "stringValue") ? "stringValue"
+							: "intValue")->valuestring;
+}
+
+static double dbl_attr(cJSON *o, const char *key)
+{
+	cJSON *v = attr_value(cJSON_GetObjectItem(o, "attributes"), key);
+
+	assert_non_null(v);
+	return cJSON_GetObjectItem(v, "doubleValue")->valuedouble;
+}
+
+static const char *str(cJSON *o, const char *key)
+{
+	cJSON *v = cJSON_GetObjectItem(o, key);
+
+	assert_non_null(v);
+	assert_true(cJSON_IsString(v));
+	return v->valuestring;
+}
+
+static cJSON *find_span(cJSON *spans, const char *name)
+{
+	cJSON *sp;
+
+	cJSON_ArrayForEach(sp, spans)
+		if (!strcmp(str(sp, "name"), name))
+			return sp;
+	fail_msg("no span %s", name);
+	return NULL;
+}
+
+static void check_stage(cJSON *spans, const char *name, const char *parent_id,
+			const char *start, const char *end)
+{
+	cJSON *sp = find_span(spans, name);
+
+	assert_string_equal(str(sp, "parentSpanId"), parent_id);
+	assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 1);
+	assert_string_equal(str(sp, "startTimeUnixNano"), start);
+	assert_string_equal(str(sp, "endTimeUnixNano"), end);
+}
+
+static void test_one_request(void **state)
+{
+	struct otlp_span_src s;
+	cJSON *root, *rs, *ss, *spans, *p, *res;
+	char trace[33], span[17];
+	char *json;
+
+	base_src(&s, 5, 4242);
+	json = otlp__build_json(&s, 1, "gpu-host-1", 99, OFFSET_NS);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	assert_non_null(root);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "resourceSpans")), 1);
+	rs = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0);
+	res = cJSON_GetObjectItem(rs, "resource");
+	assert_string_equal(str_attr(res, "service.name"), "ttftrace");
+	assert_string_equal(str_attr(res, "host.name"), "gpu-host-1");
+	assert_string_equal(str_attr(res, "process.pid"), "4242");
+	assert_string_equal(str_attr(res, "process.executable.name"), "llama-server");
+	ss = cJSON_GetArrayItem(cJSON_GetObjectItem(rs, "scopeSpans"), 0);
+	assert_string_equal(str(cJSON_GetObjectItem(ss, "scope"), "name"), "ttftrace");
+	assert_string_equal(str(ss, "schemaUrl"), "https://opentelemetry.io/schemas/1.37.0");
+	spans = cJSON_GetObjectItem(ss, "spans");
+	assert_int_equal(cJSON_GetArraySize(spans), 5);	/* request + 4 stages */
+
+	p = find_span(spans, "POST /v1/chat/completions");
+	otlp__ids(99, 5, 0, trace, span);
+	assert_string_equal(str(p, "traceId"), trace);
+	assert_string_equal(str(p, "spanId"), span);
+	assert_null(cJSON_GetObjectItem(p, "parentSpanId"));
+	assert_int_equal(cJSON_GetObjectItem(p, "kind")->valueint, 2);
+	assert_string_equal(str(p, "startTimeUnixNano"), "1700000001000000000");
+	assert_string_equal(str(p, "endTimeUnixNano"), "1700000001300000000");
+	assert_null(cJSON_GetObjectItem(p, "status"));
+	assert_float_equal(dbl_attr(p, "gen_ai.server.time_to_first_token"), 0.12, 1e-12);
+	assert_float_equal(dbl_attr(p, "gen_ai.server.time_per_output_token"), 0.02, 1e-12);
+	assert_float_equal(dbl_attr(p, "ttftrace.e2e"), 0.3, 1e-12);
+	assert_string_equal(str_attr(p, "gen_ai.operation.name"), "chat");
+	assert_string_equal(str_attr(p, "gen_ai.usage.output_tokens"), "10");
+	assert_null(attr_value(cJSON_GetObjectItem(p, "attributes"), "gen_ai.usage.input_tokens"));
+	assert_string_equal(str_attr(p, "http.request.method"), "POST");
+	assert_string_equal(str_attr(p, "url.path"), "/v1/chat/completions");
+	assert_string_equal(str_attr(p, "http.response.status_code"), "200");
+	assert_string_equal(str_attr(p, "server.port"), "8080");
+	assert_string_equal(str_attr(p, "ttftrace.attribution"), "merged");
+	assert_string_equal(str_attr(p, "ttftrace.merged"), "frontend+queue+prefill+emit");
+	assert_string_equal(str_attr(p, "ttftrace.grade"), "A");
+	/* back to back from the start: 1 + 2 + 110 + 7 ms = TTFT */
+	check_stage(spans, "ttft.net_in", span, "1700000001000000000", "1700000001001000000");
+	check_stage(spans, "ttft.read_wait", span, "1700000001001000000", "1700000001003000000");
+	check_stage(spans, "ttft.server", span, "1700000001003000000", "1700000001113000000");
+	check_stage(spans, "ttft.net_out", span, "1700000001113000000", "1700000001120000000");
+	assert_string_equal(str(find_span(spans, "ttft.server"), "traceId"), trace);
+	cJSON_Delete(root);
+	free(json);
+}
+
+static void test_two_servers_usage_error_tokenize(void **state)
+{
+	struct otlp_span_src s[3];
+	cJSON *root, *rs_arr, *spans, *p, *fe;
+	char fe_id[17];
+	char *json;
+
+	base_src(&s[0], 1, 10);
+	base_src(&s[1], 2, 20);
+	base_src(&s[2], 3, 10);
+	/* request 2: usage told the prompt size; a 503; llama.cpp API */
+	s[1].flags |= TTF_REQ_USAGE | TTF_REQ_ERROR;
+	s[1].prompt_tokens = 17;
+	s[1].status = 503;
+	s[1].api = TTF_API_LLAMACPP;
+	/* request 3: exact stages with tokenize inside frontend, no server */
+	s[2].kind = TTF_ATTR_EXACT;
+	s[2].merged[0] = '\0';
+	s[2].stage_ns[TTF_ST_SERVER] = -1;
+	s[2].stage_ns[TTF_ST_FRONTEND] = 10000000;
+	s[2].stage_ns[TTF_ST_TOKENIZE] = 4000000;
+	s[2].stage_ns[TTF_ST_QUEUE] = 100000000;
+	json = otlp__build_json(s, 3, NULL, 1, 0);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	rs_arr = cJSON_GetObjectItem(root, "resourceSpans");
+	/* one resource per server process, requests 1 and 3 together */
+	assert_int_equal(cJSON_GetArraySize(rs_arr), 2);
+	assert_null(attr_value(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rs_arr, 0),
+								       "resource"), "attributes"),
+			       "host.name"));
+	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(rs_arr, 0), "scopeSpans"), 0), "spans");
+	/* request 1: itself + 4 stages; request 3: itself + 5 stages + tokenize */
+	assert_int_equal(cJSON_GetArraySize(spans), 5 + 7);
+	fe = find_span(spans, "ttft.frontend");
+	otlp__ids(1, 3, 1 + TTF_ST_FRONTEND, NULL, fe_id);
+	assert_string_equal(str(fe, "spanId"), fe_id);
+	/* tokenize: child of frontend, at its start */
+	check_stage(spans, "ttft.tokenize", fe_id, "1003000000", "1007000000");
+	check_stage(spans, "ttft.queue", str(fe, "parentSpanId"), "1013000000", "1113000000");
+	assert_string_equal(str_attr(find_span(spans, "ttft.queue"), "ttftrace.stage"), "queue");
+
+	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(rs_arr, 1), "scopeSpans"), 0), "spans");
+	p = find_span(spans, "POST /v1/chat/completions");
+	assert_string_equal(str_attr(p, "gen_ai.usage.input_tokens"), "17");
+	assert_string_equal(str_attr(p, "gen_ai.operation.name"), "text_completion");
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "code")->valueint, 2);
+	cJSON_Delete(root);
+	free(json);
+}
+
+static void test_fill_end_without_e2e(void **state)
+{
+	struct ttf_request r = { .id = 9, .tgid = 3, .status = 200, .closed_ns = 5000,
+				 .flags = TTF_REQ_ABORTED | TTF_REQ_STREAM };
+	struct ttf_req_metrics m = { .ttft_ns = 1000, .e2e_ns = -1, .tpot_ns = -1, .itl_cv = -1,
+				     .t_start_ns = 1000, .t_first_token_ns = 2000,
+				     .t_last_token_ns = 4000 };
+	struct otlp_span_src s;
+
+	strcpy(r.path, "/completion");
+	otlp_span_src__fill(&s, &r, &m, NULL);
+	assert_int_equal(s.start_ns, 1000);
+	assert_int_equal(s.end_ns, 5000);	/* the abort, after the last token */
+	assert_int_equal(s.have_stages, 0);
+	assert_int_equal(s.stage_ns[TTF_ST_NET_IN], -1);
+	assert_string_equal(s.path, "/completion");
+	r.closed_ns = 0;
+	otlp_span_src__fill(&s, &r, &m, NULL);
+	assert_int_equal(s.end_ns, 4000);	/* the last token */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_one_request),
+		cmocka_unit_test(test_two_servers_usage_error_tokenize),
+		cmocka_unit_test(test_fill_end_without_e2e),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
