@@ -3,6 +3,7 @@
 #include <string.h>
 #include "user/log.h"
 #include "user/otlp.h"
+#include "user/perfetto.h"
 #include "user/prom.h"
 #include "user/record.h"
 #include "user/sinks.h"
@@ -39,6 +40,17 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 			return code;
 	}
 
+	if (o->perfetto) {
+		err = perfetto_sink__new(o->perfetto, pipeline__opts(p)->gpu, &s);
+		if (err) {
+			ttf_error("check that the directory exists and is writable",
+				  "cannot write %s: %s", o->perfetto, strerror(-err));
+			return TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
 	if (o->metrics) {
 		err = prom_sink__new(o->metrics, &s);
 		if (err) {
