@@ -84,6 +84,8 @@ struct conn {
 	struct pending_write pend[PENDING_WRITES];
 	unsigned int n_pend;
 	uint64_t sse_lost_seen;
+	bool have_tx_seq;
+	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
 };
 
 struct conn_table {
@@ -738,9 +740,23 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 	struct http_parser *p = req_side ? c->reqp : c->respp;
 	const char *pl = (const char *)e->payload;
 	size_t missing = e->bytes > e->cap_len ? e->bytes - e->cap_len : 0;
+	uint32_t unseen = 0;
 	struct creq *victim;
-	int err, i;
+	int err = 0, i;
 
+	/*
+	 * Bytes written between the previous SEND and this one that no record
+	 * carried (the ring buffer was full): a gap before this payload, so
+	 * that a lost write costs its events, not the parser's framing.
+	 */
+	if (t->opts.send_seq_exact && e->type == TTF_EV_SEND && e->seq_end) {
+		uint32_t start = e->seq_end - e->bytes;
+
+		if (c->have_tx_seq && start != c->tx_seq_end && seq_ge(start, c->tx_seq_end))
+			unseen = start - c->tx_seq_end;
+		c->have_tx_seq = true;
+		c->tx_seq_end = e->seq_end;
+	}
 	c->cur = e;
 	if (http_parser__lost(p)) {
 		if (req_side ? !http_looks_like_request(pl, e->cap_len) :
@@ -752,12 +768,20 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 			force_end(t, c, c->tx_req);
 		}
 		http_parser__resync(p);
+		unseen = 0;	/* the parser starts over at this record */
 	}
 
 	c->n_touched = 0;
 	if (!req_side && c->tx_req)
 		touch(c, c->tx_req);
-	err = http_parser__feed(p, pl, e->cap_len);
+	if (unseen && !http_parser__lost(p)) {
+		victim = req_side ? c->rx_req : c->tx_req;
+		if (victim)
+			victim->r.flags |= TTF_REQ_TRUNCATED;
+		err = http_parser__gap(p, unseen);
+	}
+	if (!err)
+		err = http_parser__feed(p, pl, e->cap_len);
 	if (!err && missing)
 		err = http_parser__gap(p, missing);
 	if (err) {

@@ -37,6 +37,13 @@ struct conn_table_opts {
 	conn_request_cb on_request_read;
 	void *ctx;
 	int xmit_expected;    /* 1: wait for XMIT records to end TTFT at the device */
+	/*
+	 * 1: SEND seq_end is the socket's tcp write_seq after the write (live
+	 * records, recordings), so a jump between consecutive SENDs is bytes no
+	 * record carried (ring buffer full): parsed as a gap, request flagged
+	 * TTF_REQ_TRUNCATED. 0: seq_end only pairs SEND with XMIT.
+	 */
+	int send_seq_exact;
 };
 
 /* Counters the tracker keeps; all are printed at exit when non-zero. */

@@ -126,6 +126,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	p->opts = *opts;
 	co.ctx = p;
 	co.xmit_expected = opts->xmit_expected;
+	co.send_seq_exact = 1;
 	p->conns = conn_table__new(&co);
 	if (opts->attribution)
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);

@@ -474,6 +474,9 @@ int trace__run(const struct ttf_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int go_fd = -1, code, err;
 
+	/* before any output file exists: a signal from now on ends with a complete summary */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	libbpf_set_print(ttf_libbpf_print);
 	code = check_environment();
 	if (code)
@@ -492,8 +495,6 @@ int trace__run(const struct ttf_opts *o)
 	code = resolve_targets(&t);
 	if (code)
 		goto out;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	struct report_opts ro = { .sz = sizeof(ro), .out = t.out, .json = o->json,
@@ -545,7 +546,8 @@ int trace__run(const struct ttf_opts *o)
 	if (!err && fflush(t.out))
 		err = -errno;
 	if (err) {
-		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
+		ttf_error("check free space and permissions", "writing %s: %s",
+			  o->output ? o->output : "output", strerror(-err));
 		code = TTF_EXIT_OUTPUT;
 	}
 	if (code == TTF_EXIT_OK)

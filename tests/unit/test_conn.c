@@ -263,6 +263,42 @@ static void test_truncated_no_invented_events(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * With live seq numbers, a jump between two SENDs is a write whose record was
+ * lost (ring buffer full): its bytes are a gap. A whole lost chunk takes its
+ * chunk-size line with it, so the parser loses sync: the request is flagged
+ * unknown and truncated instead of ending with one token silently missing.
+ */
+static void test_unseen_write_is_a_gap(void **state)
+{
+	struct out o;
+	struct conn_table_opts opts = { .sz = sizeof(opts), .on_request = on_request, .ctx = &o,
+					.send_seq_exact = 1 };
+	const char *w = TOK_LEN "\r\n" TOK_EV("a") "\r\n";	/* 53 bytes */
+	uint32_t seq = 1000 + strlen(SSE_HEAD);
+	struct conn_table *t;
+
+	memset(&o, 0, sizeof(o));
+	t = conn_table__new(&opts);
+	assert_non_null(t);
+	assert_int_equal(strlen(w), 53);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD, seq);
+	send_(t, 21 * MS, w, seq += 53);
+	seq += 53;	/* the record of this write was lost */
+	send_(t, 23 * MS, w, seq += 53);
+	send_(t, 24 * MS, "0\r\n\r\n", seq += 5);
+	assert_int_equal(o.n, 0);	/* the end was not recognised: it stays open */
+	close_(t, 30 * MS);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].events[0].write_ns, 21 * MS);
+	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN |
+					   TTF_REQ_ABORTED);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 1);
+	conn_table__free(t);
+}
+
 static void test_close_mid_stream_aborted(void **state)
 {
 	struct out o;
@@ -429,6 +465,7 @@ int main(void)
 		cmocka_unit_test(test_coalesced_split_and_done),
 		cmocka_unit_test(test_done_then_next_request_ends_it),
 		cmocka_unit_test(test_truncated_no_invented_events),
+		cmocka_unit_test(test_unseen_write_is_a_gap),
 		cmocka_unit_test(test_close_mid_stream_aborted),
 		cmocka_unit_test(test_xmit_both_orders),
 		cmocka_unit_test(test_xmit_wait_is_bounded),
