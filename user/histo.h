@@ -16,7 +16,8 @@
 struct histo {
 	const double *bounds;	/* ascending finite upper bounds (not owned) */
 	int n_bounds;
-	uint64_t counts[HISTO_MAX_BOUNDS + 1];	/* per bucket, not cumulative; [n_bounds] = +Inf */
+	/* per bucket, not cumulative; [n_bounds] = +Inf */
+	uint64_t counts[HISTO_MAX_BOUNDS + 1];
 	uint64_t count;
 	double sum;
 };

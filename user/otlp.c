@@ -515,7 +515,8 @@ static void send_batch(struct otlp_sink *o, int n)
 		until = mono_ns() + (retry_after_ms ? retry_after_ms : backoff_ms) * 1000000ull;
 		/* new requests signal too: sleep the whole backoff, or until the exit deadline */
 		while ((now = mono_ns()) < until && (!o->stopping || now < o->deadline_ns))
-			wait_until(o, o->stopping && o->deadline_ns < until ? o->deadline_ns : until);
+			wait_until(o, o->stopping && o->deadline_ns < until ? o->deadline_ns
+									   : until);
 		pthread_mutex_unlock(&o->lock);
 		backoff_ms *= 2;
 	}

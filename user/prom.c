@@ -237,7 +237,7 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 		return NULL;
 	}
 	put_head(f, "ttftrace_ttft_seconds", "histogram",
-		 "Time to first token: first request byte arrives to first token leaves the server");
+		 "Time to first token: first request byte in to first token out of the server");
 	put_histo(f, "ttftrace_ttft_seconds", "", &pm->ttft);
 	put_head(f, "ttftrace_ttft_stage_seconds", "histogram",
 		 "TTFT split into disjoint stages (server = merged frontend..emit)");
@@ -449,7 +449,8 @@ static void print_url(int fd)
 
 		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
 		port = ntohs(s6->sin6_port);
-		fprintf(stderr, "Serving Prometheus metrics on http://[%s]:%d/metrics\n", host, port);
+		fprintf(stderr, "Serving Prometheus metrics on http://[%s]:%d/metrics\n", host,
+			port);
 	} else {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&sa;
 

@@ -184,7 +184,7 @@ static void test_one_request(void **state)
 static void test_two_servers_usage_error_tokenize(void **state)
 {
 	struct otlp_span_src s[3];
-	cJSON *root, *rs_arr, *spans, *p, *fe;
+	cJSON *root, *rs_arr, *spans, *p, *fe, *res;
 	char fe_id[17];
 	char *json;
 
@@ -209,9 +209,8 @@ static void test_two_servers_usage_error_tokenize(void **state)
 	rs_arr = cJSON_GetObjectItem(root, "resourceSpans");
 	/* one resource per server process, requests 1 and 3 together */
 	assert_int_equal(cJSON_GetArraySize(rs_arr), 2);
-	assert_null(attr_value(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(rs_arr, 0),
-								       "resource"), "attributes"),
-			       "host.name"));
+	res = cJSON_GetObjectItem(cJSON_GetArrayItem(rs_arr, 0), "resource");
+	assert_null(attr_value(cJSON_GetObjectItem(res, "attributes"), "host.name"));
 	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
 		cJSON_GetArrayItem(rs_arr, 0), "scopeSpans"), 0), "spans");
 	/* request 1: itself + 4 stages; request 3: itself + 5 stages + tokenize */
@@ -229,7 +228,8 @@ static void test_two_servers_usage_error_tokenize(void **state)
 	p = find_span(spans, "POST /v1/chat/completions");
 	assert_string_equal(str_attr(p, "gen_ai.usage.input_tokens"), "17");
 	assert_string_equal(str_attr(p, "gen_ai.operation.name"), "text_completion");
-	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "code")->valueint, 2);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "status"), "code")->valueint,
+			 2);
 	cJSON_Delete(root);
 	free(json);
 }

@@ -162,8 +162,8 @@ static void check_v4(const char *spec, const char *addr, int port)
 static void test_parse_listen(void **state)
 {
 	static const char *const bad[] = {
-		"", "abc", "1.2.3.4:", ":80", "70000", "-1", "1.2.3:4", "[::1]9", "[::1]:", "host:80",
-		"9464x",
+		"", "abc", "1.2.3.4:", ":80", "70000", "-1", "1.2.3:4", "[::1]9", "[::1]:",
+		"host:80", "9464x",
 	};
 	struct sockaddr_storage sa;
 	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&sa;
