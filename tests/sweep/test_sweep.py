@@ -51,8 +51,9 @@ def test_sweep_fixture_table_json_and_slo(sse_server, tmp_path):
     assert [(x[0], x[1], x[2], x[4]) for x in r] == [("1", "client", 4, "met"),
                                                       ("2", "client", 4, "met")], p.stderr
     for x in r:
-        # programmed 40 ms TTFT (the fixture's truth); token spacing <= 4 ms
-        assert 40.0 <= x[3][0] < 80.0 and 0 < x[3][3] <= 4.5, p.stderr
+        # programmed 40 ms TTFT (the fixture's truth: never less); 4 ms token spacing,
+        # bounds loose for a busy 2-core machine
+        assert 40.0 <= x[3][0] < 200.0 and 0 < x[3][3] < 20.0, p.stderr
     assert "highest concurrency that meets the SLO: 2" in p.stderr
     res = json.loads(out.read_text())
     assert res["sweep"]["slo"] == "ttft_p95=5s" and res["best_concurrency"] == 2
