@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
       libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev pkg-config
       python3 python3-pytest make gcc iproute2 procps golang-go
-      prometheus)	# tests/export: the real Prometheus scrapes --metrics
+      prometheus	# tests/export: the real Prometheus scrapes --metrics
+      chromium)	# tests/report: renders `ttftrace report` pages headless
 
 missing=()
 for p in "${PKGS[@]}"; do
