@@ -2,6 +2,7 @@
 /* Recording writer and the --record sink; the format is in record.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,132 @@
 
 #define FLUSH_NS 1000000000ull	/* a killed tracer loses at most about this much */
 #define GZ_BUFFER_BYTES (256u << 10)
+#define OUT_BUF_BYTES (64u << 10)	/* frames gather here before gzwrite */
+
+#define F(type, field, ts) { offsetof(type, field), sizeof(((type *)0)->field), ts }
+static const struct rec_field net_fields[] = {
+	F(struct ttf_net_event, ts_ns, 1), F(struct ttf_net_event, sock_cookie, 0),
+	F(struct ttf_net_event, arrival_first_ns, 0), F(struct ttf_net_event, arrival_last_ns, 0),
+	F(struct ttf_net_event, enter_ns, 0), F(struct ttf_net_event, tgid, 0),
+	F(struct ttf_net_event, tid, 0), F(struct ttf_net_event, bytes, 0),
+	F(struct ttf_net_event, seq_end, 0), F(struct ttf_net_event, cap_len, 0),
+	F(struct ttf_net_event, family, 0), F(struct ttf_net_event, lport, 0),
+	F(struct ttf_net_event, rport, 0), F(struct ttf_net_event, laddr, 0),
+	F(struct ttf_net_event, raddr, 0), F(struct ttf_net_event, flags, 0),
+	F(struct ttf_net_event, pad, 0), F(struct ttf_net_event, comm, 0),
+};
+static const struct rec_field sched_fields[] = {
+	F(struct ttf_sched_event, ts_ns, 1), F(struct ttf_sched_event, tid, 0),
+	F(struct ttf_sched_event, tgid, 0), F(struct ttf_sched_event, state, 0),
+	F(struct ttf_sched_event, cpu, 0), F(struct ttf_sched_event, pad, 0),
+};
+static const struct rec_field engine_fields[] = {
+	F(struct rec_engine, ts_ns, 1), F(struct rec_engine, tgid, 0),
+	F(struct rec_engine, tid, 0), F(struct rec_engine, role, 0),
+	F(struct rec_engine, value, 0), F(struct rec_engine, n_seq, 0),
+	F(struct rec_engine, seq_ids[0], 0), F(struct rec_engine, seq_ids[1], 0),
+	F(struct rec_engine, seq_ids[2], 0), F(struct rec_engine, seq_ids[3], 0),
+	F(struct rec_engine, seq_ids[4], 0), F(struct rec_engine, seq_ids[5], 0),
+	F(struct rec_engine, seq_ids[6], 0), F(struct rec_engine, seq_ids[7], 0),
+};
+#undef F
+_Static_assert(TL_MAX_SEQ == 8, "engine_fields lists TL_MAX_SEQ sequence ids");
+
+#define CODEC(f, t) { f, sizeof(f) / sizeof(f[0]), sizeof(t) }
+const struct rec_codec rec_net_codec = CODEC(net_fields, struct ttf_net_event);
+const struct rec_codec rec_sched_codec = CODEC(sched_fields, struct ttf_sched_event);
+const struct rec_codec rec_engine_codec = CODEC(engine_fields, struct rec_engine);
+
+size_t rec_varint__put(uint8_t *out, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)v | 0x80;
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t rec_varint__get(const uint8_t *in, size_t len, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (size_t i = 0; i < len && i < 10; i++) {
+		x |= (uint64_t)(in[i] & 0x7f) << (7 * i);
+		if (!(in[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+size_t rec_codec__encode(const struct rec_codec *c, const void *prev, const void *cur,
+			 uint8_t *out)
+{
+	const uint8_t *p = prev, *q = cur;
+	uint8_t body[sizeof(struct ttf_net_event) + 16];
+	size_t n = 0, m;
+	uint64_t mask = 0;
+
+	for (int i = 0; i < c->n_fields; i++) {
+		const struct rec_field *f = &c->fields[i];
+
+		if (!memcmp(p + f->off, q + f->off, f->size))
+			continue;
+		mask |= 1ull << i;
+		if (f->is_ts) {
+			uint64_t a, b;
+			int64_t d;
+
+			memcpy(&a, p + f->off, 8);
+			memcpy(&b, q + f->off, 8);
+			d = (int64_t)(b - a);
+			n += rec_varint__put(body + n, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+		} else {
+			memcpy(body + n, q + f->off, f->size);
+			n += f->size;
+		}
+	}
+	m = rec_varint__put(out, mask);
+	memcpy(out + m, body, n);
+	return m + n;
+}
+
+int rec_codec__decode(const struct rec_codec *c, void *rec, const uint8_t *in, size_t len)
+{
+	uint8_t *r = rec;
+	uint64_t mask, z;
+	size_t n = rec_varint__get(in, len, &mask), k;
+
+	if (!n || (c->n_fields < 64 && mask >> c->n_fields))
+		return -EBADMSG;
+	for (int i = 0; mask && i < c->n_fields; i++, mask >>= 1) {
+		const struct rec_field *f = &c->fields[i];
+
+		if (!(mask & 1))
+			continue;
+		if (f->is_ts) {
+			uint64_t t;
+
+			k = rec_varint__get(in + n, len - n, &z);
+			if (!k)
+				return -EBADMSG;
+			memcpy(&t, r + f->off, 8);
+			t += (z >> 1) ^ -(z & 1);
+			memcpy(r + f->off, &t, 8);
+			n += k;
+			continue;
+		}
+		if (len - n < f->size)
+			return -EBADMSG;
+		memcpy(r + f->off, in + n, f->size);
+		n += f->size;
+	}
+	return (int)n;
+}
 
 struct record {
 	gzFile gz;
@@ -19,6 +146,12 @@ struct record {
 	uint64_t frames;
 	uint64_t dropped;
 	uint64_t next_flush_ns;
+	/* previous record of each kind, for delta coding */
+	struct ttf_net_event prev_net[8];
+	struct ttf_sched_event prev_sched[8];
+	struct rec_engine prev_engine[2];
+	uint8_t *out;
+	size_t n_out;
 };
 
 static uint64_t clock_ns(clockid_t id)
@@ -37,11 +170,12 @@ static int gz_errno(gzFile gz)
 	return zerr == Z_ERRNO && errno ? -errno : -EIO;
 }
 
-static int put(struct record *rec, const void *buf, size_t len)
+static int drain(struct record *rec)
 {
-	if (!len)
-		return 0;
-	if (gzwrite(rec->gz, buf, len) != (int)len)
+	int n = (int)rec->n_out;
+
+	rec->n_out = 0;
+	if (n && gzwrite(rec->gz, rec->out, n) != n)
 		return gz_errno(rec->gz);
 	return 0;
 }
@@ -53,8 +187,8 @@ struct record *record__open(const char *path, uint32_t flags)
 	struct record *rec = calloc(1, sizeof(*rec));
 	int fd, err;
 
-	if (!rec)
-		return NULL;
+	if (!rec || !(rec->out = malloc(OUT_BUF_BYTES)))
+		goto fail;
 	memcpy(h.magic, REC_MAGIC, sizeof(h.magic));
 	h.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
 	h.start_real_ns = clock_ns(CLOCK_REALTIME);
@@ -71,9 +205,9 @@ struct record *record__open(const char *path, uint32_t flags)
 		goto fail;
 	}
 	gzbuffer(rec->gz, GZ_BUFFER_BYTES);
-	err = put(rec, &h, sizeof(h));
-	if (!err)
-		err = record__flush(rec);
+	memcpy(rec->out, &h, sizeof(h));
+	rec->n_out = sizeof(h);
+	err = record__flush(rec);
 	if (err) {
 		gzclose(rec->gz);
 		errno = -err;
@@ -82,33 +216,102 @@ struct record *record__open(const char *path, uint32_t flags)
 	rec->next_flush_ns = h.start_mono_ns + FLUSH_NS;
 	return rec;
 fail:
-	err = errno;
+	err = errno ? errno : ENOMEM;
+	if (rec)
+		free(rec->out);
 	free(rec);
 	errno = err;
 	return NULL;
 }
 
-int record__frame(struct record *rec, enum rec_frame type, const void *payload, size_t len)
+/* Room for a frame of up to len payload bytes in the output buffer; NULL after an error. */
+static uint8_t *frame_begin(struct record *rec, size_t len)
 {
-	static const uint8_t zeros[8];
-	uint32_t hdr[2] = { (uint32_t)len, (uint32_t)type };
-	int err;
-
 	if (rec->err) {
 		rec->dropped++;
-		return rec->err;
+		return NULL;
 	}
-	err = put(rec, hdr, sizeof(hdr));
-	if (!err)
-		err = put(rec, payload, len);
-	if (!err)
-		err = put(rec, zeros, REC_PAD(len) - len);
-	if (err) {
-		rec->err = err;
+	if (rec->n_out + len + 16 > OUT_BUF_BYTES && (rec->err = drain(rec))) {
 		rec->dropped++;
-		return err;
+		return NULL;
 	}
+	return rec->out + rec->n_out;
+}
+
+/* Frame header + body of len bytes already at buf + 16: move it in place. */
+static void frame_end(struct record *rec, enum rec_frame type, uint8_t *buf, size_t len)
+{
+	size_t h = 1;
+
+	buf[0] = type;
+	h += rec_varint__put(buf + 1, len);
+	memmove(buf + h, buf + 16, len);
+	rec->n_out += h + len;
 	rec->frames++;
+}
+
+int record__frame(struct record *rec, enum rec_frame type, const void *payload, size_t len)
+{
+	uint8_t *buf;
+
+	if (len > REC_MAX_FRAME)
+		return -E2BIG;
+	buf = frame_begin(rec, len);
+	if (!buf)
+		return rec->err;
+	memcpy(buf + 16, payload, len);
+	frame_end(rec, type, buf, len);
+	return 0;
+}
+
+int record__net(struct record *rec, const struct ttf_net_event *e, size_t len)
+{
+	struct ttf_net_event *prev = &rec->prev_net[e->type & 7];
+	size_t cap = len > sizeof(*e) ? len - sizeof(*e) : 0, n;
+	uint8_t *buf;
+
+	/* the ring's len is authoritative (cap_len may lie in a malformed record) */
+	if (len < sizeof(*e) || cap > TTF_CAPTURE_MAX_BYTES)
+		return -EINVAL;
+	buf = frame_begin(rec, REC_MAX_FRAME);
+	if (!buf)
+		return rec->err;
+	buf[16] = e->type;
+	n = 1 + rec_codec__encode(&rec_net_codec, prev, e, buf + 17);
+	memcpy(buf + 16 + n, e->payload, cap);
+	memcpy(prev, e, sizeof(*e));
+	frame_end(rec, REC_NET, buf, n + cap);
+	return 0;
+}
+
+int record__sched(struct record *rec, const struct ttf_sched_event *e)
+{
+	struct ttf_sched_event *prev = &rec->prev_sched[e->type & 7];
+	uint8_t *buf = frame_begin(rec, sizeof(*e) + 16);
+	size_t n;
+
+	if (!buf)
+		return rec->err;
+	buf[16] = e->type;
+	n = 1 + rec_codec__encode(&rec_sched_codec, prev, e, buf + 17);
+	*prev = *e;
+	frame_end(rec, REC_SCHED, buf, n);
+	return 0;
+}
+
+int record__engine(struct record *rec, const struct tl_event *ev)
+{
+	struct rec_engine re, *prev = &rec->prev_engine[!!ev->is_return];
+	uint8_t *buf = frame_begin(rec, sizeof(re) + 16);
+	size_t n;
+
+	if (!buf)
+		return rec->err;
+	record__engine_pack(ev, &re);
+	buf[16] = !!ev->is_return;
+	n = 1 + rec_codec__encode(&rec_engine_codec, prev, &re, buf + 17);
+	*prev = re;
+	frame_end(rec, REC_ENGINE, buf, n);
 	return 0;
 }
 
@@ -116,7 +319,8 @@ int record__flush(struct record *rec)
 {
 	if (rec->err)
 		return rec->err;
-	if (gzflush(rec->gz, Z_SYNC_FLUSH) != Z_OK)
+	rec->err = drain(rec);
+	if (!rec->err && gzflush(rec->gz, Z_SYNC_FLUSH) != Z_OK)
 		rec->err = gz_errno(rec->gz);
 	return rec->err;
 }
@@ -142,16 +346,20 @@ int record__close(struct record *rec, const struct report_counter *c, int n, uin
 			memcpy(p + 9, c[i].name, nl);
 			p += 9 + nl;
 		}
-		record__frame(rec, REC_COUNTERS, buf, len);
+		if (len <= REC_MAX_FRAME)
+			record__frame(rec, REC_COUNTERS, buf, len);
 		free(buf);
 	} else if (!rec->err) {
 		rec->err = -ENOMEM;
 	}
 	record__frame(rec, REC_END, &end_ns, sizeof(end_ns));
+	if (!rec->err)
+		rec->err = drain(rec);
 	err = rec->err;
 	/* gzclose writes the gzip trailer: the file is complete only if it succeeds */
 	if (gzclose(rec->gz) != Z_OK && !err)
 		err = errno ? -errno : -EIO;
+	free(rec->out);
 	free(rec);
 	return err;
 }
@@ -160,7 +368,9 @@ void record__abandon(struct record *rec)
 {
 	if (!rec)
 		return;
+	drain(rec);
 	gzclose(rec->gz);
+	free(rec->out);
 	free(rec);
 }
 
@@ -213,7 +423,7 @@ static void on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 	struct rec_sink *rs = ctx;
 
 	if (rs->rec)
-		record__frame(rs->rec, REC_NET, e, len);
+		record__net(rs->rec, e, len);
 }
 
 static void on_sched(void *ctx, const struct ttf_sched_event *e)
@@ -221,18 +431,15 @@ static void on_sched(void *ctx, const struct ttf_sched_event *e)
 	struct rec_sink *rs = ctx;
 
 	if (rs->rec)
-		record__frame(rs->rec, REC_SCHED, e, sizeof(*e));
+		record__sched(rs->rec, e);
 }
 
 static void on_engine(void *ctx, const struct tl_event *ev)
 {
 	struct rec_sink *rs = ctx;
-	struct rec_engine re;
 
-	if (!rs->rec)
-		return;
-	record__engine_pack(ev, &re);
-	record__frame(rs->rec, REC_ENGINE, &re, sizeof(re));
+	if (rs->rec)
+		record__engine(rs->rec, ev);
 }
 
 static void on_advance(void *ctx, uint64_t watermark_ns)

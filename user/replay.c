@@ -12,11 +12,18 @@
 
 #define READ_BUF_BYTES (4u << 20)	/* > 2 * REC_MAX_FRAME; big reads inflate straight into it */
 
+#define NET_SLOT_BYTES (sizeof(struct ttf_net_event) + TTF_CAPTURE_MAX_BYTES)
+
 struct rec_reader {
 	gzFile gz;
 	uint8_t *buf;
 	size_t pos, end;
 	int eof;
+	/* the previous record of each kind (delta coding); NET ones with room for a payload */
+	uint8_t *net_slots;	/* 8 * NET_SLOT_BYTES, 8-byte aligned */
+	struct ttf_sched_event sched[8];
+	struct rec_engine engine[2];
+	uint64_t raw[REC_MAX_FRAME / 8 + 1];	/* aligned copy of other frames */
 };
 
 /* Keep the unread bytes, append what the stream has. 0 or negative errno. */
@@ -63,8 +70,10 @@ struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int 
 	struct rec_reader *rr = calloc(1, sizeof(*rr));
 
 	*err = -ENOMEM;
-	if (!rr || !(rr->buf = aligned_alloc(8, READ_BUF_BYTES)))
+	if (!rr || !(rr->buf = aligned_alloc(8, READ_BUF_BYTES)) ||
+	    !(rr->net_slots = aligned_alloc(8, 8 * NET_SLOT_BYTES)))
 		goto fail;
+	memset(rr->net_slots, 0, 8 * NET_SLOT_BYTES);
 	rr->gz = gzopen(path, "rb");
 	if (!rr->gz) {
 		*err = errno ? -errno : -ENOMEM;
@@ -78,7 +87,7 @@ struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int 
 		goto fail;
 	memcpy(h, rr->buf, sizeof(*h));
 	if (memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) || h->version != REC_VERSION ||
-	    h->header_bytes < REC_HEADER_BYTES || h->header_bytes % 8 || h->bom != REC_BOM) {
+	    h->header_bytes < REC_HEADER_BYTES || h->bom != REC_BOM) {
 		*err = -EBADMSG;
 		goto fail;
 	}
@@ -95,29 +104,84 @@ fail:
 	return NULL;
 }
 
+/* Decode a record frame's body onto the previous record of its kind. */
+static int decode(struct rec_reader *rr, uint32_t type, const uint8_t *in, size_t len,
+		  const void **payload, uint32_t *out_len)
+{
+	struct ttf_net_event *ne;
+	int n;
+
+	if (type == REC_NET) {
+		if (len < 1)
+			return -EBADMSG;
+		ne = (void *)(rr->net_slots + (in[0] & 7) * NET_SLOT_BYTES);
+		n = rec_codec__decode(&rec_net_codec, ne, in + 1, len - 1);
+		if (n < 0 || len - 1 - n > TTF_CAPTURE_MAX_BYTES)
+			return -EBADMSG;
+		ne->type = in[0];
+		memcpy(ne->payload, in + 1 + n, len - 1 - n);
+		*payload = ne;
+		*out_len = sizeof(*ne) + (len - 1 - n);
+		return 0;
+	}
+	if (type == REC_SCHED) {
+		struct ttf_sched_event *se;
+
+		if (len < 1)
+			return -EBADMSG;
+		se = &rr->sched[in[0] & 7];
+		n = rec_codec__decode(&rec_sched_codec, se, in + 1, len - 1);
+		if (n < 0 || (size_t)n != len - 1)
+			return -EBADMSG;
+		se->type = in[0];
+		*payload = se;
+		*out_len = sizeof(*se);
+		return 0;
+	}
+	if (type == REC_ENGINE) {
+		struct rec_engine *re;
+
+		if (len < 1 || in[0] > 1)
+			return -EBADMSG;
+		re = &rr->engine[in[0]];
+		n = rec_codec__decode(&rec_engine_codec, re, in + 1, len - 1);
+		if (n < 0 || (size_t)n != len - 1)
+			return -EBADMSG;
+		re->is_return = in[0];
+		*payload = re;
+		*out_len = sizeof(*re);
+		return 0;
+	}
+	memcpy(rr->raw, in, len);
+	*payload = rr->raw;
+	*out_len = len;
+	return 0;
+}
+
 int rec_reader__next(struct rec_reader *rr, uint32_t *type, const void **payload, uint32_t *len)
 {
-	uint32_t hdr[2];
-	size_t total;
+	uint64_t flen;
+	size_t h;
 	int err;
 
-	err = need(rr, REC_FRAME_HDR_BYTES);
+	err = need(rr, 11);	/* type and the longest varint */
 	if (err == -EPIPE && rr->end == rr->pos)
 		return -EPIPE;		/* ends between frames */
-	if (err)
-		return err;		/* -EPIPE: cut inside a frame header */
-	memcpy(hdr, rr->buf + rr->pos, sizeof(hdr));
-	if (hdr[0] > REC_MAX_FRAME || (hdr[1] & 0xffff) < REC_NET || (hdr[1] & 0xffff) > REC_END ||
-	    hdr[1] >> 16)
+	if (err && err != -EPIPE)
+		return err;
+	h = rec_varint__get(rr->buf + rr->pos + 1, rr->end - rr->pos - 1, &flen);
+	if (!h)
+		return rr->end - rr->pos < 11 ? -EPIPE : -EBADMSG;
+	*type = rr->buf[rr->pos];
+	if (flen > REC_MAX_FRAME || *type < REC_NET || *type > REC_END)
 		return -EBADMSG;
-	total = REC_FRAME_HDR_BYTES + REC_PAD(hdr[0]);
-	err = need(rr, total);
+	err = need(rr, 1 + h + flen);
+	if (err)
+		return err;	/* -EPIPE: cut inside a frame */
+	err = decode(rr, *type, rr->buf + rr->pos + 1 + h, flen, payload, len);
 	if (err)
 		return err;
-	*type = hdr[1];
-	*len = hdr[0];
-	*payload = rr->buf + rr->pos + REC_FRAME_HDR_BYTES;
-	rr->pos += total;
+	rr->pos += 1 + h + flen;
 	return *type == REC_END ? 0 : 1;
 }
 
@@ -128,6 +192,7 @@ void rec_reader__close(struct rec_reader *rr)
 	if (rr->gz)
 		gzclose(rr->gz);
 	free(rr->buf);
+	free(rr->net_slots);
 	free(rr);
 }
 
@@ -239,11 +304,11 @@ static int merge_counters(struct pipeline *p, struct sched_view *sv,
 	return n;
 }
 
-static double mono_s(void)
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -291,7 +356,7 @@ static void feed(struct replay *rp, uint32_t type, const void *payload, uint32_t
 		return;
 	case REC_ADVANCE:
 		if (len == sizeof(uint64_t))
-			pipeline__advance(rp->pipe, *(const uint64_t *)payload);
+			pipeline__advance(rp->pipe, *(const uint64_t *)payload);	/* aligned copy */
 		else
 			rp->st->bad_frames++;
 		return;
@@ -308,7 +373,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 	struct rec_header h;
 	const void *payload;
 	uint32_t type, len;
-	double t0 = mono_s();
+	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	int err, n_c;
 
 	memset(st, 0, sizeof(*st));
@@ -365,7 +430,8 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 	if (!err && fflush(o->out))
 		err = -errno;
 cleanup:
-	st->wall_s = mono_s() - t0;
+	st->wall_s = clock_s(CLOCK_MONOTONIC) - t0;
+	st->cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	pipeline__free(rp.pipe);
 	report__free(report);
 	sched__free(rp.sv);

@@ -45,6 +45,7 @@ struct replay_stats {
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
 	double wall_s;			/* time spent replaying */
+	double cpu_s;			/* CPU time of the process meanwhile (user + system) */
 };
 
 /*

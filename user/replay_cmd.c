@@ -71,11 +71,11 @@ static void print_stats(const struct replay_stats *st)
 {
 	uint64_t events = st->frames[REC_NET] + st->frames[REC_SCHED] + st->frames[REC_ENGINE];
 
-	fprintf(stderr, "Replayed %llu events (net %llu, sched %llu, engine %llu) in %.3f s: "
-		"%.0f events/s\n", (unsigned long long)events,
+	fprintf(stderr, "Replayed %llu events (net %llu, sched %llu, engine %llu) in %.3f s "
+		"(%.3f s CPU): %.0f events/s, %.0f per CPU second\n", (unsigned long long)events,
 		(unsigned long long)st->frames[REC_NET], (unsigned long long)st->frames[REC_SCHED],
-		(unsigned long long)st->frames[REC_ENGINE], st->wall_s,
-		st->wall_s > 0 ? events / st->wall_s : 0);
+		(unsigned long long)st->frames[REC_ENGINE], st->wall_s, st->cpu_s,
+		st->wall_s > 0 ? events / st->wall_s : 0, st->cpu_s > 0 ? events / st->cpu_s : 0);
 }
 
 int replay_main(int argc, char **argv)

@@ -68,11 +68,13 @@ static void *add(struct cursor *cu, uint64_t ts, uint32_t type, size_t len)
 	struct ev *e;
 
 	cu->ev = grow(cu->ev, &cu->cap, cu->n + 1, sizeof(*cu->ev));
-	cu->arena = grow(cu->arena, &cu->arena_cap, cu->used + len, 1);
+	size_t room = (len + 7) & ~(size_t)7;	/* records stay 8-byte aligned */
+
+	cu->arena = grow(cu->arena, &cu->arena_cap, cu->used + room, 1);
 	e = &cu->ev[cu->n++];
 	*e = (struct ev){ ts, type, cu->used, len };
-	memset(cu->arena + cu->used, 0, len);
-	cu->used += len;
+	memset(cu->arena + cu->used, 0, room);
+	cu->used += room;
 	return cu->arena + e->off;
 }
 
@@ -122,7 +124,7 @@ static void sched(struct cursor *cu, uint64_t ts, uint32_t tid, uint8_t type, ui
 
 static void engine(struct cursor *cu, uint64_t ts, int ret, int64_t n_tokens, int32_t seq)
 {
-	struct rec_engine *e = add(cu, ts, REC_ENGINE, sizeof(*e));
+	struct tl_event *e = add(cu, ts, REC_ENGINE, sizeof(*e));
 
 	e->ts_ns = ts;
 	e->tgid = TGID;
@@ -284,7 +286,12 @@ int main(int argc, char **argv)
 			w = next_adv - SLACK_NS;
 			record__frame(rec, REC_ADVANCE, &w, sizeof(w));
 		}
-		record__frame(rec, e->type, best->arena + e->off, e->len);
+		if (e->type == REC_NET)
+			record__net(rec, (void *)(best->arena + e->off), e->len);
+		else if (e->type == REC_SCHED)
+			record__sched(rec, (void *)(best->arena + e->off));
+		else
+			record__engine(rec, (void *)(best->arena + e->off));
 		g.frames++;
 	}
 	err = record__close(rec, NULL, 0, last_ts + 1000);
