@@ -43,6 +43,16 @@ def traced(demo, tracer, tmp_path, n, c, prompt, extra=(), max_tokens=4):
     return tr, reqs
 
 
+def prefill_cpu_ms(r):
+    """Prefill time on CPU (the overlay's on_cpu): robust to other load on the
+    machine, which only adds runnable time. The demo runs llama.cpp with one
+    compute thread, the one that calls llama_decode."""
+    ov = (r.get("overlay") or {}).get("prefill")
+    if ov and ov.get("on_cpu_ms") is not None and not ov.get("unknown_ms"):
+        return ov["on_cpu_ms"]
+    return r["stages_ms"]["prefill"]
+
+
 def test_prefill_grows_with_prompt_length(demo, tracer, tmp_path):
     rows = []
     # within one llama.cpp batch (512): one prompt step each
@@ -51,7 +61,7 @@ def test_prefill_grows_with_prompt_length(demo, tracer, tmp_path):
         for r in reqs:
             assert r["attribution"] == "exact", r
             assert r["prefill_tokens"] >= prompt, r
-            rows.append((r["prefill_tokens"], r["stages_ms"]["prefill"]))
+            rows.append((r["prefill_tokens"], prefill_cpu_ms(r)))
     by_len = {}
     for tok, ms in rows:
         by_len.setdefault(tok, []).append(ms)
@@ -59,8 +69,10 @@ def test_prefill_grows_with_prompt_length(demo, tracer, tmp_path):
     # Monotone in prompt length, and the longest prompt costs clearly more.
     assert all(a[1] < b[1] for a, b in zip(med, med[1:])), med
     assert med[-1][1] > 3 * med[0][1], med
-    # Least-squares line over all requests (what the summary prints).
-    xs, ys = [t for t, _ in rows], [m for _, m in rows]
+    # Least-squares line through the per-length medians (robust to one slow
+    # request on a busy machine); ttftrace's summary prints the same fit
+    # over all requests.
+    xs, ys = [t for t, _ in med], [m for _, m in med]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
@@ -68,7 +80,7 @@ def test_prefill_grows_with_prompt_length(demo, tracer, tmp_path):
     slope, r2 = sxy / sxx, sxy * sxy / (sxx * syy)
     print("prefill fit: %.3f ms + %.4f ms/token, r2 %.3f; medians %s"
           % (my - slope * mx, slope, r2, med))
-    assert slope > 0 and r2 > 0.8, (slope, r2, med)
+    assert slope > 0 and r2 > 0.9, (slope, r2, med)
 
 
 def test_queue_grows_with_concurrency_prefill_flat(demo, tracer, tmp_path):
@@ -76,9 +88,10 @@ def test_queue_grows_with_concurrency_prefill_flat(demo, tracer, tmp_path):
     _, c4 = traced(demo, tracer, tmp_path, n=8, c=4, prompt=128)
     q1 = statistics.median(r["stages_ms"]["queue"] for r in c1)
     q4 = statistics.median(r["stages_ms"]["queue"] for r in c4)
-    p1 = statistics.median(r["stages_ms"]["prefill"] for r in c1)
-    p4 = statistics.median(r["stages_ms"]["prefill"] for r in c4)
-    print("queue p50 c1 %.2f c4 %.2f ms; prefill p50 c1 %.2f c4 %.2f ms" % (q1, q4, p1, p4))
+    p1 = statistics.median(prefill_cpu_ms(r) for r in c1)
+    p4 = statistics.median(prefill_cpu_ms(r) for r in c4)
+    print("queue p50 c1 %.2f c4 %.2f ms; prefill on-CPU p50 c1 %.2f c4 %.2f ms"
+          % (q1, q4, p1, p4))
     # One sequence: at c=4 a request waits for up to 3 others' whole responses.
     assert q4 > q1 + 0.5 * p1, (q1, q4, p1)
     assert 0.5 * p1 <= p4 <= 2.0 * p1, (p1, p4)
