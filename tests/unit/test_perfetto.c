@@ -214,6 +214,59 @@ static void test_request_stages(void **state)
 	cJSON_Delete(j);
 }
 
+static void gpu_rec(struct gpu_store *g, uint8_t type, uint64_t start_us, uint64_t end_us)
+{
+	struct ttf_gpu_rec r = { .type = type, .start_ns = start_us * US, .end_ns = end_us * US,
+				 .device_id = 1, .stream_id = 7, .copy_kind = TTF_GPU_COPY_HTOD };
+
+	if (type == TTF_GPU_REC_KERNEL)
+		r.kernel.name_id = 42;
+	else
+		r.copy.bytes = 1000000;
+	assert_int_equal(gpu_store__add(g, 500, &r), 0);
+}
+
+/*
+ * GPU stream 7 of device 1: a 1 MB HtoD copy 900..1000 us, kernels 1000..1200 us
+ * and 2000..2050 us. A tick at 1100 us + lag writes the first two; finish the
+ * third, each once.
+ */
+static void test_gpu_tracks(void **state)
+{
+	struct gpu_store *g = gpu_store__new();
+	uint32_t pid = PERFETTO_PID_GPU + 1;
+	struct ttf_sink s;
+	const cJSON *c;
+	cJSON *j, *evs;
+
+	assert_non_null(g);
+	assert_int_equal(gpu_store__add_name(g, 500, 42, "gemm_kernel", 11), 0);
+	gpu_rec(g, TTF_GPU_REC_MEMCPY, 900, 1000);
+	gpu_rec(g, TTF_GPU_REC_KERNEL, 1000, 1200);
+	gpu_rec(g, TTF_GPU_REC_KERNEL, 2000, 2050);
+	assert_int_equal(perfetto_sink__new(path, g, &s), 0);
+	s.tick(s.ctx, 1100 * US + PERFETTO_GPU_LAG_NS);
+	s.tick(s.ctx, 1150 * US + PERFETTO_GPU_LAG_NS);	/* within a second: no read */
+	assert_int_equal(s.finish(s.ctx, NULL, 0), 0);
+	s.destroy(s.ctx);
+	gpu_store__free(g);
+
+	j = load();
+	evs = cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
+	assert_slice(nth(evs, "X", "kernel", pid, 0), "gemm_kernel", 1000, 200);
+	assert_slice(nth(evs, "X", "kernel", pid, 1), "gemm_kernel", 2000, 50);
+	assert_null(nth(evs, "X", "kernel", pid, 2));
+	c = nth(evs, "X", "copy", pid, 0);
+	assert_slice(c, "copy HtoD", 900, 100);
+	assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(c, "args"), "bytes"), 1000000);
+	assert_true(fabs(num(cJSON_GetObjectItemCaseSensitive(c, "args"), "gbps") - 10) < 1e-9);
+	assert_null(nth(evs, "X", "copy", pid, 1));
+	assert_int_equal(num(nth(evs, "X", "kernel", pid, 0), "tid"), 7);
+	assert_string_equal(str(cJSON_GetObjectItemCaseSensitive(nth(evs, "M", NULL, pid, 1),
+								   "args"), "name"), "stream 7");
+	cJSON_Delete(j);
+}
+
 /* Without finish (a crash, or an error before the end), no file is left at path. */
 static void test_destroy_without_finish(void **state)
 {
@@ -232,6 +285,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_stages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_tracks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_without_finish, setup, teardown),
 	};
 
