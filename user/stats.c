@@ -190,6 +190,8 @@ double stats__percentile(struct stats *s, double p)
 		p = 0;
 	if (p > 100)
 		p = 100;
+	if (p == 0)
+		return s->min;
 	rank = p / 100.0 * (double)(s->n - 1);
 	i = (size_t)floor(rank);
 	if (i >= s->n - 1)
