@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/report_stages.h"
+#include "user/copy_stats.h"
 #include "user/fit.h"
 #include "user/stats.h"
 
@@ -35,6 +36,7 @@ struct tail_bucket {
 
 struct stage_stats {
 	struct linfit prefill_fit;	/* prefill ms vs prompt tokens, exact attributions */
+	struct copy_stats *copies;	/* CUPTI copies in prefill windows; NULL until one */
 	struct stats *st[TTF_ST__ALL];
 	struct row *rows;		/* the first STATS_EXACT_MAX requests; then NULL */
 	size_t n, cap;
@@ -125,6 +127,7 @@ void stage_stats__free(struct stage_stats *ss)
 	for (size_t b = 0; ss->tail && b < TAIL_BUCKETS; b++)
 		free(ss->tail[b]);
 	free(ss->tail);
+	copy_stats__free(ss->copies);
 	free(ss);
 }
 
@@ -158,6 +161,11 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 			err |= stats__add(ss->st[i], a->stage_ns[i] / 1e6);
 	if (a->prefill_tokens && a->stage_ns[TTF_ST_PREFILL] >= 0)
 		linfit__add(&ss->prefill_fit, a->prefill_tokens, a->stage_ns[TTF_ST_PREFILL] / 1e6);
+	if (a->gpu.have && a->gpu.n_copies) {
+		if (!ss->copies)
+			ss->copies = copy_stats__new();
+		err |= !ss->copies || copy_stats__add(ss->copies, &a->gpu);
+	}
 	return err ? -ENOMEM : 0;
 }
 
@@ -429,6 +437,7 @@ void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
 				"%.0f..%.0f tokens)\n", a, b, r2, ss->prefill_fit.n,
 				ss->prefill_fit.x_min, ss->prefill_fit.x_max);
 	}
+	copy_stats__text(out, ss->copies);
 }
 
 void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *err)
@@ -438,6 +447,7 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 
 	if (!ss || !ss->n)
 		return;
+	copy_stats__json(o, ss->copies, err);
 	st = cJSON_AddObjectToObject(o, "stages_ms");
 	if (!st) {
 		*err = 1;
