@@ -96,6 +96,8 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 				ttf_error("see profiles/llamacpp.ini for the format", "profile %s: %s",
 					  opts->profiles[i], err == -EINVAL || err == -ENOENT ? msg :
 					  strerror(-err));
+				if (err == -ENOENT)
+					err = -EINVAL;	/* no such profile: bad command line */
 				goto fail;
 			}
 		}
