@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -185,6 +186,7 @@ struct record *record__open(const char *path, uint32_t flags)
 	struct rec_header h = { .version = REC_VERSION, .header_bytes = REC_HEADER_BYTES,
 				.flags = flags, .bom = REC_BOM };
 	struct record *rec = calloc(1, sizeof(*rec));
+	struct stat st;
 	int fd, err;
 
 	if (!rec || !(rec->out = malloc(OUT_BUF_BYTES)))
@@ -196,6 +198,13 @@ struct record *record__open(const char *path, uint32_t flags)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		goto fail;
+	/* an existing file keeps its mode through O_TRUNC (devices are left alone) */
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (st.st_mode & 077) && fchmod(fd, 0600)) {
+		err = errno;
+		close(fd);
+		errno = err;
+		goto fail;
+	}
 	/* level 1: the tracer's thread must not spend its time compressing */
 	rec->gz = gzdopen(fd, "wb1");
 	if (!rec->gz) {
