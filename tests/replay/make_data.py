@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Make the regression recordings under tests/replay/data (root; run from the repo root).
+
+  /usr/bin/python3 tests/replay/make_data.py [fixture] [demo]
+
+For each: trace a short run with `ttftrace --json --record NAME.rec`,
+replay it, check that the replay's NDJSON equals the live one, and keep the
+recording with that output as NAME.ndjson. `fixture` uses
+tests/fixtures/sse_server (two keep-alive clients, 3 streamed requests
+each); `demo` the llama.cpp demo server (tools/demo, engine uprobes, 2
+requests at --parallel 2). Recordings hold payload bytes: these runs send
+only the fixed test prompts.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from conftest import ROOT, SSE_SERVER, TTFTRACE, Client  # noqa: E402
+
+DATA = os.path.join(HERE, "data")
+
+
+def start_tracer(port, name):
+    rec = os.path.join(DATA, name + ".rec")
+    live = os.path.join(DATA, name + ".live.ndjson")
+    p = subprocess.Popen([TTFTRACE, "--port", str(port), "--json", "-o", live, "--record", rec],
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        if "Hit Ctrl-C" in line:
+            break
+    threading.Thread(target=p.stderr.read, daemon=True).start()
+    return p, rec, live
+
+
+def finish(p, rec, live, name):
+    p.send_signal(signal.SIGINT)
+    assert p.wait(30) == 0
+    out = os.path.join(DATA, name + ".ndjson")
+    subprocess.run([TTFTRACE, "replay", rec, "--json", "-o", out, "-q"], check=True)
+    with open(live) as a, open(out) as b:
+        assert a.read() == b.read(), "replay differs from the live output"
+    os.unlink(live)
+    os.chmod(rec, 0o644)  # test data: fixed prompts only
+    print("wrote", rec, out)
+
+
+def clients(port, n_clients, n_req, **kw):
+    def run():
+        c = Client(port)
+        for _ in range(n_req):
+            assert c.request(**kw).status == 200
+        c.close()
+    ts = [threading.Thread(target=run) for _ in range(n_clients)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+
+
+def fixture():
+    srv = subprocess.Popen([SSE_SERVER, "--port", "0", "--ttft-ms", "30", "--itl-ms", "6",
+                            "--rt", "10"], stdout=subprocess.PIPE, text=True)
+    port = int(srv.stdout.readline().rsplit(":", 1)[1])
+    try:
+        p, rec, live = start_tracer(port, "fixture")
+        clients(port, 2, 3, max_tokens=5)
+        time.sleep(0.2)
+        finish(p, rec, live, "fixture")
+    finally:
+        srv.terminate()
+        srv.wait()
+
+
+def demo():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen(["node", os.path.join(ROOT, "tools/demo/server.mjs"), "--port",
+                            str(port), "--parallel", "2"])
+    try:
+        for _ in range(600):
+            try:
+                with socket.create_connection(("127.0.0.1", port), 0.2) as s:
+                    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if b"200" in s.recv(100):
+                        break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        p, rec, live = start_tracer(port, "demo")
+        clients(port, 2, 1, max_tokens=8)
+        time.sleep(0.3)
+        finish(p, rec, live, "demo")
+    finally:
+        srv.terminate()
+        srv.wait()
+
+
+if __name__ == "__main__":
+    os.makedirs(DATA, exist_ok=True)
+    for what in sys.argv[1:] or ["fixture"]:
+        {"fixture": fixture, "demo": demo}[what]()
