@@ -355,10 +355,16 @@ static void feed(struct replay *rp, uint32_t type, const void *payload, uint32_t
 		pipeline__on_engine_event(rp->pipe, &ev);
 		return;
 	case REC_ADVANCE:
-		if (len == sizeof(uint64_t))
-			pipeline__advance(rp->pipe, *(const uint64_t *)payload);	/* aligned copy */
-		else
+		if (len != sizeof(uint64_t)) {
 			rp->st->bad_frames++;
+			return;
+		}
+		/*
+		 * The live pipeline__finish() advanced to UINT64_MAX after closing the
+		 * open requests: leave that to the replay's own finish, in that order.
+		 */
+		if (*(const uint64_t *)payload != UINT64_MAX)	/* an aligned copy */
+			pipeline__advance(rp->pipe, *(const uint64_t *)payload);
 		return;
 	}
 }

@@ -4,7 +4,9 @@
  * user-side pipeline as live tracing (user/pipeline.h), in recorded order,
  * with the recorded watermarks, so the requests come out as they did live.
  * Scheduler records build a scheduler view used as the overlay, as in
- * user/trace.c. Runs at full speed and needs no privileges.
+ * user/trace.c. Runs at full speed and needs no privileges. The text
+ * output's TIME column counts from the recording's start (live: from the
+ * tracer's start, before the probes loaded).
  *
  * Not in a recording, so not replayed: GPU spans (CUPTI), the comm names of
  * scheduler threads, and the /proc seeding of threads that slept when the
