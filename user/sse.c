@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "user/request.h"
 #include "user/sse.h"
+#include "user/sse_json.h"
 
 /* An event larger than this is dropped and counted lost (bounds memory per connection). */
 #define SSE_MAX_EVENT_BYTES (256u * 1024)
@@ -59,9 +60,6 @@ static void classify_choice(const cJSON *ch, struct sse_event_info *out)
 
 void sse_classify(const char *data, size_t len, struct sse_event_info *out)
 {
-	const cJSON *usage, *choices, *ch, *tokens, *stop;
-	cJSON *root;
-
 	memset(out, 0, sizeof(*out));
 	while (len && (*data == ' ' || *data == '\t' || *data == '\r' || *data == '\n')) {
 		data++;
@@ -76,6 +74,17 @@ void sse_classify(const char *data, size_t len, struct sse_event_info *out)
 	}
 	if (!len || data[0] != '{')
 		return;
+	if (sse_json__classify(data, len, out) == 0)
+		return;
+	sse__classify_cjson(data, len, out);
+}
+
+void sse__classify_cjson(const char *data, size_t len, struct sse_event_info *out)
+{
+	const cJSON *usage, *choices, *ch, *tokens, *stop;
+	cJSON *root;
+
+	memset(out, 0, sizeof(*out));
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
 		return;
