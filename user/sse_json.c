@@ -24,7 +24,6 @@ struct jval {
 	const char *start, *end;	/* the whole value */
 	size_t str_len;			/* J_STR: raw bytes between the quotes */
 	size_t count;			/* J_ARR: elements */
-	double num;			/* J_NUM */
 };
 
 struct scan {
@@ -99,12 +98,9 @@ static bool str(struct scan *s, size_t *raw_len)
 	return false;
 }
 
-static bool num(struct scan *s, double *v)
+/* Validate a number; its value is read only when needed (num_value). */
+static bool num(struct scan *s)
 {
-	const char *b = s->p;
-	char buf[64];
-	size_t n;
-
 	if (s->p < s->end && *s->p == '-')
 		s->p++;
 	if (s->p >= s->end || *s->p < '0' || *s->p > '9')
@@ -129,13 +125,19 @@ static bool num(struct scan *s, double *v)
 		while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
 			s->p++;
 	}
-	n = s->p - b;
-	if (n >= sizeof(buf))
-		return false;
-	memcpy(buf, b, n);
-	buf[n] = '\0';
-	*v = strtod(buf, NULL);
 	return true;
+}
+
+static double num_value(const struct jval *v)
+{
+	size_t n = v->end - v->start;
+	char buf[64];
+
+	if (n >= sizeof(buf))
+		return -1;	/* absurdly long: no sane token count */
+	memcpy(buf, v->start, n);
+	buf[n] = '\0';
+	return strtod(buf, NULL);
 }
 
 static bool value(struct scan *s, struct jval *v);
@@ -222,7 +224,7 @@ static bool value(struct scan *s, struct jval *v)
 		break;
 	default:
 		v->type = J_NUM;
-		if (!num(s, &v->num))
+		if (!num(s))
 			return false;
 	}
 	v->end = s->p;
@@ -359,10 +361,10 @@ static bool on_usage(struct scan *s, int key, void *ctx)
 		return true;
 	if (key == 0) {
 		f->usage_ct = true;
-		f->usage_ct_v = v.num;
+		f->usage_ct_v = num_value(&v);
 	} else {
 		f->usage_pt = true;
-		f->usage_pt_v = v.num;
+		f->usage_pt_v = num_value(&v);
 	}
 	return true;
 }
@@ -428,11 +430,11 @@ static bool on_root(struct scan *s, int key, void *ctx)
 		break;
 	case K_TP:
 		f->tp = v.type == J_NUM;
-		f->tp_v = v.num;
+		f->tp_v = f->tp ? num_value(&v) : 0;
 		break;
 	case K_TE:
 		f->te = v.type == J_NUM;
-		f->te_v = v.num;
+		f->te_v = f->te ? num_value(&v) : 0;
 		break;
 	case K_TOKENS:
 		f->tokens = v.type == J_ARR ? v.count : 0;
