@@ -52,10 +52,17 @@ def truth_for(srv, port, seq):
 def check_request(rec, truth, tokens, ttft_ms=TTFT_MS, itl_ms=ITL_MS, coalesced=False):
     """The per-request assertions shared by the scenarios."""
     ts = truth["t_token_ns"]
+    # The ground truth itself: did the fixture keep its schedule? On a loaded
+    # machine it can write late; then the programmed values are not the truth
+    # and only the comparisons with its log below apply.
+    on_schedule = True
     if ts:
-        # the ground truth itself: did the fixture keep its schedule?
         late_ms = (ts[0] - truth["t_read_ns"]) / 1e6 - ttft_ms
-        assert 0 <= late_ms < 1.0, "fixture wrote its first token %.3f ms late" % late_ms
+        assert late_ms >= 0, "fixture wrote its first token %.3f ms early" % -late_ms
+        on_schedule = late_ms < 1.0
+        if not on_schedule:
+            print("fixture wrote its first token %.3f ms late: checking against its log only"
+                  % late_ms)
     assert rec["status"] == 200
     assert rec["method"] == "POST"
     assert rec["path"] == truth["path"]
@@ -68,11 +75,16 @@ def check_request(rec, truth, tokens, ttft_ms=TTFT_MS, itl_ms=ITL_MS, coalesced=
     server = "server: read %.3f ms after arrival, first token %.3f ms after read" % (
         (truth["t_read_ns"] - rec["t_arrival_ns"]) / 1e6,
         (truth["t_first_ns"] - truth["t_read_ns"]) / 1e6)
-    assert abs(rec["ttft_ms"] - ttft_ms) <= 2.0, "ttft %.3f ms, programmed %d; %s" % (
-        rec["ttft_ms"], ttft_ms, server)
-    if tokens > 1:
-        assert abs(rec["tpot_ms"] - itl_ms) <= 1.0, "tpot %.3f ms, programmed %d" % (
-            rec["tpot_ms"], itl_ms)
+    if on_schedule:
+        assert abs(rec["ttft_ms"] - ttft_ms) <= 2.0, "ttft %.3f ms, programmed %d; %s" % (
+            rec["ttft_ms"], ttft_ms, server)
+    if tokens > 1 and len(ts) > 1:
+        truth_tpot = (ts[-1] - ts[0]) / (len(ts) - 1) / 1e6
+        assert abs(rec["tpot_ms"] - truth_tpot) <= 1.0, "tpot %.3f ms, server's %.3f" % (
+            rec["tpot_ms"], truth_tpot)
+        if on_schedule and abs(truth_tpot - itl_ms) < 0.5:
+            assert abs(rec["tpot_ms"] - itl_ms) <= 1.0, "tpot %.3f ms, programmed %d" % (
+                rec["tpot_ms"], itl_ms)
 
     # Against the server's own clock: arrival precedes the read that returned
     # it; the first token reached the device inside the write that logged it.
@@ -215,9 +227,13 @@ def test_nonstream_ttft_equals_e2e(sse_server, tracer):
     want_ms = TTFT_MS + 3 * ITL_MS  # the fixture answers after the whole generation
     assert "nonstream" in rec["flags"] and "stream" not in rec["flags"], rec
     assert rec["ttft_ms"] == pytest.approx(rec["e2e_ms"], abs=1e-3)
-    assert abs(rec["ttft_ms"] - want_ms) <= 2.0, rec["ttft_ms"]
     t = truth_for(srv, port, 0)
+    late_ms = (t["t_end_ns"] - t["t_read_ns"]) / 1e6 - want_ms
+    if late_ms < 1.0:	# the fixture kept its schedule: the programmed value is the truth
+        assert abs(rec["ttft_ms"] - want_ms) <= 2.0, rec["ttft_ms"]
+    # against the fixture's log, always: the body left inside its write
     assert -1.0 < (rec["t_end_ns"] - t["t_end_ns"]) / 1e6 <= 0.0
+    assert t["t_read_ns"] - 5e6 < rec["t_arrival_ns"] <= t["t_read_ns"]
 
 
 def test_four_concurrent_connections(sse_server, tracer):
