@@ -10,7 +10,13 @@
 #include "user/report.h"
 #include "user/sched.h"
 
+/* Overridable so that tests/fuzz/fuzz_record.c can run small (big buffers are slow under ASan). */
+#ifndef READ_BUF_BYTES
 #define READ_BUF_BYTES (4u << 20)	/* > 2 * REC_MAX_FRAME; big reads inflate straight into it */
+#endif
+#ifndef GZ_BUF_BYTES
+#define GZ_BUF_BYTES (1u << 20)
+#endif
 
 #define NET_SLOT_BYTES (sizeof(struct ttf_net_event) + TTF_CAPTURE_MAX_BYTES)
 
@@ -79,7 +85,7 @@ struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int 
 		*err = errno ? -errno : -ENOMEM;
 		goto fail;
 	}
-	gzbuffer(rr->gz, 1u << 20);
+	gzbuffer(rr->gz, GZ_BUF_BYTES);
 	*err = need(rr, REC_HEADER_BYTES);
 	if (*err == -EPIPE)
 		*err = -EBADMSG;

@@ -64,6 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	opts.xmit_expected = data[0] & 1;
+	opts.send_seq_exact = !!(data[0] & 2);
 	off = 1;
 	t = conn_table__new(&opts);
 	if (!t)
