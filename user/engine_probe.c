@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "user/bpf_util.h"
 #include "engine.skel.h"
 #include "user/elf_sym.h"
 #include "user/engine_probe.h"
@@ -65,7 +66,6 @@ struct engine_probe {
 	struct ring_buffer *rb;
 	engine_event_cb on_event;
 	void *ctx;
-	int ncpus;
 	struct ep_spec specs[MAX_SPECS];
 	int n_specs;
 	struct ep_target targets[MAX_TARGETS];
@@ -150,7 +150,6 @@ struct engine_probe *engine_probe__new(const struct engine_probe_opts *opts, int
 	}
 	ep->on_event = opts->on_event;
 	ep->ctx = opts->ctx;
-	ep->ncpus = libbpf_num_possible_cpus();
 	ep->t_start_ns = now_ns();
 	ep->skel = engine_bpf__open();
 	if (!ep->skel) {
@@ -569,19 +568,7 @@ int engine_probe__poll(struct engine_probe *ep, int timeout_ms)
 
 void engine_probe__counters(struct engine_probe *ep, uint64_t *out)
 {
-	uint64_t *vals = calloc(ep->ncpus, sizeof(uint64_t));
-
-	memset(out, 0, TTF_ENG_CNT__MAX * sizeof(*out));
-	if (!vals)
-		return;
-	for (uint32_t i = 0; i < TTF_ENG_CNT__MAX; i++) {
-		if (bpf_map__lookup_elem(ep->skel->maps.engine_counters, &i, sizeof(i), vals,
-					 ep->ncpus * sizeof(uint64_t), 0))
-			continue;
-		for (int c = 0; c < ep->ncpus; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+	bpf_util__sum_percpu(ep->skel->maps.engine_counters, TTF_ENG_CNT__MAX, out);
 }
 
 uint64_t engine_probe__drops(struct engine_probe *ep)

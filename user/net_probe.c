@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "user/bpf_util.h"
 #include "net.skel.h"
 #include "user/log.h"
 #include "user/net_probe.h"
@@ -18,7 +19,6 @@ struct net_probe {
 	int n_links;
 	net_event_cb on_event;
 	void *ctx;
-	int ncpus;
 };
 
 static const char *const counter_names[TTF_CNT__MAX] = {
@@ -70,7 +70,6 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 	}
 	np->on_event = opts->on_event;
 	np->ctx = opts->ctx;
-	np->ncpus = libbpf_num_possible_cpus();
 	np->skel = net_bpf__open();
 	if (!np->skel) {
 		*err = -errno;
@@ -188,40 +187,13 @@ int net_probe__poll(struct net_probe *np, int timeout_ms)
 
 void net_probe__counters(struct net_probe *np, uint64_t *out)
 {
-	uint64_t *vals = calloc(np->ncpus, sizeof(uint64_t));
-
-	memset(out, 0, TTF_CNT__MAX * sizeof(*out));
-	if (!vals)
-		return;
-	for (uint32_t i = 0; i < TTF_CNT__MAX; i++) {
-		if (bpf_map__lookup_elem(np->skel->maps.counters, &i, sizeof(i), vals,
-					 np->ncpus * sizeof(uint64_t), 0))
-			continue;
-		for (int c = 0; c < np->ncpus; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+	bpf_util__sum_percpu(np->skel->maps.counters, TTF_CNT__MAX, out);
 }
 
 int net_probe__prog_stats(struct net_probe *np, const char **names, uint64_t *run_cnt,
 			  uint64_t *run_time_ns, int max)
 {
-	struct bpf_program *prog;
-	int n = 0;
-
-	bpf_object__for_each_program(prog, np->skel->obj) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		if (n >= max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		names[n] = bpf_program__name(prog);
-		run_cnt[n] = info.run_cnt;
-		run_time_ns[n] = info.run_time_ns;
-		n++;
-	}
-	return n;
+	return bpf_util__prog_stats(np->skel->obj, names, run_cnt, run_time_ns, max);
 }
 
 void net_probe__destroy(struct net_probe *np)

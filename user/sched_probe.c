@@ -7,6 +7,7 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "user/bpf_util.h"
 #include "sched.skel.h"
 #include "user/log.h"
 #include "user/sched_probe.h"
@@ -22,7 +23,6 @@ struct sched_probe {
 	struct sched_view *view;
 	sched_event_cb on_event;
 	void *ctx;
-	int ncpus;
 };
 
 static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
@@ -91,7 +91,6 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 	sp->view = opts->view;
 	sp->on_event = opts->on_event;
 	sp->ctx = opts->ctx;
-	sp->ncpus = libbpf_num_possible_cpus();
 	sp->skel = sched_bpf__open();
 	if (!sp->skel) {
 		*err = -errno;
@@ -210,40 +209,13 @@ struct ring_buffer *sched_probe__ring(struct sched_probe *sp)
 
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
 {
-	uint64_t *vals = calloc(sp->ncpus, sizeof(uint64_t));
-
-	memset(out, 0, TTF_SCHED_CNT__MAX * sizeof(*out));
-	if (!vals)
-		return;
-	for (uint32_t i = 0; i < TTF_SCHED_CNT__MAX; i++) {
-		if (bpf_map__lookup_elem(sp->skel->maps.counters, &i, sizeof(i), vals,
-					 sp->ncpus * sizeof(uint64_t), 0))
-			continue;
-		for (int c = 0; c < sp->ncpus; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
+	bpf_util__sum_percpu(sp->skel->maps.counters, TTF_SCHED_CNT__MAX, out);
 }
 
 int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,
 			    uint64_t *run_time_ns, int max)
 {
-	struct bpf_program *prog;
-	int n = 0;
-
-	bpf_object__for_each_program(prog, sp->skel->obj) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-
-		if (n >= max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
-			continue;
-		names[n] = bpf_program__name(prog);
-		run_cnt[n] = info.run_cnt;
-		run_time_ns[n] = info.run_time_ns;
-		n++;
-	}
-	return n;
+	return bpf_util__prog_stats(sp->skel->obj, names, run_cnt, run_time_ns, max);
 }
 
 void sched_probe__destroy(struct sched_probe *sp)

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Small libbpf helpers shared by the probe loaders (net, sched, engine). */
+#ifndef TTFTRACE_BPF_UTIL_H
+#define TTFTRACE_BPF_UTIL_H
+
+#include <stdint.h>
+#include <bpf/libbpf.h>
+
+/*
+ * Sum slots 0..n-1 of a BPF_MAP_TYPE_PERCPU_ARRAY of __u64 over all possible
+ * CPUs into out[0..n-1] (zeros when a lookup fails).
+ */
+void bpf_util__sum_percpu(const struct bpf_map *map, uint32_t n, uint64_t *out);
+
+/*
+ * Run-time stats of every loaded program of obj (kernel.bpf_stats_enabled=1
+ * must be set for run_cnt/run_time_ns to count). Returns the number filled.
+ */
+int bpf_util__prog_stats(const struct bpf_object *obj, const char **names, uint64_t *run_cnt,
+			 uint64_t *run_time_ns, int max);
+
+#endif /* TTFTRACE_BPF_UTIL_H */
