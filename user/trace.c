@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -402,6 +403,11 @@ static int summary(struct tracer *t)
 	err2 = pipeline__finish_sinks(t->pipe, c, n);
 	n = collect_counters(t, c);
 	err = report__summary(t->report, c, n);
+	/* the summary may be in a file: lost records are said on the terminal too */
+	for (int i = 0; i < n; i++)
+		if (c[i].value && strstr(c[i].name, "ringbuf_full"))
+			ttf_warn("%" PRIu64 " records lost (%s): some requests are flagged "
+				 "truncated/unknown; raise --ringbuf-mb", c[i].value, c[i].name);
 	return err ? err : err2;
 }
 

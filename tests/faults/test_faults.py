@@ -134,6 +134,9 @@ def test_ringbuf_overflow_is_counted_and_requests_stay_consistent(sse_server, tr
     assert tr.stop() == 0, tr.stderr
     reqs, summ = check_complete_ndjson(tr.out_path)
     assert summ["counters"]["ringbuf_full"] > 0, summ["counters"]
+    # the summary is in a file: the loss is said on stderr as well
+    assert "Warning: %d records lost (ringbuf_full)" % summ["counters"]["ringbuf_full"] \
+        in tr.stderr, tr.stderr
     truth = {t["rport"]: t for t in srv.truth()}
     whole = 0
     for r in reqs:
