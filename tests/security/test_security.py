@@ -189,3 +189,18 @@ def test_metrics_endpoint_binds_loopback_by_default(tracer):
         assert "ttftrace" in fetch_metrics(port)
     finally:
         tr.stop()
+
+
+@needs_root
+@pytest.mark.parametrize("drop", ["-bpf,-sys_admin", "-perfmon,-sys_admin"])
+def test_root_without_bpf_or_perfmon_exits_3(drop):
+    """Root is not enough without CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN implies
+    both); CAP_NET_ADMIN is not needed (checked: all probes attach without it)."""
+    p = subprocess.run(["setpriv", "--bounding-set", drop, TTFTRACE, "-p", str(os.getpid()),
+                        "-d", "1", "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "Error:" in p.stderr and "HINT" in p.stderr, p.stderr
+    p = subprocess.run(["setpriv", "--bounding-set", "-net_admin", TTFTRACE, "-p",
+                        str(os.getpid()), "-d", "1", "--json"], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
