@@ -754,8 +754,10 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 
 		if (c->have_tx_seq && start != c->tx_seq_end && seq_ge(start, c->tx_seq_end))
 			unseen = start - c->tx_seq_end;
+		/* never backwards: two writers' records may reach the ring swapped */
+		if (!c->have_tx_seq || seq_ge(e->seq_end, c->tx_seq_end))
+			c->tx_seq_end = e->seq_end;
 		c->have_tx_seq = true;
-		c->tx_seq_end = e->seq_end;
 	}
 	c->cur = e;
 	if (http_parser__lost(p)) {
