@@ -2,7 +2,8 @@
 /*
  * Writes the seed corpus of fuzz_cupti_decode (tests/fuzz/corpus/cupti_decode/)
  * from the real CUDA 13.0 record structs (tests/unit/cupti_records.h).
- * Built and run by tests/fuzz/build.sh --seeds.
+ * Run from the repository root:
+ *   cc -I. -I/usr/local/cuda-13.0/include tests/fuzz/make_cupti_seeds.c -o /tmp/mcs && /tmp/mcs
  */
 #include <stdio.h>
 
