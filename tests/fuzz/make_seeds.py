@@ -82,9 +82,10 @@ def main():
     write("http_sse", "two_conns", chat_stream(0) + chat_stream(1)[1:])
     write("http_sse", "nonstream", nonstream())
     write("http_sse", "llamacpp", llamacpp())
-    write("http_sse", "keepalive", chat_stream()[:-0 or None] + chat_stream()[1:])
+    write("http_sse", "keepalive", chat_stream() + chat_stream()[1:])
     stream = b"".join([sse({"choices": [{"delta": {"role": "assistant"}}]}), tok("a"),
-                       b": keep-alive\n\n", tok("b"), b"data: {\"error\": {\"message\": \"x\"}}\n\n",
+                       b": keep-alive\n\n", tok("b"),
+                       b"data: {\"error\": {\"message\": \"x\"}}\n\n",
                        sse({"choices": [], "usage": {"completion_tokens": 2,
                                                      "prompt_tokens": 3}}),
                        b"data: [DONE]\n\n"])
