@@ -448,14 +448,14 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 		fprintf(pf->f, ":%" PRIu64, cnt[i].value);
 	}
 	fputs("}}\n", pf->f);
-	if (fflush(pf->f) || ferror(pf->f) || fsync(fileno(pf->f)))
+	if (fflush(pf->f) || ferror(pf->f) || (pf->tmp_path && fsync(fileno(pf->f))))
 		err = -(errno ? errno : EIO);
 	if (fclose(pf->f) && !err)
 		err = -errno;
 	pf->f = NULL;
-	if (!err && rename(pf->tmp_path, pf->path))
+	if (pf->tmp_path && !err && rename(pf->tmp_path, pf->path))
 		err = -errno;
-	if (err)
+	if (pf->tmp_path && err)
 		unlink(pf->tmp_path);
 	pf->finished = 1;
 	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread)
@@ -473,7 +473,8 @@ static void on_destroy(void *ctx)
 		return;
 	if (pf->f) {
 		fclose(pf->f);
-		unlink(pf->tmp_path);	/* never finished: leave no partial file behind */
+		if (pf->tmp_path)
+			unlink(pf->tmp_path);	/* never finished: leave no partial file behind */
 	}
 	free(pf->thr);
 	free(pf->conns);
@@ -485,6 +486,8 @@ static void on_destroy(void *ctx)
 int perfetto_sink__new(const char *path, struct gpu_store *gpu, struct ttf_sink *out)
 {
 	struct perfetto *pf = calloc(1, sizeof(*pf));
+	int in_place;
+	struct stat st;
 	int fd, err;
 
 	if (!pf)
@@ -492,25 +495,32 @@ int perfetto_sink__new(const char *path, struct gpu_store *gpu, struct ttf_sink 
 	pf->first = 1;
 	pf->gpu = gpu;
 	pf->path = strdup(path);
-	if (asprintf(&pf->tmp_path, "%s.tmp.XXXXXX", path) < 0)
+	/*
+	 * A device or FIFO (/dev/null, /dev/stdout) is written in place: renaming
+	 * a temporary file over it would replace the device node (as root, in /dev).
+	 */
+	in_place = !stat(path, &st) && !S_ISREG(st.st_mode);
+	if (!in_place && asprintf(&pf->tmp_path, "%s.tmp.XXXXXX", path) < 0)
 		pf->tmp_path = NULL;
 	pf->thr = calloc(PERFETTO_MAX_THREADS, sizeof(*pf->thr));
 	pf->conns = calloc(PERFETTO_MAX_CONNS, sizeof(*pf->conns));
-	if (!pf->path || !pf->tmp_path || !pf->thr || !pf->conns) {
+	if (!pf->path || (!in_place && !pf->tmp_path) || !pf->thr || !pf->conns) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	fd = mkostemp(pf->tmp_path, O_CLOEXEC);
+	fd = in_place ? open(path, O_WRONLY | O_CLOEXEC) : mkostemp(pf->tmp_path, O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		goto cleanup;
 	}
-	fchmod(fd, 0644);
+	if (!in_place)
+		fchmod(fd, 0644);
 	pf->f = fdopen(fd, "w");
 	if (!pf->f) {
 		err = -errno;
 		close(fd);
-		unlink(pf->tmp_path);
+		if (pf->tmp_path)
+			unlink(pf->tmp_path);
 		goto cleanup;
 	}
 	fputs("{\"traceEvents\":[", pf->f);

@@ -57,7 +57,8 @@ int report_main(int argc, char **argv)
 	struct slo_set slo = { 0 };
 	char err[256], *tmp = NULL, *base = NULL;
 	FILE *in = NULL, *out = NULL;
-	int c, fd, ret, code;
+	int c, fd, ret, code, in_place;
+	struct stat st;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -94,33 +95,38 @@ int report_main(int argc, char **argv)
 		return REPORT_EXIT_INPUT;
 	}
 	base = strdup(in_path);
-	if (!base || asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0) {
+	/* a device or FIFO is written in place: a rename would replace the node */
+	in_place = !stat(out_path, &st) && !S_ISREG(st.st_mode);
+	if (!base || (!in_place && asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0)) {
 		tmp = NULL;
 		ttf_error(NULL, "out of memory");
 		code = REPORT_EXIT_OUTPUT;
 		goto cleanup;
 	}
 	ro.source = basename(base);
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = in_place ? open(out_path, O_WRONLY | O_CLOEXEC) : mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || !(out = fdopen(fd, "w"))) {
 		ttf_error("check that the directory exists and is writable", "cannot write %s: %s",
 			  out_path, strerror(errno));
 		if (fd >= 0) {
 			close(fd);
-			unlink(tmp);
+			if (tmp)
+				unlink(tmp);
 		}
 		code = REPORT_EXIT_OUTPUT;
 		goto cleanup;
 	}
-	fchmod(fd, 0644);
+	if (!in_place)
+		fchmod(fd, 0644);
 	ret = html_report__render(in, out, &ro, &res, err, sizeof(err));
 	if (fclose(out) && !ret)
 		ret = -EIO;
 	out = NULL;
-	if (!ret && rename(tmp, out_path))
+	if (!ret && tmp && rename(tmp, out_path))
 		ret = -EIO;
 	if (ret) {
-		unlink(tmp);
+		if (tmp)
+			unlink(tmp);
 		if (ret == -EINVAL) {
 			ttf_error("give the NDJSON of `ttftrace --json -o RUN.ndjson` (not the text "
 				  "output)", "%s: %s", in_path, err);

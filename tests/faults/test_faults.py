@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -202,13 +203,21 @@ def test_signal_at_any_time_leaves_outputs_complete(sse_server, tracer, tmp_path
 # --- output errors -------------------------------------------------------------
 
 @needs_root
-def test_output_disk_full_exits_8(sse_server):
+@pytest.mark.parametrize("opt", ["-o", "--perfetto"])
+def test_output_disk_full_exits_8(sse_server, tmp_path, opt):
+    """A private full device (like /dev/full, so a regression cannot damage /dev)."""
+    full = str(tmp_path / "full")
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    os.chmod(full, 0o666)
     srv = sse_server("--ttft-ms", "5", "--itl-ms", "1")
     require_built(TTFTRACE)
-    p = subprocess.run([TTFTRACE, "-p", str(srv.pid), "-d", "1", "--json", "-o", "/dev/full"],
+    p = subprocess.run([TTFTRACE, "-p", str(srv.pid), "-d", "1", "--json", opt, full],
                        capture_output=True, text=True, timeout=30)
     assert p.returncode == 8, (p.returncode, p.stderr)
-    assert "Error:" in p.stderr and "/dev/full" in p.stderr, p.stderr
+    assert "Error:" in p.stderr and "No space left on device" in p.stderr, p.stderr
+    if opt == "-o":
+        assert full in p.stderr, p.stderr
+    assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
 @pytest.fixture

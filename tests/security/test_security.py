@@ -204,3 +204,28 @@ def test_root_without_bpf_or_perfmon_exits_3(drop):
                         str(os.getpid()), "-d", "1", "--json"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 0, p.stderr
+
+
+@needs_root
+def test_outputs_to_a_device_keep_the_device(tmp_path):
+    """--perfetto, --record, -o and `report -o` onto a character device write
+    through it: renaming a temporary file over it would replace the node (as
+    root, /dev/null itself). A private null device stands in for /dev/null."""
+    null = str(tmp_path / "null")
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.chmod(null, 0o666)
+    p = subprocess.run([TTFTRACE, "-p", str(os.getpid()), "-d", "1", "--json", "-o", null,
+                        "--perfetto", null, "--record", null], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    st = os.stat(null)
+    assert stat.S_ISCHR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o666
+    ndjson = str(tmp_path / "run.ndjson")
+    p = subprocess.run([TTFTRACE, "-p", str(os.getpid()), "-d", "1", "--json", "-o", ndjson],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    p = subprocess.run([TTFTRACE, "report", ndjson, "-o", null], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert stat.S_ISCHR(os.stat(null).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["null", "run.ndjson"], os.listdir(tmp_path)
