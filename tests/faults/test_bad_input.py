@@ -43,6 +43,7 @@ def test_malformed_cli_exits_2(args):
     assert p.stdout == ""
 
 
+@needs_root
 @pytest.mark.parametrize("spec", ["nocolon", "/bin/true:sym=badrole", "/bin/true:=step",
                                   "/bin/true:sym=step:reg:99"])
 def test_bad_probe_spec_exits_2(spec):
