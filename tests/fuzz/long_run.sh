@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The long fuzzing runs recorded in README "Fuzzing": each harness for RUNS
+# executions (default 10 million), one after the other (each uses one core).
+#   tests/fuzz/long_run.sh [name...]      default: every harness
+# Corpus grows in .output/fuzz/work/<name>, crashes land in
+# .output/fuzz/artifacts/<name>/ (copy them to tests/fuzz/regressions/<name>/),
+# the log with libFuzzer's final stats in .output/fuzz/log_<name>.txt.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-10000000}
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+	for f in tests/fuzz/fuzz_*.c; do
+		n=$(basename "$f" .c); names+=("${n#fuzz_}")
+	done
+fi
+tests/fuzz/build.sh "${names[@]}"
+for h in "${names[@]}"; do
+	mkdir -p .output/fuzz/work/$h .output/fuzz/artifacts/$h
+	args=(-runs="$RUNS" -max_len=8192 -print_final_stats=1 -rss_limit_mb=1024 -close_fd_mask=2
+	      -artifact_prefix=.output/fuzz/artifacts/$h/)
+	case $h in
+	http_sse|sse) args+=(-dict=tests/fuzz/http_sse.dict) ;;
+	record) args+=(-max_len=65536) ;;
+	esac
+	rc=0
+	.output/fuzz/fuzz_$h "${args[@]}" .output/fuzz/work/$h tests/fuzz/corpus/$h \
+		> .output/fuzz/log_$h.txt 2>&1 || rc=$?
+	echo "$h: rc $rc, $(grep -E 'number_of_executed_units|average_exec_per_sec' \
+		.output/fuzz/log_$h.txt | awk '{print $2}' | paste -sd' ') (runs, exec/s)"
+done
