@@ -119,7 +119,45 @@ def main(argv):
     if matched < n_client:
         print("note: unmatched requests were not reported by ttftrace (see its counters "
               "for drops)")
+    print_stages(client, by_key, ssum)
     return 0
+
+
+STAGES = ("net_in", "read_wait", "frontend", "queue", "prefill", "copy", "emit", "net_out",
+          "server")
+
+
+def print_stages(client, by_key, ssum):
+    """Where each request's TTFT went, as ttftrace split it (ms)."""
+    shown = [st for st in STAGES
+             if any((s.get("stages_ms") or {}).get(st) is not None for s in by_key.values())]
+    if not shown:
+        return
+    print("\n== where the TTFT went (ttftrace stages, ms) ==")
+    print("%-4s %-12s %8s | %s | %s" % ("req", "port#seq", "TTFT", " ".join(
+        st[:9].rjust(9) for st in shown), "attribution"))
+    for r in client.get("requests", []):
+        key = (r.get("local_port"), r.get("conn_seq", 0))
+        s = by_key.get(key)
+        if not s or not s.get("stages_ms"):
+            continue
+        st = s["stages_ms"]
+        how = s.get("attribution") or ""
+        if s.get("inferred_by"):
+            how += " (%s)" % s["inferred_by"]
+        print("%-4s %-12s %8s | %s | %s" % (
+            r.get("index"), "%s#%s" % key, fmt(s.get("ttft_ms")),
+            " ".join(fmt(st.get(x), 9) for x in shown), how))
+    stages = (ssum or {}).get("stages_ms") or {}
+    if stages:
+        print("%-26s | %s" % ("P95 over requests", " ".join(
+            fmt((stages.get(x) or {}).get("p95"), 9) for x in shown)))
+    if ssum and ssum.get("tail_stage"):
+        print("the tail (requests at or above P95 TTFT) is dominated by: %s" % ssum["tail_stage"])
+    fit = (ssum or {}).get("prefill_fit")
+    if fit:
+        print("prefill vs prompt: %.2f ms + %.4f ms/token (r2 %.3f)"
+              % (fit["intercept_ms"], fit["ms_per_token"], fit["r2"]))
 
 
 if __name__ == "__main__":
