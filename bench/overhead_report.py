@@ -2,18 +2,34 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Summarise bench/overhead.sh's work directory.
 
-usage: overhead_report.py WORKDIR ROUNDS CLK_TCK
+usage: overhead_report.py WORKDIR ROUNDS CLK_TCK TARGET...
 
-Per concurrency: throughput ratio (mean attached tokens/s over mean detached
-tokens/s), TTFT p50 ratio (p50 over all requests of the attached rounds over
-that of the detached rounds), each round pair's ratios to show the noise, and
-ttftrace's own CPU use. Per BPF program of the tracer: runs and ns per run
-from bpftool's run_time_ns / run_cnt (the kernel's BPF stats, summed over the
-attached rounds), plus BPF time per generated token and as a share of wall time.
+Per target and concurrency, for N (no tracer), T (ttftrace) and B
+(bpftrace): mean throughput over the rounds (generated tokens/s), TTFT p50
+and p99 over all requests of the rounds, and T/N, B/N ratios; the spread of
+the N rounds' throughput (max/min) shows the machine's noise. Per hook: ns per
+program run (kernel BPF stats, run_time_ns / run_cnt summed over the rounds)
+of ttftrace's program, of an empty program on the same hook (E round) and of
+bpftrace's. Uprobe and uretprobe programs are pooled per tracer: bpftrace
+gives both the symbol's name. Last, one summary table of the ratios.
 """
 import json
 import os
 import sys
+
+CFGS = ("N", "T", "B")
+# ttftrace program name (bpftool: BTF name, else 15 characters) -> hook
+HOOKS = {
+    "handle_fork": "sched_process_fork", "handle_exec": "sched_process_exec",
+    "handle_exit": "sched_process_exit", "handle_sys_enter": "sys_enter",
+    "handle_recv": "sock_recv_length", "handle_send": "sock_send_length",
+    "handle_data_ready": "sk_data_ready", "handle_xmit": "net_dev_start_xmit",
+    "handle_set_state": "inet_sock_set_state", "handle_switch": "sched_switch",
+    "handle_wakeup": "sched_wakeup", "handle_wakeup_new": "sched_wakeup_new",
+    "handle_entry": "uprobe+uretprobe", "handle_return": "uprobe+uretprobe",
+}
+BY15 = {k[:15]: v for k, v in HOOKS.items()}
+TP15 = {v[:15]: v for v in HOOKS.values()}
 
 
 def load(path):
@@ -21,108 +37,140 @@ def load(path):
         return json.load(f)
 
 
-def p50(xs):
-    """Median, interpolated between the two middle values."""
+def pct(xs, q):
+    """Percentile q (0-100), linear interpolation between closest ranks."""
     xs = sorted(xs)
-    n = len(xs)
-    if not n:
-        return None
-    m = n // 2
-    return xs[m] if n % 2 else (xs[m - 1] + xs[m]) / 2
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 def ttfts(run):
     return [r["ttft_ms"] for r in run["requests"] if r.get("error") is None]
 
 
-def tracer_counters(path):
-    """ttftrace's summary counters and outcomes from its NDJSON, or ({}, {})."""
+def hook_of(cfg, prog):
+    name = prog.get("name", "?")
+    if cfg == "B":
+        if prog.get("type") == "kprobe":
+            return None if name in ("BEGIN", "END") else "uprobe+uretprobe"
+        return TP15.get(name)
+    return HOOKS.get(name) or BY15.get(name)
+
+
+def bpf_stats(work, tag, cfg):
+    """{hook: [run_time_ns, run_cnt]} for the programs of round TAG's tracer."""
+    out = {}
     try:
-        with open(path) as f:
-            for line in f:
-                if '"type":"summary"' in line:
-                    o = json.loads(line)
-                    return o.get("counters") or {}, o.get("outcomes") or {}
+        with open(os.path.join(work, tag + ".ids")) as f:
+            ids = {int(l) for l in f if l.strip()}
+        progs = load(os.path.join(work, tag + ".bpf.json"))
     except (OSError, ValueError):
-        pass
-    return {}, {}
+        return out
+    for p in progs:
+        if p["id"] not in ids:
+            continue
+        h = hook_of(cfg, p)
+        if h is None:
+            continue
+        e = out.setdefault(h, [0, 0])
+        e[0] += p.get("run_time_ns", 0)
+        e[1] += p.get("run_cnt", 0)
+    return out
 
 
-def report_concurrency(work, c, rounds, clk_tck):
-    det = [load(os.path.join(work, "c%d-detached-%d.json" % (c, r))) for r in rounds]
-    att = [load(os.path.join(work, "c%d-attached-%d.json" % (c, r))) for r in rounds]
-    tput_d = [x["summary"]["throughput_tok_s"] for x in det]
-    tput_a = [x["summary"]["throughput_tok_s"] for x in att]
-    ttft_d = p50([t for x in det for t in ttfts(x)])
-    ttft_a = p50([t for x in att for t in ttfts(x)])
-    tput_ratio = (sum(tput_a) / len(tput_a)) / (sum(tput_d) / len(tput_d))
-    ttft_ratio = ttft_a / ttft_d
-    pair_tput = ["%.3f" % (a / d) for a, d in zip(tput_a, tput_d)]
-    pair_ttft = ["%.3f" % (p50(ttfts(a)) / p50(ttfts(d))) for a, d in zip(att, det)]
-    failed = sum(x["summary"]["failed"] for x in det + att)
+def add(acc, d):
+    for k, (ns, cnt) in d.items():
+        e = acc.setdefault(k, [0, 0])
+        e[0] += ns
+        e[1] += cnt
 
-    print("c=%d  (%d requests/round, %d rounds each)" % (c, det[0]["summary"]["requests"],
-                                                         len(rounds)))
-    print("  %-26s %10s %10s %8s   per round pair (A/D)" % ("", "detached", "attached", "ratio"))
-    print("  %-26s %10.1f %10.1f %8.3f   %s" % (
-        "throughput tokens/s (mean)", sum(tput_d) / len(tput_d), sum(tput_a) / len(tput_a),
-        tput_ratio, " ".join(pair_tput)))
-    print("  %-26s %10.2f %10.2f %8.3f   %s" % ("TTFT p50 ms (all requests)", ttft_d, ttft_a,
-                                               ttft_ratio, " ".join(pair_ttft)))
+
+def nsrun(e):
+    return e[0] / e[1] if e and e[1] else None
+
+
+def fmt(x, f="%.0f"):
+    return "-" if x is None else f % x
+
+
+def report(work, target, c, rounds, clk_tck):
+    runs = {cfg: [load(os.path.join(work, "%s-c%d-%s-%d.json" % (target, c, cfg, r)))
+                  for r in rounds] for cfg in CFGS}
+    m = {}
+    for cfg in CFGS:
+        tput = [x["summary"]["throughput_tok_s"] for x in runs[cfg]]
+        t = [v for x in runs[cfg] for v in ttfts(x)]
+        m[cfg] = (sum(tput) / len(tput), pct(t, 50), pct(t, 99), tput)
+    failed = sum(x["summary"]["failed"] for cfg in CFGS for x in runs[cfg])
+    nreq = runs["N"][0]["summary"]["requests"]
+    print("%s c=%d  (%d requests/round, %d rounds per configuration)"
+          % (target, c, nreq, len(rounds)))
+    print("  %-24s %9s %9s %9s %7s %7s" % ("", "N none", "T ttftr", "B bpftr", "T/N", "B/N"))
+    rows = (("throughput tok/s (mean)", 0, "%9.1f"), ("TTFT p50 ms", 1, "%9.2f"),
+            ("TTFT p99 ms", 2, "%9.2f"))
+    ratios = []
+    for label, i, f in rows:
+        tn, bn = m["T"][i] / m["N"][i], m["B"][i] / m["N"][i]
+        ratios += [tn, bn]
+        print("  %-24s %s %s %s %7.3f %7.3f" % (label, f % m["N"][i], f % m["T"][i],
+                                               f % m["B"][i], tn, bn))
+    print("  throughput per round N: %s  T: %s  B: %s  (N max/min %.3f)" % tuple(
+        [" ".join("%.1f" % v for v in m[cfg][3]) for cfg in CFGS] +
+        [max(m["N"][3]) / min(m["N"][3])]))
     if failed:
         print("  WARNING: %d requests failed (see loadgen JSON)" % failed)
 
-    # BPF programs of the tracer, stats summed over the attached rounds.
-    progs = {}
-    wall_s = sum(x["summary"]["wall_s"] for x in att)
-    tokens = sum(x["summary"]["tokens"] for x in att)
-    ticks = 0
-    lost = {}
+    stats = {cfg: {} for cfg in ("T", "B", "E")}
+    cpu = {"T": [0, 0.0, 0], "B": [0, 0.0, 0]}	# ticks, wall s, BPF ns
     for r in rounds:
-        with open(os.path.join(work, "c%d-progids-%d.txt" % (c, r))) as f:
-            ids = {int(l) for l in f if l.strip()}
-        for p in load(os.path.join(work, "c%d-bpf-%d.json" % (c, r))):
-            if p["id"] not in ids:
-                continue
-            e = progs.setdefault(p.get("name", "?"), [0, 0])
-            e[0] += p.get("run_time_ns", 0)
-            e[1] += p.get("run_cnt", 0)
-        with open(os.path.join(work, "c%d-cputicks-%d.txt" % (c, r))) as f:
-            ticks += int(f.read())
-        counters, _ = tracer_counters(os.path.join(work, "c%d-ttftrace-%d.ndjson" % (c, r)))
-        for k in ("ringbuf_full", "lost_sync", "arrival_map_full", "sock_map_full",
-                  "tgid_map_full"):
-            if counters.get(k):
-                lost[k] = lost.get(k, 0) + counters[k]
-    total_ns = sum(v[0] for v in progs.values())
-    total_cnt = sum(v[1] for v in progs.values())
-    print("  BPF cost (kernel.bpf_stats_enabled, attached rounds: %.2f s, %d tokens)"
-          % (wall_s, tokens))
-    print("    %-20s %10s %10s" % ("program", "runs", "ns/run"))
-    for name, (ns, cnt) in sorted(progs.items(), key=lambda kv: -kv[1][0]):
-        print("    %-20s %10d %10s" % (name, cnt, "%.0f" % (ns / cnt) if cnt else "-"))
-    print("    %-20s %10d %10s   %.0f ns/token, %.3f%% of wall time (one CPU)" % (
-        "all", total_cnt, "%.0f" % (total_ns / total_cnt) if total_cnt else "-",
-        total_ns / tokens if tokens else 0, 100.0 * total_ns / (wall_s * 1e9) if wall_s else 0))
-    cpu_s = ticks / clk_tck
-    print("  ttftrace user space: %.2f s CPU over %.2f s (%.2f%% of one CPU)"
-          % (cpu_s, wall_s, 100.0 * cpu_s / wall_s if wall_s else 0))
-    if lost:
-        print("  ttftrace loss counters: %s" % ", ".join("%s=%d" % kv for kv in sorted(lost.items())))
+        for cfg in ("T", "B"):
+            tag = "%s-c%d-%s-%d" % (target, c, cfg, r)
+            s = bpf_stats(work, tag, cfg)
+            add(stats[cfg], s)
+            with open(os.path.join(work, tag + ".cputicks")) as f:
+                cpu[cfg][0] += int(f.read())
+            cpu[cfg][1] += load(os.path.join(work, tag + ".json"))["summary"]["wall_s"]
+            cpu[cfg][2] += sum(v[0] for v in s.values())
+    add(stats["E"], bpf_stats(work, "%s-c%d-E-1" % (target, c), "E"))
+    print("  BPF ns/run per hook (T, B: %d rounds; E empty program: 1 round)" % len(rounds))
+    print("    %-20s %9s %7s %7s %7s %9s %9s" % ("hook", "T runs", "T", "E", "T-E", "B", "B-E"))
+    hooks = sorted(set(stats["T"]) | set(stats["B"]) | set(stats["E"]),
+                   key=lambda h: -(stats["T"].get(h, [0, 0])[0]))
+    for h in hooks:
+        t, e, b = (nsrun(stats[cfg].get(h)) for cfg in ("T", "E", "B"))
+        print("    %-20s %9d %7s %7s %7s %9s %9s" % (
+            h, stats["T"].get(h, [0, 0])[1], fmt(t), fmt(e),
+            fmt(t - e if t is not None and e is not None else None), fmt(b),
+            fmt(b - e if b is not None and e is not None else None)))
+    for cfg, name in (("T", "ttftrace"), ("B", "bpftrace")):
+        ticks, wall, ns = cpu[cfg]
+        print("  %s: BPF %.2f%% of one CPU, user space %.2f%% of one CPU (over %.1f s)"
+              % (name, 100.0 * ns / (wall * 1e9) if wall else 0,
+                 100.0 * ticks / clk_tck / wall if wall else 0, wall))
     print()
-    return tput_ratio, ttft_ratio
+    return ratios
 
 
 def main(argv):
-    if len(argv) != 4:
+    if len(argv) < 5:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     work, rounds, clk_tck = argv[1], range(1, int(argv[2]) + 1), int(argv[3])
-    res = {}
-    for c in (1, 8):
-        res[c] = report_concurrency(work, c, rounds, clk_tck)
-    print("summary  " + "   ".join("c=%d: throughput x%.3f, TTFT p50 x%.3f" % (c, t, f)
-                                  for c, (t, f) in res.items()))
+    res = []
+    for target in argv[4:]:
+        for c in (1, 16, 64):
+            res.append((target, c, report(work, target, c, rounds, clk_tck)))
+    print("summary: ratios against no tracer (goal for T: throughput >= 0.990,"
+          " TTFT p50 <= 1.010, and better than B)")
+    print("  %-8s %4s  %8s %8s %8s   %8s %8s %8s" % ("target", "c", "T tput", "T p50",
+                                                     "T p99", "B tput", "B p50", "B p99"))
+    for target, c, r in res:
+        print("  %-8s %4d  %8.3f %8.3f %8.3f   %8.3f %8.3f %8.3f"
+              % (target, c, r[0], r[2], r[4], r[1], r[3], r[5]))
     return 0
 
 
