@@ -153,14 +153,14 @@ bpftrace_script() {
 	uprobe_specs "$1" | while IFS=: read -r path sym role; do
 		if [ "$role" = step ]; then
 			# llama_batch in memory at sp + 8: n_tokens and the first token's seq id.
-			printf 'uprobe:%s:%s /pid == $1/ { $b = reg("sp") + 8; ' "$path" "$sym"
+			printf 'uprobe:"%s":%s /pid == $1/ { $b = reg("sp") + 8; ' "$path" "$sym"
 			printf 'printf("S %%d %%llu %%d %%d\\n", tid, nsecs, *(int32 *)$b, '
 			printf '*(int32 *)(*(uint64 *)(*(uint64 *)($b + 40)))); }\n'
 		else
-			printf 'uprobe:%s:%s /pid == $1/ { printf("U %%d %%llu\\n", tid, nsecs); }\n' \
+			printf 'uprobe:"%s":%s /pid == $1/ { printf("U %%d %%llu\\n", tid, nsecs); }\n' \
 				"$path" "$sym"
 		fi
-		printf 'uretprobe:%s:%s /pid == $1/ { printf("u %%d %%llu %%d\\n", tid, nsecs, retval); }\n' \
+		printf 'uretprobe:"%s":%s /pid == $1/ { printf("u %%d %%llu %%d\\n", tid, nsecs, retval); }\n' \
 			"$path" "$sym"
 	done
 }
