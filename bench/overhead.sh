@@ -43,12 +43,7 @@ LOADGEN=${LOADGEN:-.output/bin/loadgen}
 ENGINE=${ENGINE:-.output/tests/fixtures/engine}
 STATS=/proc/sys/kernel/bpf_stats_enabled
 TRACEFS=/sys/kernel/tracing
-
-die() {
-	echo "Error: $1" >&2
-	[ -z "${2:-}" ] || echo "HINT: $2" >&2
-	exit 1
-}
+. tools/lib.sh
 
 [ "$(id -u)" -eq 0 ] || die "the benchmark loads BPF programs and must run as root" \
 	"sudo bench/overhead.sh"
@@ -67,17 +62,6 @@ work=$(mktemp -d /tmp/ttftrace-overhead.XXXXXX)
 stats_orig=$(cat "$STATS")
 server_pid= tracer_pid= mounted_tracefs=
 
-stop() {
-	local pid=$1 sig=$2 i
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for i in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	echo "$stats_orig" >"$STATS" 2>/dev/null || true
 	stop "$tracer_pid" INT
@@ -104,17 +88,6 @@ clang -g -O2 -target bpf -D__TARGET_ARCH_"$(uname -m | sed 's/x86_64/x86/;s/aarc
 	-c bench/empty_hooks.bpf.c -o "$work/empty_hooks.bpf.o" || die "cannot build empty_hooks.bpf.o"
 gcc -O2 -Wall -Wextra bench/empty_hooks.c -o "$work/empty_hooks" -lbpf ||
 	die "cannot build empty_hooks"
-
-# Wait up to $3 seconds for file $1 to contain pattern $2 while pid $4 lives.
-wait_for() {
-	local i
-	for i in $(seq $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$4" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 
 # load C N OUT: one round of N chat requests at concurrency C.
 load() {

@@ -18,6 +18,7 @@
 # (0, 3 failed requests, 4 no step meets the SLO), 1 when the setup fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/lib.sh
 
 STEPS=${STEPS:-1,4,8,16,32,64} P=${P:-64} M=${M:-32} PARALLEL=${PARALLEL:-1}
 N=${N:-} W=${W:-} SLO=${SLO:-} PORT=${PORT:-}
@@ -26,12 +27,6 @@ TTFTRACE=${TTFTRACE:-./ttftrace}
 LOADGEN=${LOADGEN:-.output/bin/loadgen}
 RUNDIR=${RUNDIR:-runs/sweep-$(date +%Y%m%d-%H%M%S)}
 
-die() {
-	echo "Error: $1" >&2
-	[ -z "${2:-}" ] || echo "HINT: $2" >&2
-	exit 1
-}
-
 [ "$(id -u)" -eq 0 ] || die "ttftrace traces with BPF and must run as root" "sudo $0"
 [ -x "$TTFTRACE" ] || die "$TTFTRACE not found" "make"
 [ -x "$LOADGEN" ] || die "$LOADGEN not found" "make"
@@ -39,33 +34,12 @@ mkdir -p "$RUNDIR"
 set -m
 
 server_pid= tracer_pid=
-stop() {
-	local pid=$1 sig=$2 i
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for i in $(seq 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	stop "$tracer_pid" INT
 	stop "$server_pid" TERM
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-wait_for() {
-	local i
-	for i in $(seq $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$4" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 
 if [ -z "$PORT" ]; then
 	[ -f tools/demo/model/demo.gguf ] && [ -d tools/demo/node_modules/node-llama-cpp ] ||

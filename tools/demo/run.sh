@@ -10,17 +10,12 @@
 # Everything the run wrote stays in RUNDIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tools/lib.sh
 
 N=${N:-8} C=${C:-2} P=${P:-64} M=${M:-32} PARALLEL=${PARALLEL:-1}
 TTFTRACE=${TTFTRACE:-./ttftrace}
 LOADGEN=${LOADGEN:-.output/bin/loadgen}
 RUNDIR=${RUNDIR:-runs/demo-$(date +%Y%m%d-%H%M%S)}
-
-die() {
-	echo "Error: $1" >&2
-	[ -z "${2:-}" ] || echo "HINT: $2" >&2
-	exit 1
-}
 
 [ "$(id -u)" -eq 0 ] || die "the demo traces with BPF and must run as root" "sudo make demo"
 [ -x "$TTFTRACE" ] || die "$TTFTRACE not found" "make"
@@ -33,36 +28,12 @@ mkdir -p "$RUNDIR"
 set -m
 
 server_pid= tracer_pid=
-# Stop what we started, by pid: the tracer first (SIGINT makes it write its
-# summary), then the server.
-stop() {
-	local pid=$1 sig=$2 i
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill "-$sig" "$pid" 2>/dev/null || true
-	for i in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-}
 cleanup() {
 	stop "$tracer_pid" INT
 	stop "$server_pid" TERM
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# Wait up to $3 seconds for file $1 to contain pattern $2 while pid $4 lives.
-wait_for() {
-	local i
-	for i in $(seq $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		kill -0 "$4" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
-}
 
 echo "demo: starting the server (tools/demo/server.mjs, $PARALLEL sequence(s))"
 node tools/demo/server.mjs --port 0 --parallel "$PARALLEL" \
