@@ -127,10 +127,13 @@ def test_ringbuf_overflow_is_counted_and_requests_stay_consistent(sse_server, tr
             read_until_end(s)
     finally:
         os.kill(tr.proc.pid, signal.SIGCONT)
-    # after the burst, one small request that must come out whole
-    c = Client(srv.port)
-    c.request(max_tokens=5)
-    c.close()
+    # After the burst, small requests that must come out whole once the
+    # tracer has drained its backlog (the first may still meet a full ring).
+    for _ in range(3):
+        time.sleep(0.3)
+        c = Client(srv.port)
+        c.request(max_tokens=5)
+        c.close()
     time.sleep(0.5)
     assert tr.stop() == 0, tr.stderr
     reqs, summ = check_complete_ndjson(tr.out_path)
@@ -149,7 +152,8 @@ def test_ringbuf_overflow_is_counted_and_requests_stay_consistent(sse_server, tr
         if not flagged:
             assert r["tokens"] == truth[port]["tokens"], (r, truth[port]["tokens"])
             whole += 1
-    assert whole >= 1, "the request after the burst was not reported whole: %s" % reqs
+    assert whole >= 1, "no request after the burst was reported whole: %s" % [
+        {k: r.get(k) for k in ("id", "conn", "conn_seq", "tokens", "flags")} for r in reqs]
 
 
 # --- SIGINT / SIGTERM at any time --------------------------------------------
