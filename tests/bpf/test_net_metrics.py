@@ -76,8 +76,12 @@ def check_request(rec, truth, tokens, ttft_ms=TTFT_MS, itl_ms=ITL_MS, coalesced=
         (truth["t_read_ns"] - rec["t_arrival_ns"]) / 1e6,
         (truth["t_first_ns"] - truth["t_read_ns"]) / 1e6)
     if on_schedule:
-        assert abs(rec["ttft_ms"] - ttft_ms) <= 2.0, "ttft %.3f ms, programmed %d; %s" % (
-            rec["ttft_ms"], ttft_ms, server)
+        # The schedule starts at the server's read; a request that waited in the
+        # socket (the server thread slow to wake on a loaded machine) waited
+        # that long on top: ttftrace shows it as read_wait, the log as t_read.
+        read_wait_ms = max(0.0, (truth["t_read_ns"] - rec["t_arrival_ns"]) / 1e6 - 0.5)
+        assert abs(rec["ttft_ms"] - read_wait_ms - ttft_ms) <= 2.0, (
+            "ttft %.3f ms, programmed %d; %s" % (rec["ttft_ms"], ttft_ms, server))
     if tokens > 1 and len(ts) > 1:
         truth_tpot = (ts[-1] - ts[0]) / (len(ts) - 1) / 1e6
         assert abs(rec["tpot_ms"] - truth_tpot) <= 1.0, "tpot %.3f ms, server's %.3f" % (

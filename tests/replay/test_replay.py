@@ -177,6 +177,7 @@ def test_long_run_bounded_memory(tmp_path):
     peak = max(samples)
     assert peak < 64 * 1024, "peak RSS %d KiB" % peak
     # After warm-up (the first 40% of the run: the timeline and scheduler
-    # horizons filling), RSS stays within 2 MiB.
+    # horizons filling), RSS does not grow by more than 2 MiB. (The last
+    # sample can fall in the exit, when memory is being freed: a drop.)
     tail = samples[int(len(samples) * 0.4):]
-    assert max(tail) - min(tail) <= 2048, tail
+    assert max(tail) - tail[0] <= 2048, tail

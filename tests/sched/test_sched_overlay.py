@@ -130,4 +130,6 @@ def test_seed_marks_sleepers_blocked(procs, contend):
     # The driver printed "attached" after seeding; the test then sent "go":
     # the 20 ms before t0 reach back before the seed only if "go" was fast.
     assert before["blocked_ns"] > 0, before
-    assert before["runnable_ns"] + before["on_cpu_ns"] < 5e6, before
+    # Mostly blocked: "go" wakes the thread at the end of the window, and on a
+    # loaded machine the wakeup can wait a few ms for a CPU.
+    assert before["runnable_ns"] + before["on_cpu_ns"] < 10e6, before
