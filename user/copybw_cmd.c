@@ -8,8 +8,11 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 
+#include "user/subcmd.h"
 #include "user/copybw.h"
 #include "user/pcie.h"
+
+#define usage_error(fmt, arg) subcmd__usage_error("copybw", COPYBW_EXIT_USAGE, fmt, arg)
 
 static const char copybw_usage[] =
 "Usage: ttftrace copybw [OPTIONS]\n"
@@ -54,27 +57,6 @@ struct copybw_args {
 	bool json;
 };
 
-static int copybw_parse_int(const char *s, int min, int max, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
-
-static int copybw_usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "Error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nHINT: see `ttftrace copybw --help`\n");
-	return COPYBW_EXIT_USAGE;
-}
-
 /* Returns -1 to continue, or an exit code (help, usage error). */
 static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 {
@@ -104,27 +86,27 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 	while ((c = getopt_long(argc, argv, "+d:s:n:w:m:r:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
-			if (copybw_parse_int(optarg, 0, 1023, &a->device))
-				return copybw_usage_error("bad --device '%s' (a CUDA index)",
+			if (subcmd__parse_int(optarg, 0, 1023, &a->device))
+				return usage_error("bad --device '%s' (a CUDA index)",
 							  optarg);
 			break;
 		case 's':
 			a->nr_sizes = copybw__parse_sizes(optarg, a->sizes, COPYBW_MAX_SIZES);
 			if (a->nr_sizes < 0)
-				return copybw_usage_error("bad --sizes '%s' (e.g. 64K,1M,256M; "
+				return usage_error("bad --sizes '%s' (e.g. 64K,1M,256M; "
 							  "1 B .. 4 GiB, at most 32)", optarg);
 			break;
 		case 'n':
-			if (copybw_parse_int(optarg, 1, 100000, &a->iters))
-				return copybw_usage_error("bad --iters '%s' (1..100000)", optarg);
+			if (subcmd__parse_int(optarg, 1, 100000, &a->iters))
+				return usage_error("bad --iters '%s' (1..100000)", optarg);
 			break;
 		case 'w':
-			if (copybw_parse_int(optarg, 0, 100000, &a->warmup))
-				return copybw_usage_error("bad --warmup '%s' (0..100000)", optarg);
+			if (subcmd__parse_int(optarg, 0, 100000, &a->warmup))
+				return usage_error("bad --warmup '%s' (0..100000)", optarg);
 			break;
 		case OPT_RAMP:
-			if (copybw_parse_int(optarg, 0, 60000, &a->ramp_ms))
-				return copybw_usage_error("bad --ramp-ms '%s' (0..60000)", optarg);
+			if (subcmd__parse_int(optarg, 0, 60000, &a->ramp_ms))
+				return usage_error("bad --ramp-ms '%s' (0..60000)", optarg);
 			break;
 		case 'm':
 			if (!strcmp(optarg, "both"))
@@ -132,7 +114,7 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 			else if (!strcmp(optarg, "pinned") || !strcmp(optarg, "pageable"))
 				a->pinned = !(a->pageable = !strcmp(optarg, "pageable"));
 			else
-				return copybw_usage_error("bad --memory '%s' "
+				return usage_error("bad --memory '%s' "
 							  "(pinned, pageable, both)", optarg);
 			break;
 		case OPT_DIR:
@@ -141,7 +123,7 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 			else if (!strcmp(optarg, "h2d") || !strcmp(optarg, "d2h"))
 				a->h2d = !(a->d2h = !strcmp(optarg, "d2h"));
 			else
-				return copybw_usage_error("bad --dir '%s' (h2d, d2h, both)",
+				return usage_error("bad --dir '%s' (h2d, d2h, both)",
 							  optarg);
 			break;
 		case 'r':
@@ -157,12 +139,12 @@ static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 			fputs(copybw_usage, stdout);
 			return COPYBW_EXIT_OK;
 		default:
-			return copybw_usage_error("unknown or incomplete option '%s'",
+			return usage_error("unknown or incomplete option '%s'",
 						  argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return copybw_usage_error("unexpected argument '%s'", argv[optind]);
+		return usage_error("unexpected argument '%s'", argv[optind]);
 	return -1;
 }
 

@@ -8,8 +8,11 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 
+#include "user/subcmd.h"
 #include "user/copybw.h"
 #include "user/pcie.h"
+
+#define usage_error(fmt, arg) subcmd__usage_error("pcie", PCIE_EXIT_USAGE, fmt, arg)
 
 #define PCIE_EXIT_OK		0
 #define PCIE_EXIT_DOWNTRAINED	1
@@ -60,27 +63,6 @@ struct pcie_args {
 	bool json;
 };
 
-static int pcie_usage_error(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "Error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nHINT: see `ttftrace pcie --help`\n");
-	return PCIE_EXIT_USAGE;
-}
-
-static int pcie_parse_int(const char *s, int min, int max, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
-
 /* Returns -1 to continue, or an exit code (help, usage error). */
 static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 {
@@ -116,12 +98,12 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			break;
 		case 'D':
 			if (pcie__normalize_bdf(optarg, a->gpu, sizeof(a->gpu)))
-				return pcie_usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)",
+				return usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)",
 							optarg);
 			break;
 		case 'p':
-			if (pcie_parse_int(optarg, 1, 1 << 30, &a->pid))
-				return pcie_usage_error("bad --pid '%s'", optarg);
+			if (subcmd__parse_int(optarg, 1, 1 << 30, &a->pid))
+				return usage_error("bad --pid '%s'", optarg);
 			break;
 		case OPT_BUSY:
 			a->busy = true;
@@ -129,8 +111,8 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			break;
 		case OPT_PSTATE:
 			if ((optarg[0] != 'P' && optarg[0] != 'p') ||
-			    pcie_parse_int(optarg + 1, 0, 15, &pst))
-				return pcie_usage_error("bad --pstate '%s' (P0 .. P15)", optarg);
+			    subcmd__parse_int(optarg + 1, 0, 15, &pst))
+				return usage_error("bad --pstate '%s' (P0 .. P15)", optarg);
 			/* P0/P2 while working, P5/P8 idle: case 24 (nvtop#6 mapping) */
 			if (pst <= 2) {
 				a->busy = true;
@@ -141,16 +123,16 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			break;
 		case OPT_LOAD:
 			if (strcmp(optarg, "copy"))
-				return pcie_usage_error("bad --load '%s' (only 'copy')", optarg);
+				return usage_error("bad --load '%s' (only 'copy')", optarg);
 			a->load_copy = true;
 			break;
 		case 'n':
-			if (pcie_parse_int(optarg, 1, 1000, &a->samples))
-				return pcie_usage_error("bad --samples '%s' (1..1000)", optarg);
+			if (subcmd__parse_int(optarg, 1, 1000, &a->samples))
+				return usage_error("bad --samples '%s' (1..1000)", optarg);
 			break;
 		case 'i':
-			if (pcie_parse_int(optarg, 0, 10000, &a->interval_ms))
-				return pcie_usage_error("bad --interval-ms '%s' (0..10000)",
+			if (subcmd__parse_int(optarg, 0, 10000, &a->interval_ms))
+				return usage_error("bad --interval-ms '%s' (0..10000)",
 							optarg);
 			break;
 		case 'j':
@@ -160,14 +142,14 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			fputs(pcie_usage, stdout);
 			return PCIE_EXIT_OK;
 		default:
-			return pcie_usage_error("unknown or incomplete option '%s'",
+			return usage_error("unknown or incomplete option '%s'",
 						argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return pcie_usage_error("unexpected argument '%s'", argv[optind]);
+		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (pstate_idle && (a->busy || a->load_copy))
-		return pcie_usage_error("%s contradicts an idle --pstate (P3..P15)",
+		return usage_error("%s contradicts an idle --pstate (P3..P15)",
 					a->load_copy ? "--load copy" : "--busy/--pstate P0-P2");
 	return -1;
 }

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Argument helpers shared by the subcommands (pcie, copybw). */
+#ifndef TTFTRACE_SUBCMD_H
+#define TTFTRACE_SUBCMD_H
+
+/* Decimal integer in [min, max] into *out. Returns 0 or -EINVAL. */
+int subcmd__parse_int(const char *s, int min, int max, int *out);
+
+/*
+ * "Error: <fmt with arg>" and "HINT: see `ttftrace <cmd> --help`" on stderr;
+ * returns exit_code for the caller to return.
+ */
+int subcmd__usage_error(const char *cmd, int exit_code, const char *fmt, const char *arg);
+
+#endif /* TTFTRACE_SUBCMD_H */
