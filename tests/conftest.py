@@ -177,8 +177,13 @@ class Tracer:
                 text = f.read()
         else:
             text = self.stdout
+        # While ttftrace runs, the file may end in a line that is still being
+        # written (stdio flushes whole buffers, not whole lines); a prefix
+        # can even end in "}" when a nested object closes there. Only
+        # newline-terminated lines are complete.
+        lines = text.split("\n")[:-1]
         recs = []
-        for line in text.splitlines():
+        for line in lines:
             line = line.strip()
             if line.startswith("{") and line.endswith("}"):
                 recs.append(json.loads(line))
