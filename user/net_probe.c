@@ -9,6 +9,7 @@
 #include "net.skel.h"
 #include "user/log.h"
 #include "user/net_probe.h"
+#include "user/tp_check.h"
 
 #define MAX_LINKS 32
 
@@ -59,11 +60,19 @@ static int skipped(const char *list, const char *name)
 	return 0;
 }
 
-struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err)
+/* Without these there is no request to see; the rest only add detail. */
+static const char *const required_tps[] = {
+	"sys_enter", "sock_recv_length", "sock_send_length", NULL,
+};
+
+struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err,
+				       char *missing_tp, size_t missing_len)
 {
 	struct net_probe *np = calloc(1, sizeof(*np));
 	struct bpf_program *prog;
 
+	if (missing_len)
+		missing_tp[0] = '\0';
 	if (!np) {
 		*err = -ENOMEM;
 		return NULL;
@@ -86,6 +95,12 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 	bpf_object__for_each_program(prog, np->skel->obj) {
 		if (skipped(opts->skip_progs, bpf_program__name(prog)))
 			bpf_program__set_autoload(prog, false);
+	}
+	if (opts->vmlinux_btf) {
+		*err = tp_check__prune(np->skel->obj, opts->vmlinux_btf, required_tps, missing_tp,
+				       missing_len);
+		if (*err < 0)
+			goto fail;
 	}
 	*err = bpf_map__set_max_entries(np->skel->maps.events, opts->ringbuf_bytes);
 	if (*err)

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include "bpf/net.h"
 
+struct btf;
+
 struct net_probe;
 
 typedef int (*net_event_cb)(void *ctx, const struct ttf_net_event *e, size_t len);
@@ -28,6 +30,12 @@ struct net_probe_opts {
 	 * a fault-injection seam for tests (env TTFTRACE_SKIP_PROGS).
 	 */
 	const char *skip_progs;
+	/*
+	 * Kernel BTF for the tracepoint check (user/tp_check.h); NULL skips
+	 * it. Required: sys_enter, sock_recv_length, sock_send_length; any
+	 * other missing tracepoint only leaves its program out.
+	 */
+	const struct btf *vmlinux_btf;
 	net_event_cb on_event;
 	void *ctx;
 };
@@ -45,9 +53,12 @@ struct net_probe_status {
 
 /*
  * Open and load. Returns NULL with *err = -EPERM (privileges), -ENOENT (a
- * needed kernel type/tracepoint is missing) or another negative errno.
+ * needed kernel type/tracepoint is missing; missing_tp[missing_len] gets
+ * the name of a required tracepoint the tp_check found absent, else "") or
+ * another negative errno.
  */
-struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err);
+struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err,
+				       char *missing_tp, size_t missing_len);
 /* Attach every loaded program; fills *st. Returns 0, or -ENOENT when recv/send did not attach. */
 int net_probe__attach(struct net_probe *np, struct net_probe_status *st);
 /* Add a process / listening port to the in-kernel filters. */

@@ -11,6 +11,7 @@
 #include "sched.skel.h"
 #include "user/log.h"
 #include "user/sched_probe.h"
+#include "user/tp_check.h"
 
 #define MAX_LINKS 3
 #define DEF_RINGBUF_BYTES (4U << 20)
@@ -75,10 +76,13 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err)
+struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
+					   char *missing_tp, size_t missing_len)
 {
 	struct sched_probe *sp;
 
+	if (missing_len)
+		missing_tp[0] = '\0';
 	if (!opts->view) {
 		*err = -EINVAL;
 		return NULL;
@@ -95,6 +99,12 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 	if (!sp->skel) {
 		*err = -errno;
 		goto fail;
+	}
+	if (opts->vmlinux_btf) {
+		*err = tp_check__prune(sp->skel->obj, opts->vmlinux_btf, NULL, missing_tp,
+				       missing_len);
+		if (*err < 0)
+			goto fail;
 	}
 	if (opts->tgid_map_fd > 0) {
 		*err = bpf_map__reuse_fd(sp->skel->maps.traced_tgids, opts->tgid_map_fd);

@@ -18,6 +18,7 @@
 #include "user/sched.h"
 
 struct sched_probe;
+struct btf;
 struct ring_buffer;
 
 typedef int (*sched_event_cb)(void *ctx, const struct ttf_sched_event *e);
@@ -35,14 +36,21 @@ struct sched_probe_opts {
 	struct sched_view *view;
 	sched_event_cb on_event;	/* optional: every record, before the view */
 	void *ctx;
+	/*
+	 * Kernel BTF for the tracepoint check (user/tp_check.h); NULL skips
+	 * it. Every scheduler tracepoint is required.
+	 */
+	const struct btf *vmlinux_btf;
 };
 
 /*
  * Open and load. Returns NULL with *err = -EPERM (privileges), -ENOENT (a
- * tracepoint or kernel type is missing), -EINVAL (no view) or another
- * negative errno.
+ * tracepoint or kernel type is missing; missing_tp[missing_len] gets the
+ * tracepoint's name when the tp_check found it absent, else ""), -EINVAL (no
+ * view) or another negative errno.
  */
-struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err);
+struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
+					   char *missing_tp, size_t missing_len);
 /* Attach sched_switch, sched_wakeup, sched_wakeup_new. Returns 0 or -errno of the first failure. */
 int sched_probe__attach(struct sched_probe *sp);
 /* Add a process to the probe's traced set (with a shared map: the net probe's set). */

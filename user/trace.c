@@ -23,6 +23,7 @@
 #include "user/net_probe.h"
 #include "user/report.h"
 #include "user/target.h"
+#include "user/tp_check.h"
 #include "user/trace.h"
 
 #define POLL_MS 10
@@ -59,6 +60,7 @@ struct tracer {
 	struct engine_setup *engine;	/* engine uprobes; NULL if none */
 	struct sched_view *sched;	/* scheduler overlay; NULL if unavailable */
 	struct sched_probe *sched_probe;
+	struct btf *vmlinux_btf;	/* tracepoint checks while setting up; freed after */
 	struct live *live;	/* progress line and --slo samples; NULL if neither */
 	FILE *out;
 	pid_t child;		/* -c */
@@ -157,9 +159,21 @@ static int load_probes(struct tracer *t)
 		.on_event = on_event,
 		.ctx = t,
 	};
+	char missing[64];
 	int err;
 
-	t->probe = net_probe__open_load(&po, &err);
+	t->vmlinux_btf = tp_check__kernel_btf();
+	if (!t->vmlinux_btf)
+		ttf_warn("cannot read kernel BTF to check tracepoints (%s)", strerror(errno));
+	po.vmlinux_btf = t->vmlinux_btf;
+	t->probe = net_probe__open_load(&po, &err, missing, sizeof(missing));
+	if (!t->probe && missing[0]) {
+		ttf_error("sock_recv_length and sock_send_length arrived in Linux 6.3; "
+			  "ttftrace needs them and sys_enter",
+			  "this kernel has no %s tracepoint (no btf_trace_%s in its BTF)",
+			  missing, missing);
+		return TTF_EXIT_KERNEL;
+	}
 	if (!t->probe) {
 		if (err == -EPERM) {
 			ttf_error("run as root; in a container add CAP_BPF, CAP_PERFMON",
@@ -221,6 +235,7 @@ static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t en
 static void open_sched(struct tracer *t, struct pipeline_opts *po)
 {
 	struct sched_probe_opts so = { .sz = sizeof(so) };
+	char missing[64];
 	int err;
 
 	if (t->opts->no_sched)
@@ -232,10 +247,15 @@ static void open_sched(struct tracer *t, struct pipeline_opts *po)
 	so.view = t->sched;
 	so.on_event = on_sched_event;
 	so.ctx = t;
-	t->sched_probe = sched_probe__open_load(&so, &err);
+	so.vmlinux_btf = t->vmlinux_btf;
+	t->sched_probe = sched_probe__open_load(&so, &err, missing, sizeof(missing));
 	if (!t->sched_probe || (err = sched_probe__attach(t->sched_probe))) {
-		ttf_warn("scheduler probes unavailable (%s): no runqueue/off-CPU overlay",
-			 strerror(-err));
+		if (missing[0])
+			ttf_warn("scheduler probes unavailable (this kernel has no %s tracepoint): "
+				 "no runqueue/off-CPU overlay", missing);
+		else
+			ttf_warn("scheduler probes unavailable (%s): no runqueue/off-CPU overlay",
+				 strerror(-err));
 		sched_probe__destroy(t->sched_probe);
 		t->sched_probe = NULL;
 		sched__free(t->sched);
@@ -515,6 +535,8 @@ int trace__run(const struct ttf_opts *o)
 
 	open_gpu(&t, &po);
 	open_sched(&t, &po);
+	btf__free(t.vmlinux_btf);
+	t.vmlinux_btf = NULL;
 	t.pipe = t.report ? pipeline__new(&po) : NULL;
 	if (!t.pipe || !t.report) {
 		ttf_error(NULL, "out of memory");
@@ -571,6 +593,7 @@ out:
 	sched_probe__destroy(t.sched_probe);
 	sched__free(t.sched);
 	net_probe__destroy(t.probe);
+	btf__free(t.vmlinux_btf);
 	target_set__free(&t.targets);
 	if (t.out && t.out != stdout && fclose(t.out) && code == TTF_EXIT_OK) {
 		ttf_error(NULL, "closing %s: %s", o->output, strerror(errno));

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """ttftrace's command line: usage, documented exit codes, and targets that end.
 
-Exit codes: 0 ok, 2 bad command line, 3 not root, 4 no BTF / tracepoints,
+Exit codes: 0 ok, 2 bad command line, 3 not root, 4 no BTF / tracepoints
+(test_missing_tracepoint.py),
 5 no such process, 6 nothing attached, 7 target gone, 8 output error.
 """
 import os

@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	po.view = v;
-	sp = sched_probe__open_load(&po, &err);
+	sp = sched_probe__open_load(&po, &err, NULL, 0);
 	if (!sp) {
 		ttf_error("run as root on a kernel with BTF", "could not load the sched probes: %s",
 			  strerror(-err));
