@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
+#include "user/caps.h"
 #include "user/engine_setup.h"
 #include "user/gpu_rx.h"
 #include "user/gpu_store.h"
@@ -88,11 +89,24 @@ static int check_environment(void)
 
 	if (!btf)
 		btf = "/sys/kernel/btf/vmlinux";
-	if (geteuid() != 0) {
-		ttf_error("run as root (or with CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN)",
-			  "ttftrace needs root to load BPF programs");
+	uint64_t caps = 0;
+	char missing[64];
+	int err = caps__effective(&caps);
+
+	if (err) {
+		ttf_error("mount /proc", "cannot read this process's capabilities: %s",
+			  strerror(-err));
 		return TTF_EXIT_PRIV;
 	}
+	if (caps__check_bpf(caps, missing, sizeof(missing))) {
+		ttf_error("run as root, or grant them: `setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep "
+			  "ttftrace`; in a container add them to the securityContext",
+			  "ttftrace needs %s to load its BPF programs", missing);
+		return TTF_EXIT_PRIV;
+	}
+	if (!caps__has(caps, TTF_CAP_SYS_PTRACE))
+		ttf_warn("no CAP_SYS_PTRACE: processes of other users cannot be inspected "
+			 "(/proc/PID/fd for --port, /proc/PID/maps for uprobes)");
 	if (access(btf, R_OK)) {
 		ttf_error("ttftrace uses CO-RE and tp_btf programs: it needs a kernel built with "
 			  "CONFIG_DEBUG_INFO_BTF=y",
