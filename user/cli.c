@@ -41,7 +41,7 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
 	{ "pid", 'p', "PID", 0, "Trace this process, its threads and later children", 1 },
 	{ "comm", OPT_COMM, "NAME", 0, "Trace processes with this command name (now and later)", 1 },
-	{ "port", OPT_PORT, "PORT", 0, "Trace the process listening on this TCP port", 1 },
+	{ "port", OPT_PORT, "PORT", 0, "Trace the process listening on this TCP port, and the next one after it exits", 1 },
 	{ "cmd", 'c', "CMD", 0, "Start CMD with /bin/sh -c and trace it until it exits", 1 },
 	{ NULL, 0, NULL, 0, "Output:", 2 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this many seconds", 2 },

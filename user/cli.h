@@ -16,7 +16,7 @@ enum ttf_exit {
 	TTF_EXIT_KERNEL = 4,	  /* no BTF, or a needed tracepoint is missing */
 	TTF_EXIT_NO_TARGET = 5,	  /* no such PID, or nothing matches --comm/--port */
 	TTF_EXIT_NOT_ATTACHED = 6, /* BPF programs failed to load or attach */
-	TTF_EXIT_TARGET_GONE = 7, /* every traced process exited (-p/--comm/--port) */
+	TTF_EXIT_TARGET_GONE = 7, /* every traced process exited (-p; --port waits for the next) */
 	TTF_EXIT_OUTPUT = 8,	  /* output file cannot be written */
 	TTF_EXIT_INTERNAL = 9,	  /* anything else (out of memory, ...) */
 	TTF_EXIT_SLO = 10,	  /* --slo not met (user/slo.h); the run itself succeeded */

@@ -64,6 +64,7 @@ struct tracer {
 	struct btf *vmlinux_btf;	/* tracepoint checks while setting up; freed after */
 	struct live *live;	/* progress line and --slo samples; NULL if neither */
 	FILE *out;
+	int port_waiting;	/* --port: the server exited, no new listener yet */
 	pid_t child;		/* -c */
 	int child_status;
 	int child_done;
@@ -358,15 +359,61 @@ static void print_startup(struct tracer *t)
 		t->st.xmit ? "device transmit" : "write");
 }
 
-/* 1 when every traced process is gone. */
+static int any_alive(const struct target_set *ts)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (target__alive(ts->tgids[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * --port names a service, not a process: once its processes are gone, trace
+ * whoever listens on the port next (a restart or a redeploy), with its
+ * descendants. Returns the number of processes added.
+ */
+static int follow_port(struct tracer *t)
+{
+	struct target_set now = { 0 };
+	int added = 0;
+
+	if (target__by_port(&now, t->opts->port))
+		goto out;
+	for (size_t i = 0, n = now.n; i < n; i++)
+		target__by_pid(&now, now.tgids[i]);
+	for (size_t i = 0; i < now.n; i++) {
+		uint32_t tgid = now.tgids[i];
+		size_t before = t->targets.n;
+
+		if (target_set__add(&t->targets, tgid) || t->targets.n == before)
+			continue;
+		net_probe__trace_tgid(t->probe, tgid);
+		engine_setup__attach(t->engine, tgid);
+		fprintf(stderr, "Tracing PID %u: it listens on port %u now.\n", tgid, t->opts->port);
+		added++;
+	}
+out:
+	target_set__free(&now);
+	return added;
+}
+
+/* 1 when every traced process is gone and none can come back. */
 static int targets_gone(struct tracer *t)
 {
 	if (t->opts->target == TTF_TARGET_COMM)
 		return 0;	/* a new process with that name may start */
-	for (size_t i = 0; i < t->targets.n; i++)
-		if (target__alive(t->targets.tgids[i]))
-			return 0;
-	return 1;
+	if (any_alive(&t->targets))
+		return 0;
+	if (t->opts->target != TTF_TARGET_PORT)
+		return 1;
+	if (!t->port_waiting) {
+		fprintf(stderr, "The server on port %u exited; waiting for the next one "
+			"(Ctrl-C to end).\n", t->opts->port);
+		t->port_waiting = 1;
+	}
+	if (follow_port(t))
+		t->port_waiting = 0;
+	return 0;
 }
 
 #define MAX_COUNTERS (TTF_CNT__MAX + 48)

@@ -94,20 +94,46 @@ def test_comm_target_restart_is_followed(sse_server, tracer):
 
 
 @needs_root
-def test_port_target_exits_7_with_summary_when_server_exits(sse_server, tracer):
-    """--port resolves the listening process once: when it exits, ttftrace
-    prints the summary and exits 7 (a restart on the same port is not followed)."""
-    srv = sse_server("--ttft-ms", "20", "--itl-ms", "2", "--nodelay")
-    tr = tracer("--port", srv.port)
-    c = Client(srv.port)
+def test_port_target_follows_a_restart_on_the_same_port(sse_server, tracer):
+    """--port names a service: when its server exits, ttftrace says so, keeps
+    running, and traces the next process that listens on the port. Requests
+    of both servers are reported with their own pid, and nothing is lost."""
+    srv1 = sse_server("--ttft-ms", "20", "--itl-ms", "2", "--nodelay")
+    tr = tracer("--port", srv1.port)
+    c = Client(srv1.port)
     c.request(max_tokens=3)
     c.close()
-    srv.stop()
-    rc = tr.wait_exit(timeout_s=15)
-    assert rc == 7, (rc, tr.stderr)
+    srv1.stop()
+    deadline = time.monotonic() + 5
+    while "waiting for the next one" not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "The server on port %d exited; waiting for the next one" % srv1.port in tr.stderr, \
+        tr.stderr
+    assert tr.proc.poll() is None, tr.stderr
+    srv2 = sse_server("--port", str(srv1.port), "--ttft-ms", "30", "--itl-ms", "2",
+                      "--nodelay")
+    assert srv2.port == srv1.port
+    deadline = time.monotonic() + 5
+    while "Tracing PID %d" % srv2.pid not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Tracing PID %d: it listens on port %d now." % (srv2.pid, srv1.port) in tr.stderr, \
+        tr.stderr
+    c = Client(srv2.port)
+    c.request(max_tokens=4)
+    c.request(max_tokens=5)
+    c.close()
+    tr.wait_requests(3)
+    assert tr.stop() == 0, tr.stderr
     reqs, summ = check_complete_ndjson(tr.out_path)
-    assert [r["tokens"] for r in reqs] == [3]
-    assert "All traced processes exited" in tr.stderr
+    assert [(r["pid"], r["tokens"]) for r in reqs] == [
+        (srv1.pid, 3), (srv2.pid, 4), (srv2.pid, 5)], reqs
+    assert summ["requests"] == 3
+    # each TTFT against its own server's log: arrival -> that server's first token
+    truth = srv1.truth() + srv2.truth()
+    assert [x["tokens"] for x in truth] == [3, 4, 5], truth
+    for r, x, programmed_ms in zip(reqs, truth, (20, 30, 30)):
+        assert r["ttft_ms"] >= programmed_ms, r
+        assert abs(r["ttft_ms"] - (x["t_first_ns"] - r["t_arrival_ns"]) / 1e6) <= 2.0, (r, x)
 
 
 # --- ring-buffer overflow ------------------------------------------------------
