@@ -49,12 +49,13 @@ const volatile __u16 targ_port = 0;	/* 0: any local port */
 const volatile char targ_comm[TTF_COMM_LEN] = {};
 const volatile bool targ_follow_comm = false;
 
-enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3, BUF_NONE = 4 };
+enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3 };
 enum buf_dir { DIR_RECV = 1, DIR_SEND = 2 };
 
 struct sys_args {
 	__u64 enter_ns;	/* bpf_ktime_get_ns() at sys_enter */
 	__u64 buf;	/* user pointer: buffer, iovec array or msghdr */
+	__s64 nr;	/* syscall number */
 	__u32 len;	/* buffer length or iovec count */
 	__u8 kind;	/* enum buf_kind */
 	__u8 dir;	/* enum buf_dir */
@@ -289,17 +290,60 @@ int BPF_PROG(handle_exit, struct task_struct *p, bool group_dead)
 #error "syscall numbers for this architecture are not known"
 #endif
 
+/* The syscalls whose buffer handle_sys_enter remembers: one test on x86. */
+static __always_inline bool payload_syscall(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	const __u64 mask = (1ULL << NR_read) | (1ULL << NR_write) | (1ULL << NR_readv) |
+			   (1ULL << NR_writev) | (1ULL << NR_sendto) | (1ULL << NR_recvfrom) |
+			   (1ULL << NR_sendmsg) | (1ULL << NR_recvmsg);
+
+	return (__u64)id < 64 && ((1ULL << id) & mask);
+#else
+	switch (id) {
+	case NR_read: case NR_write: case NR_readv: case NR_writev:
+	case NR_sendto: case NR_recvfrom: case NR_sendmsg: case NR_recvmsg:
+		return true;
+	}
+	return false;
+#endif
+}
+
 /*
- * Every syscall of a traced process overwrites its thread's slot, so a
- * sock_*_length that fires inside the same syscall always finds that
- * syscall's arguments, never a stale buffer (BUF_NONE for other syscalls).
+ * Number of the syscall the current task is in (the kernel saves it in
+ * pt_regs at entry: orig_ax on x86, syscallno on arm64, a7 on riscv);
+ * bpf_task_pt_regs() needs Linux 5.15.
+ */
+static __always_inline long current_syscall_nr(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
+#else
+	return BPF_CORE_READ(regs, a7);
+#endif
+}
+
+/*
+ * Remember the buffer of the syscalls that move socket payload. This runs for
+ * every syscall of the machine, so the cheap test (the syscall number) comes
+ * first and the rest return before any map lookup. A slot only ever holds the
+ * arguments of its thread's last such syscall; handle_io uses it only when
+ * the syscall it fires in has the slot's number, which then is that very
+ * syscall (its entry overwrote the slot), never a stale buffer.
  */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct sys_args a = {};
+	__u64 pid_tgid;
 
+	if (!payload_syscall(id))
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
 	switch (id) {
@@ -329,15 +373,11 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 		a.kind = BUF_MSG;
 		a.dir = DIR_SEND;
 		break;
-	default:
-		a.kind = BUF_NONE;
-		break;
 	}
-	if (a.kind != BUF_NONE) {
-		a.enter_ns = bpf_ktime_get_ns();
-		a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		a.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	}
+	a.nr = id;
+	a.enter_ns = bpf_ktime_get_ns();
+	a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	bpf_map_update_elem(&sys_args, &pid_tgid, &a, BPF_ANY);
 	return 0;
 }
@@ -453,8 +493,8 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	if (want > (__u32)ret)
 		want = ret;
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
-	if (a && a->kind != BUF_NONE &&
-	    a->dir == (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND)) {
+	if (a && a->dir == (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND) &&
+	    a->nr == current_syscall_nr()) {
 		e->enter_ns = a->enter_ns;
 		got = copy_payload(s->payload, a, want);
 	} else {
