@@ -29,13 +29,13 @@ static const char doc[] =
 "    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
 "    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1   # custom engine step\n"
 "\n"
-"Exit codes: 0 ok, 2 bad command line, 3 not root, 4 kernel lacks BTF or a\n"
+"Exit codes: 0 ok, 2 bad command line, 3 missing privileges, 4 kernel lacks BTF or a\n"
 "tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
 "error, 9 internal error, 10 an --slo not met (after the summary).";
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
-       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO };
+       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -72,6 +72,8 @@ static const struct argp_option options[] = {
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
 	{ "record", OPT_RECORD, "FILE", 0,
 	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
+	{ "sysfs-root", OPT_SYSFS_ROOT, "DIR", 0,
+	  "Read PCIe links (copy GB/s, /metrics gauges) under DIR instead of /sys", 5 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
 	{},
 };
@@ -199,6 +201,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PERFETTO:
 		o->perfetto = arg;
+		break;
+	case OPT_SYSFS_ROOT:
+		if (!*arg)
+			argp_error(state, "--sysfs-root needs a directory");
+		o->sysfs_root = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);

@@ -55,6 +55,7 @@ struct ttf_opts {
 	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/record.h) */
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/otlp.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/perfetto.h) */
+	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 };
 
 /*

@@ -11,6 +11,7 @@
 #include "user/histo.h"
 #include "user/log.h"
 #include "user/prom.h"
+#include "user/prom_pcie.h"
 
 /*
  * Fine enough for 1 ms TTFT stages and 0.5 ms ITLs at the low end, up to a
@@ -331,7 +332,36 @@ struct prom_sink {
 	pthread_mutex_t lock;
 	struct prom_metrics *pm;
 	struct MHD_Daemon *mhd;
+	char *sysfs_root;	/* PCIe gauges (user/prom_pcie.h); NULL: /sys */
 };
+
+/* The request metrics, then the PCIe gauges read now (outside the lock). */
+static char *scrape(struct prom_sink *ps, size_t *len)
+{
+	char *text, *all = NULL;
+	size_t text_len = 0, sz = 0;
+	FILE *f;
+
+	pthread_mutex_lock(&ps->lock);
+	text = prom_metrics__render(ps->pm, &text_len);
+	pthread_mutex_unlock(&ps->lock);
+	if (!text)
+		return NULL;
+	f = open_memstream(&all, &sz);
+	if (!f) {
+		free(text);
+		return NULL;
+	}
+	fwrite(text, 1, text_len, f);
+	free(text);
+	prom_pcie__render(f, ps->sysfs_root);
+	if (fclose(f)) {
+		free(all);
+		return NULL;
+	}
+	*len = sz;
+	return all;
+}
 
 static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const char *url,
 			       const char *method, const char *version, const char *upload_data,
@@ -355,9 +385,7 @@ static enum MHD_Result on_http(void *cls, struct MHD_Connection *conn, const cha
 		resp = MHD_create_response_from_buffer(strlen(msg), msg, MHD_RESPMEM_PERSISTENT);
 		code = MHD_HTTP_NOT_FOUND;
 	} else {
-		pthread_mutex_lock(&ps->lock);
-		text = prom_metrics__render(ps->pm, &len);
-		pthread_mutex_unlock(&ps->lock);
+		text = scrape(ps, &len);
 		if (!text)
 			return MHD_NO;
 		resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -416,6 +444,7 @@ static void sink_destroy(void *ctx)
 		MHD_stop_daemon(ps->mhd);
 	pthread_mutex_destroy(&ps->lock);
 	prom_metrics__free(ps->pm);
+	free(ps->sysfs_root);
 	free(ps);
 }
 
@@ -460,7 +489,7 @@ static void print_url(int fd)
 	}
 }
 
-int prom_sink__new(const char *spec, struct ttf_sink *out)
+int prom_sink__new(const char *spec, const char *sysfs_root, struct ttf_sink *out)
 {
 	struct sockaddr_storage sa;
 	struct prom_sink *ps;
@@ -476,6 +505,8 @@ int prom_sink__new(const char *spec, struct ttf_sink *out)
 		return -ENOMEM;
 	pthread_mutex_init(&ps->lock, NULL);
 	ps->pm = prom_metrics__new();
+	if (sysfs_root && !(ps->sysfs_root = strdup(sysfs_root)))
+		ps->pm = (prom_metrics__free(ps->pm), NULL);
 	if (!ps->pm) {
 		err = -ENOMEM;
 		goto cleanup;

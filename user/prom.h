@@ -22,6 +22,8 @@
  *                                       counters, when the CUPTI collector reports
  *   ttftrace_counter_total{name}        counter, every tracer counter as it is named in
  *                                       the summary's "counters"
+ *   ttftrace_pcie_*                     gauges of the GPUs' PCIe links, read at each
+ *                                       scrape (user/prom_pcie.h)
  * Requests that lost sync with the byte stream (outcome "unknown") feed no
  * histogram and no token count, as in the summary (user/report.h).
  */
@@ -59,11 +61,12 @@ int prom__parse_listen(const char *spec, struct sockaddr_storage *sa, socklen_t 
 
 /*
  * A sink that feeds a struct prom_metrics and serves it on spec (see
- * prom__parse_listen); prints the URL it serves on stderr. The data sit
+ * prom__parse_listen), with PCIe gauges read under sysfs_root (NULL: /sys);
+ * prints the URL it serves on stderr. The data sit
  * under a mutex that the tracer's hooks hold only to update a few counters.
  * Returns 0, -EINVAL (bad spec), -ENOMEM, or -EADDRINUSE/-EACCES/... when the
  * server cannot listen (-EIO when libmicrohttpd does not say why).
  */
-int prom_sink__new(const char *spec, struct ttf_sink *out);
+int prom_sink__new(const char *spec, const char *sysfs_root, struct ttf_sink *out);
 
 #endif /* TTFTRACE_PROM_H */

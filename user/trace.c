@@ -326,9 +326,9 @@ static void open_gpu(struct tracer *t, struct pipeline_opts *po)
 	po->gpu = t->gpu;
 	/* Copies are compared with the first NVIDIA GPU's PCIe path, when there is one. */
 	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
-	n = gpus ? pcie__find_gpus(NULL, gpus, PCIE_MAX_GPUS) : 0;
+	n = gpus ? pcie__find_gpus(t->opts->sysfs_root, gpus, PCIE_MAX_GPUS) : 0;
 	if (n > 0)
-		po->link_gbps = pcie__path_gbps(NULL, gpus[0].bdf);
+		po->link_gbps = pcie__path_gbps(t->opts->sysfs_root, gpus[0].bdf);
 	if (n > 1)
 		ttf_info("%d GPUs: copy bandwidth is compared with %s's link", n, gpus[0].bdf);
 	free(gpus);

@@ -152,3 +152,48 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     for le, count in itl_le.items():
         # itl_ms is rounded to 1 us: no sample sits that close to a bound here
         assert count == sum(1 for x in itls if x / 1e3 <= float(le)), (le, count, itls)
+
+
+TREES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pcie", "trees")
+
+
+@pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
+def test_prometheus_scrapes_pcie_link_gauges(sse_server, tracer, procs, tmp_path):
+    """The PCIe gauges of a fake sysfs tree (tests/pcie/mktrees.py switch_x4:
+    two Gen4 x16 GPUs behind a switch whose uplink trained at x4), read back
+    through Prometheus' API: the uplink shows 4 of 16 lanes, and each path's
+    current rate is Gen4 x4 against Gen4 x16 capable."""
+    srv = sse_server("--ttft-ms", "10", "--itl-ms", "1")
+    mport = free_port()
+    tr = tracer("-p", srv.pid, "--metrics", "%d" % mport,
+                "--sysfs-root", os.path.join(TREES, "switch_x4"))
+    api = start_prometheus(procs, tmp_path, mport)
+    wait_value(api, "ttftrace_pcie_gpus", 2)
+    for gpu in ("0000:03:00.0", "0000:04:00.0"):
+        sel = 'gpu="%s"' % gpu
+        # link 0: the GPU's own link, below the switch downstream port
+        assert scalar(api, 'ttftrace_pcie_link_width{%s,link="0"}' % sel) == 16
+        # link 1: root port -> switch upstream port
+        port = query(api, 'ttftrace_pcie_link_width{%s,link="1"}' % sel)[0]["metric"]["port"]
+        assert port == "0000:00:01.0"
+        assert scalar(api, 'ttftrace_pcie_link_width{%s,link="1"}' % sel) == 4
+        assert scalar(api, 'ttftrace_pcie_link_max_width{%s,link="1"}' % sel) == 16
+        assert scalar(api, 'ttftrace_pcie_link_speed_gts{%s,link="1"}' % sel) == 16
+        assert scalar(api, 'ttftrace_pcie_link_max_speed_gts{%s,link="1"}' % sel) == 16
+        # 16 GT/s x lanes x 128/130 / 8 bytes
+        cur = scalar(api, 'ttftrace_pcie_path_bytes_per_second{%s,state="current"}' % sel)
+        cap = scalar(api, 'ttftrace_pcie_path_bytes_per_second{%s,state="capable"}' % sel)
+        assert cur == round(16e9 * 4 * 128 / 130 / 8), cur
+        assert cap == round(16e9 * 16 * 128 / 130 / 8), cap
+    assert tr.stop() == 0, tr.stderr
+
+
+def test_metrics_without_gpu_say_zero_gpus(sse_server, tracer):
+    srv = sse_server("--ttft-ms", "10", "--itl-ms", "1")
+    mport = free_port()
+    tr = tracer("-p", srv.pid, "--metrics", "%d" % mport,
+                "--sysfs-root", os.path.join(TREES, "no_gpu"))
+    _, _, text = http_get("http://127.0.0.1:%d/metrics" % mport)
+    assert "# TYPE ttftrace_pcie_gpus gauge\nttftrace_pcie_gpus 0\n" in text, text
+    assert "ttftrace_pcie_link_speed_gts" not in text
+    assert tr.stop() == 0, tr.stderr
