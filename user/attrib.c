@@ -148,6 +148,42 @@ static void gpu_part(struct ttf_attrib *a, const struct attrib_sources *src, uin
 	}
 }
 
+struct step_collect {
+	struct ttf_attrib *a;
+	const struct attrib_sources *src;
+	uint64_t req_id;
+	uint32_t pid;
+};
+
+static int collect_step(void *ctx, const struct tl_step *st)
+{
+	struct step_collect *c = ctx;
+	struct ttf_step_span *sp;
+	struct gpu_split split;
+
+	if (!st->is_prompt || st->req_id != c->req_id)
+		return 0;
+	if (c->a->n_step_spans == TTF_MAX_STEP_SPANS)
+		return 1;
+	sp = &c->a->step_spans[c->a->n_step_spans++];
+	sp->start_ns = st->start_ns;
+	sp->end_ns = st->end_ns;
+	sp->n_tokens = st->n_tokens;
+	sp->tid = st->tid;
+	if (c->src->gpu && st->end_ns > st->start_ns &&
+	    !gpu_join__step(c->src->gpu, c->pid,
+			    &(struct gpu_step){ st->start_ns, st->end_ns, st->tid }, &split) &&
+	    (split.kernels || split.copies)) {
+		sp->have_gpu = 1;
+		sp->compute_ns = split.compute_ns;
+		sp->copy_ns = split.copy_ns;
+		sp->host_gap_ns = split.host_gap_ns;
+		sp->kernels = split.kernels;
+		sp->copies = split.copies;
+	}
+	return 0;
+}
+
 int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
 			const struct attrib_sources *src, struct ttf_attrib *a)
 {
@@ -209,8 +245,12 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 			 !src->tl || !timeline__has_steps(src->tl) ?
 			 "no engine step probe" : "no prompt step matched this request");
 	} else {
+		struct step_collect sc = { a, src, r->id, k->step_tgid };
+
 		a->prefill_steps = k->prefill_steps;
 		a->prefill_tokens = k->prefill_tokens;
+		timeline__steps_in(src->tl, k->prefill_start_ns, k->prefill_end_ns, collect_step,
+				   &sc);
 		a->queued_behind_aborted_ns = k->queued_behind_orphan_ns;
 		if (!have_tok) {
 			a->stage_ns[TTF_ST_FRONTEND] = -1;

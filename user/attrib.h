@@ -94,6 +94,22 @@ struct ttf_gpu_part {
 	double link_gbps;	/* theoretical PCIe rate per direction of the GPU path; <= 0 unknown */
 };
 
+#define TTF_MAX_STEP_SPANS 16
+
+/*
+ * One engine step of a request's prefill (a prompt step the timeline gave
+ * it), with the GPU split of that step when a CUPTI collector reports
+ * (user/gpu_join.h: compute + copy + host_gap == end - start).
+ */
+struct ttf_step_span {
+	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC */
+	int32_t n_tokens;		/* tokens in the batch; -1 unknown */
+	uint32_t tid;			/* engine thread */
+	int have_gpu;
+	uint64_t compute_ns, copy_ns, host_gap_ns;
+	uint32_t kernels, copies;
+};
+
 struct ttf_attrib {
 	int valid;			/* 0: no TTFT, nothing attributed */
 	int64_t stage_ns[TTF_ST__ALL];	/* -1: not observed / merged away */
@@ -108,6 +124,9 @@ struct ttf_attrib {
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];
 	struct ttf_gpu_part gpu;
+	/* the prefill's steps, oldest first (prefill_steps counts all; the first 16 kept) */
+	uint32_t n_step_spans;
+	struct ttf_step_span step_spans[TTF_MAX_STEP_SPANS];
 };
 
 struct attrib_sources {

@@ -65,6 +65,8 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	memcpy(s->inferred_by, a->inferred_by, sizeof(s->inferred_by) - 1);
 	memcpy(s->merged, a->merged, sizeof(s->merged) - 1);
 	s->prefill_steps = a->prefill_steps;
+	s->n_steps = a->n_step_spans;
+	memcpy(s->steps, a->step_spans, sizeof(s->steps[0]) * a->n_step_spans);
 	for (uint32_t i = 0; i < a->n_causes && s->n_causes < OTLP_MAX_CAUSES; i++)
 		snprintf(s->causes[s->n_causes++], sizeof(s->causes[0]), "itl #%u %.3f ms: %s",
 			 a->causes[i].index, a->causes[i].itl_ns / 1e6, a->causes[i].cause);
@@ -302,6 +304,36 @@ static void stage_span(cJSON *spans, const struct otlp_span_src *s, uint64_t see
 	attr_str(at, "ttftrace.stage", ttf_stage_name(st), err);
 }
 
+/* Engine steps of the prefill, children of the request span at their own times. */
+static void step_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t seed, int64_t off,
+		       int *err)
+{
+	for (uint32_t i = 0; i < s->n_steps; i++) {
+		const struct ttf_step_span *st = &s->steps[i];
+		cJSON *sp, *at;
+
+		sp = new_span(spans, seed, s->req_id, 1 + TTF_ST__ALL + (int)i, 0, "prefill.step",
+			      SPAN_KIND_INTERNAL, st->start_ns,
+			      st->end_ns > st->start_ns ? st->end_ns : st->start_ns, off, err);
+		at = sp ? cJSON_AddArrayToObject(sp, "attributes") : NULL;
+		if (!at) {
+			*err = 1;
+			return;
+		}
+		attr_int(at, "thread.id", st->tid, err);
+		attr_int(at, "ttftrace.step.index", i + 1, err);
+		if (st->n_tokens >= 0)
+			attr_int(at, "ttftrace.step.tokens", st->n_tokens, err);
+		if (!st->have_gpu)
+			continue;
+		attr_double(at, "ttftrace.gpu.compute", st->compute_ns / 1e9, err);
+		attr_double(at, "ttftrace.gpu.copy", st->copy_ns / 1e9, err);
+		attr_double(at, "ttftrace.gpu.host_gap", st->host_gap_ns / 1e9, err);
+		attr_int(at, "ttftrace.gpu.kernels", st->kernels, err);
+		attr_int(at, "ttftrace.gpu.copies", st->copies, err);
+	}
+}
+
 static void request_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t seed,
 			  int64_t off, int *err)
 {
@@ -340,6 +372,7 @@ static void request_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t 
 				   cursor, err);
 		cursor += s->stage_ns[st];
 	}
+	step_spans(spans, s, seed, off, err);
 }
 
 static cJSON *resource_spans(cJSON *rs_arr, const struct otlp_span_src *first, const char *host,

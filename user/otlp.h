@@ -12,7 +12,11 @@
  *   laid out back to back from the parent's start in stage order, so that the
  *   children cover exactly [start, start + TTFT]. copy (host<->device copies
  *   that happen inside prefill) is placed right after prefill; tokenize is a
- *   child of frontend at its start.
+ *   child of frontend at its start;
+ *   one INTERNAL child "prefill.step" per engine step of the prefill (up to
+ *   TTF_MAX_STEP_SPANS), at the step's own times, with thread.id,
+ *   ttftrace.step.index, ttftrace.step.tokens and, when a CUPTI collector
+ *   reports, ttftrace.gpu.{compute,copy,host_gap} (s), .kernels, .copies.
  * Times: CLOCK_MONOTONIC + an offset to CLOCK_REALTIME measured once at start
  * (otlp__clock_offset_ns), as decimal strings of Unix ns.
  *
@@ -68,6 +72,8 @@ struct otlp_span_src {
 	uint32_t prefill_steps;
 	uint32_t n_causes;
 	char causes[OTLP_MAX_CAUSES][80];	/* "itl #3 41.2 ms: prefill of request 12" */
+	uint32_t n_steps;
+	struct ttf_step_span steps[TTF_MAX_STEP_SPANS];
 };
 
 /* Copy what the spans need (a may be NULL). */

@@ -10,7 +10,9 @@ counted in the summary, and ttftrace still exits within its flush bound.
 """
 import http.server
 import json
+import os
 import re
+import sys
 import threading
 import time
 
@@ -208,3 +210,47 @@ def test_otlp_collector_down_drops_counted(sse_server, tracer):
             counters["otlp_requests_dropped_at_exit"]) == 3, counters
     # flush bound OTLP_FLUSH_MS = 3 s, plus tracer teardown
     assert took < 8, "ttftrace took %.1f s to exit" % took
+
+
+@pytest.fixture
+def fixture_engine(procs, tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attrib"))
+    from attrib_helpers import Engine, require_attribution
+    require_attribution()
+    return lambda *args: Engine(procs, args, str(tmp_path / "truth.ndjson"))
+
+
+def test_otlp_prefill_step_spans_from_engine_uprobes(fixture_engine, tracer, receiver):
+    """The fixture engine prefills a 300-token prompt in --chunk 128 steps
+    (128, 128, 44 tokens, 20 us per token): the request's trace has one
+    prefill.step span per step, at the engine's own times (its truth file),
+    on the engine thread."""
+    from attrib_helpers import PROFILE
+    eng = fixture_engine("--prefill-us-per-token", "20", "--decode-us", "500", "--chunk", "128")
+    rec = receiver()
+    tr = tracer("-p", eng.pid, "--profile", PROFILE, "--otlp", rec.url)
+    c = Client(eng.port)
+    assert c.request(path="/v1/completions", body={
+        "model": "m", "stream": True, "max_tokens": 3, "prompt_tokens": 300}).status == 200
+    c.close()
+    (truth,) = eng.wait_truth(1)
+    tr.wait_requests(1, timeout_s=5)
+    assert tr.stop() == 0, tr.stderr
+    spans = [sp for _, sp in rec.spans()]
+    (req,) = [sp for sp in spans if sp["kind"] == 2]
+    steps = sorted((sp for sp in spans if sp["name"] == "prefill.step"),
+                   key=lambda sp: int(sp["startTimeUnixNano"]))
+    assert [attrs(sp["attributes"])["ttftrace.step.tokens"] for sp in steps] == [128, 128, 44]
+    assert [attrs(sp["attributes"])["ttftrace.step.index"] for sp in steps] == [1, 2, 3]
+    assert all(sp["parentSpanId"] == req["spanId"] for sp in steps)
+    assert len({attrs(sp["attributes"])["thread.id"] for sp in steps}) == 1
+    (out,) = tr.requests()
+    assert out["prefill_steps"] == 3 and truth["prefill_steps"] == 3
+    # the steps span the engine's prefill: span times are realtime, the truth is
+    # CLOCK_MONOTONIC; compare durations, and each step's length with its tokens
+    first, last = int(steps[0]["startTimeUnixNano"]), int(steps[-1]["endTimeUnixNano"])
+    truth_ns = truth["t_prefill_end"] - truth["t_prefill_start"]
+    assert abs((last - first) - truth_ns) < 0.5e6, (last - first, truth_ns)
+    for sp, tokens in zip(steps, (128, 128, 44)):
+        dur_ms = (int(sp["endTimeUnixNano"]) - int(sp["startTimeUnixNano"])) / 1e6
+        assert dur_ms >= tokens * 0.020, (dur_ms, tokens)

@@ -162,6 +162,20 @@ static void test_fifo_inferred_and_chunked(void **state)
 	assert_int_equal(a2.prefill_tokens, 812);
 	assert_int_equal(a2.stage_ns[TTF_ST_EMIT], 1 * MS);
 	assert_int_equal(sum_stages(&a2), 38 * MS - (2 * MS - 100000));
+	/* one span per prompt step, at the steps' own times; not the shared decode */
+	assert_int_equal(a1.n_step_spans, 1);
+	assert_int_equal(a1.step_spans[0].start_ns, 5 * MS);
+	assert_int_equal(a1.step_spans[0].end_ns, 15 * MS);
+	assert_int_equal(a1.step_spans[0].n_tokens, 100);
+	assert_int_equal(a2.n_step_spans, 2);
+	assert_int_equal(a2.step_spans[0].start_ns, 16 * MS);
+	assert_int_equal(a2.step_spans[0].end_ns, 26 * MS);
+	assert_int_equal(a2.step_spans[0].n_tokens, 512);
+	assert_int_equal(a2.step_spans[1].start_ns, 27 * MS);
+	assert_int_equal(a2.step_spans[1].end_ns, 37 * MS);
+	assert_int_equal(a2.step_spans[1].n_tokens, 300);
+	assert_int_equal(a2.step_spans[1].tid, 20);
+	assert_false(a2.step_spans[0].have_gpu);
 	ttf_request__release(&r1);
 	ttf_request__release(&r2);
 	timeline__free(tl);
@@ -421,6 +435,14 @@ static void test_gpu_copy_stage(void **state)
 		}
 	}
 	assert_true(a.gpu.link_gbps > 63.0);
+	/* the one prompt step, split the same way (its window is the prefill's) */
+	assert_int_equal(a.n_step_spans, 1);
+	assert_true(a.step_spans[0].have_gpu);
+	assert_int_equal(a.step_spans[0].compute_ns, 14 * MS);
+	assert_int_equal(a.step_spans[0].copy_ns, 2 * MS);
+	assert_int_equal(a.step_spans[0].host_gap_ns, 4 * MS);
+	assert_int_equal(a.step_spans[0].kernels, 2);
+	assert_int_equal(a.step_spans[0].copies, 2);
 	ttf_request__release(&r);
 	gpu_store__free(g);
 	timeline__free(tl);

@@ -181,6 +181,69 @@ static void test_one_request(void **state)
 	free(json);
 }
 
+/*
+ * Two prefill steps (chunked): 1.010..1.050 s with 512 tokens and a GPU split,
+ * 1.052..1.080 s with 300 tokens and no CUPTI data. Each is a child of the
+ * request span at its own times; only the first carries ttftrace.gpu.*.
+ */
+static void test_prefill_step_spans(void **state)
+{
+	struct otlp_span_src s;
+	cJSON *root, *spans, *sp, *attrs;
+	char req_span[17], step_span[17];
+	char *json;
+	int n = 0;
+
+	base_src(&s, 6, 4242);
+	s.n_steps = 2;
+	s.steps[0] = (struct ttf_step_span){ .start_ns = 1010000000, .end_ns = 1050000000,
+					     .n_tokens = 512, .tid = 4250, .have_gpu = 1,
+					     .compute_ns = 30000000, .copy_ns = 4000000,
+					     .host_gap_ns = 6000000, .kernels = 40, .copies = 3 };
+	s.steps[1] = (struct ttf_step_span){ .start_ns = 1052000000, .end_ns = 1080000000,
+					     .n_tokens = 300, .tid = 4250 };
+	json = otlp__build_json(&s, 1, "h", 99, OFFSET_NS);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	assert_non_null(root);
+	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0), "scopeSpans"), 0),
+		"spans");
+	assert_int_equal(cJSON_GetArraySize(spans), 7);	/* request + 4 stages + 2 steps */
+	otlp__ids(99, 6, 0, NULL, req_span);
+	cJSON_ArrayForEach(sp, spans) {
+		if (strcmp(str(sp, "name"), "prefill.step"))
+			continue;
+		otlp__ids(99, 6, 1 + TTF_ST__ALL + n, NULL, step_span);
+		assert_string_equal(str(sp, "spanId"), step_span);
+		assert_string_equal(str(sp, "parentSpanId"), req_span);
+		assert_int_equal(cJSON_GetObjectItem(sp, "kind")->valueint, 1);
+		attrs = cJSON_GetObjectItem(sp, "attributes");
+		assert_string_equal(str_attr(sp, "thread.id"), "4250");
+		if (n == 0) {
+			assert_string_equal(str(sp, "startTimeUnixNano"), "1700000001010000000");
+			assert_string_equal(str(sp, "endTimeUnixNano"), "1700000001050000000");
+			assert_string_equal(str_attr(sp, "ttftrace.step.index"), "1");
+			assert_string_equal(str_attr(sp, "ttftrace.step.tokens"), "512");
+			assert_float_equal(dbl_attr(sp, "ttftrace.gpu.compute"), 0.030, 1e-12);
+			assert_float_equal(dbl_attr(sp, "ttftrace.gpu.copy"), 0.004, 1e-12);
+			assert_float_equal(dbl_attr(sp, "ttftrace.gpu.host_gap"), 0.006, 1e-12);
+			assert_string_equal(str_attr(sp, "ttftrace.gpu.kernels"), "40");
+			assert_string_equal(str_attr(sp, "ttftrace.gpu.copies"), "3");
+		} else {
+			assert_string_equal(str(sp, "startTimeUnixNano"), "1700000001052000000");
+			assert_string_equal(str(sp, "endTimeUnixNano"), "1700000001080000000");
+			assert_string_equal(str_attr(sp, "ttftrace.step.index"), "2");
+			assert_string_equal(str_attr(sp, "ttftrace.step.tokens"), "300");
+			assert_null(attr_value(attrs, "ttftrace.gpu.compute"));
+		}
+		n++;
+	}
+	assert_int_equal(n, 2);
+	cJSON_Delete(root);
+	free(json);
+}
+
 static void test_two_servers_usage_error_tokenize(void **state)
 {
 	struct otlp_span_src s[3];
@@ -260,6 +323,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ids),
 		cmocka_unit_test(test_one_request),
+		cmocka_unit_test(test_prefill_step_spans),
 		cmocka_unit_test(test_two_servers_usage_error_tokenize),
 		cmocka_unit_test(test_fill_end_without_e2e),
 	};
