@@ -4,7 +4,7 @@
 #
 # Two targets: the demo llama.cpp server (tools/demo/server.mjs) and the
 # fixture engine (.output/tests/fixtures/engine, profiles/fixture.ini). At each
-# concurrency (1, 16, 64) one server runs ROUNDS rounds of loadgen under each
+# concurrency (CONCURRENCY, default 1 8 16 64) one server runs ROUNDS rounds of loadgen under each
 # configuration, interleaved and rotated per round (N T B, T B N, B N T, ...)
 # so that slow drift of a noisy machine hits all alike:
 #   N  no tracer;
@@ -20,9 +20,11 @@
 # stats (kernel.bpf_stats_enabled: on only during T, B and E rounds, restored
 # after each; the stats add two clock reads per program run to T and B alike).
 #
-# Settings (environment): ROUNDS (3) rounds per configuration; requests per
-# round DEMO_N1 (24), DEMO_N16 (64), DEMO_N64 (128), FIX_N1 (48), FIX_N16 (192),
-# FIX_N64 (384); P (64) prompt characters, M (32) max tokens; fixture costs
+# Settings (environment): ROUNDS (3) rounds per configuration; CONCURRENCY
+# ("1 8 16 64"); requests per round DEMO_N1 (24), DEMO_N8 (48), DEMO_N16 (64),
+# DEMO_N64 (128), FIX_N1 (48), FIX_N8 (96), FIX_N16 (192), FIX_N64 (384), for
+# other concurrencies 4 x c (at least 24); P (64) prompt characters, M (32)
+# max tokens; fixture costs
 # FIX_DECODE_US (1000) per decode step, FIX_PREFILL_US (20) per prompt token,
 # FIX_TOKENIZE_US (1) per prompt token; TARGETS ("demo fixture"); KEEP=1 keeps
 # the work directory. The demo server runs --parallel 1 at c=1 and --parallel 8
@@ -33,8 +35,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ROUNDS=${ROUNDS:-3} P=${P:-64} M=${M:-32}
-DEMO_N1=${DEMO_N1:-24} DEMO_N16=${DEMO_N16:-64} DEMO_N64=${DEMO_N64:-128}
-FIX_N1=${FIX_N1:-48} FIX_N16=${FIX_N16:-192} FIX_N64=${FIX_N64:-384}
+CONCURRENCY=${CONCURRENCY:-1 8 16 64}
+DEMO_N1=${DEMO_N1:-24} DEMO_N8=${DEMO_N8:-48} DEMO_N16=${DEMO_N16:-64} DEMO_N64=${DEMO_N64:-128}
+FIX_N1=${FIX_N1:-48} FIX_N8=${FIX_N8:-96} FIX_N16=${FIX_N16:-192} FIX_N64=${FIX_N64:-384}
+export CONCURRENCY
 FIX_DECODE_US=${FIX_DECODE_US:-1000} FIX_PREFILL_US=${FIX_PREFILL_US:-20}
 FIX_TOKENIZE_US=${FIX_TOKENIZE_US:-1}
 TARGETS=${TARGETS:-demo fixture}
@@ -209,14 +213,14 @@ start_server() {
 	port=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$out")
 }
 
-echo "overhead: targets $TARGETS; c=1,16,64; $ROUNDS rounds of N (no tracer), T (ttftrace)," \
+echo "overhead: targets $TARGETS; c=${CONCURRENCY// /,}; $ROUNDS rounds of N (no tracer), T (ttftrace)," \
 	"B (bpftrace) each, rotated; E (empty programs) once; $P-character prompts, $M tokens;" \
 	"work in $work"
 t0=$(date +%s)
 for target in $TARGETS; do
-	for c in 1 16 64; do
+	for c in $CONCURRENCY; do
 		var=$( [ "$target" = demo ] && echo DEMO || echo FIX )_N$c
-		n=${!var}
+		n=${!var:-$((c * 4 > 24 ? c * 4 : 24))}
 		start_server
 		load "$c" "$c" "$work/warmup-$target-c$c.json"
 		echo "overhead: $target c=$c: server pid $server_pid port $port, $n requests per round" \

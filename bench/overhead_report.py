@@ -162,7 +162,7 @@ def main(argv):
     work, rounds, clk_tck = argv[1], range(1, int(argv[2]) + 1), int(argv[3])
     res = []
     for target in argv[4:]:
-        for c in (1, 16, 64):
+        for c in map(int, os.environ.get("CONCURRENCY", "1 8 16 64").split()):
             res.append((target, c, report(work, target, c, rounds, clk_tck)))
     print("summary: ratios against no tracer (goal for T: throughput >= 0.990,"
           " TTFT p50 <= 1.010, and better than B)")
