@@ -4,10 +4,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "bpf/net.h"
 #include "user/cli.h"
 #include "user/prom.h"
 #include "user/slo.h"
+#include "user/subcmd.h"
 
 const char *argp_program_version = "ttftrace 0.1";
 const char *argp_program_bug_address = "the project's issue tracker";
@@ -78,6 +80,47 @@ static const struct argp_option options[] = {
 	{},
 };
 
+/* The path of a file that may not exist yet: its directory resolved, then its name. */
+static void canonical(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	snprintf(out, len, "%s/%s", real, slash ? slash + 1 : path);
+}
+
+/* 1 when a and b name the same file (created or not); devices may be shared. */
+static int same_output(const char *a, const char *b)
+{
+	char ca[2 * PATH_MAX], cb[2 * PATH_MAX];
+	struct stat sa, sb;
+
+	if (!a || !b)
+		return 0;
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISCHR(sa.st_mode);
+	canonical(a, ca, sizeof(ca));
+	canonical(b, cb, sizeof(cb));
+	return !strcmp(ca, cb);
+}
+
+/* Two outputs in one file would overwrite each other: refuse before anything is written. */
+static void check_distinct_outputs(const struct ttf_opts *o)
+{
+	const struct { const char *opt, *path; } outs[] = {
+		{ "-o", o->output }, { "--record", o->record }, { "--perfetto", o->perfetto },
+	};
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (same_output(outs[i].path, outs[j].path))
+				subcmd__usage_fail("ttftrace", "%s and %s name the same file '%s'",
+						   outs[i].opt, outs[j].opt, outs[i].path);
+}
+
 static long parse_long(const char *arg, long lo, long hi, struct argp_state *state,
 		       const char *what)
 {
@@ -87,14 +130,14 @@ static long parse_long(const char *arg, long lo, long hi, struct argp_state *sta
 	errno = 0;
 	v = strtol(arg, &end, 10);
 	if (errno || end == arg || *end || v < lo || v > hi)
-		argp_error(state, "invalid %s '%s' (expected %ld..%ld)", what, arg, lo, hi);
+		subcmd__usage_fail("ttftrace", "invalid %s '%s' (expected %ld..%ld)", what, arg, lo, hi);
 	return v;
 }
 
 static void set_target(struct argp_state *state, struct ttf_opts *o, enum ttf_target_kind k)
 {
 	if (o->target != TTF_TARGET_NONE && o->target != k)
-		argp_error(state, "give only one of -p, --comm, --port, -c");
+		subcmd__usage_fail("ttftrace", "give only one of -p, --comm, --port, -c");
 	o->target = k;
 }
 
@@ -112,7 +155,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_COMM:
 		set_target(state, o, TTF_TARGET_COMM);
 		if (!*arg || strlen(arg) >= sizeof(o->comm))
-			argp_error(state, "--comm NAME must have 1..15 characters (the kernel's comm)");
+			subcmd__usage_fail("ttftrace", "--comm NAME must have 1..15 characters (the kernel's comm)");
 		strcpy(o->comm, arg);
 		break;
 	case OPT_PORT:
@@ -122,14 +165,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'c':
 		set_target(state, o, TTF_TARGET_CMD);
 		if (!*arg)
-			argp_error(state, "-c needs a command");
+			subcmd__usage_fail("ttftrace", "-c needs a command");
 		o->cmd = arg;
 		break;
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
 		if (errno || end == arg || *end || o->duration_s <= 0 || o->duration_s > 1e7)
-			argp_error(state, "invalid duration '%s' (seconds > 0)", arg);
+			subcmd__usage_fail("ttftrace", "invalid duration '%s' (seconds > 0)", arg);
 		break;
 	case OPT_JSON:
 		o->json = 1;
@@ -161,7 +204,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_RINGBUF:
 		mb = parse_long(arg, 1, 1024, state, "ring buffer size");
 		if (mb & (mb - 1))
-			argp_error(state, "--ringbuf-mb must be a power of two");
+			subcmd__usage_fail("ttftrace", "--ringbuf-mb must be a power of two");
 		o->ringbuf_bytes = (uint32_t)mb << 20;
 		break;
 	case OPT_NO_SCHED:
@@ -172,12 +215,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PROFILE:
 		if (o->n_profiles == 4)
-			argp_error(state, "at most 4 --profile");
+			subcmd__usage_fail("ttftrace", "at most 4 --profile");
 		o->profiles[o->n_profiles++] = arg;
 		break;
 	case OPT_PROBE:
 		if (o->n_probes == 16)
-			argp_error(state, "at most 16 --probe");
+			subcmd__usage_fail("ttftrace", "at most 16 --probe");
 		o->probes[o->n_probes++] = arg;
 		break;
 	case OPT_METRICS: {
@@ -185,18 +228,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		socklen_t sa_len;
 
 		if (prom__parse_listen(arg, &sa, &sa_len))
-			argp_error(state, "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
+			subcmd__usage_fail("ttftrace", "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
 		o->metrics = arg;
 		break;
 	}
 	case OPT_OTLP:
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
-			argp_error(state, "invalid --otlp '%s' (an http:// or https:// URL)", arg);
+			subcmd__usage_fail("ttftrace", "invalid --otlp '%s' (an http:// or https:// URL)", arg);
 		o->otlp_url = arg;
 		break;
 	case OPT_RECORD:
 		if (!*arg)
-			argp_error(state, "--record needs a file name");
+			subcmd__usage_fail("ttftrace", "--record needs a file name");
 		o->record = arg;
 		break;
 	case OPT_PERFETTO:
@@ -204,18 +247,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_SYSFS_ROOT:
 		if (!*arg)
-			argp_error(state, "--sysfs-root needs a directory");
+			subcmd__usage_fail("ttftrace", "--sysfs-root needs a directory");
 		o->sysfs_root = arg;
 		break;
 	case 'h':
 		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);
 		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		subcmd__usage_fail("ttftrace", "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
 		if (o->target == TTF_TARGET_NONE)
-			argp_error(state, "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+			subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+		check_distinct_outputs(o);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

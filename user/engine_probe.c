@@ -508,12 +508,17 @@ static int scan_explicit(struct engine_probe *ep, uint32_t tgid)
 				close(fd);
 			continue;
 		}
-		wants[si] = true;
-		r = offer_file(ep, wants, path, fd, &st, &ti);
+		wants[si] = S_ISREG(st.st_mode);
+		r = wants[si] ? offer_file(ep, wants, path, fd, &st, &ti) : 0;
 		close(fd);
 		if (r < 0)
 			return r;
 		made += r;
+		if ((!wants[si] || ti == -ENOEXEC) && !s->warned) {
+			s->warned = true;
+			ttf_warn("--probe %s:%s: %s is not an ELF executable or library: %s",
+				 s->spec.path, s->spec.symbol, path, role_loss(s->spec.role));
+		}
 	}
 	return made;
 }

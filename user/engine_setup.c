@@ -96,7 +96,7 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 				ttf_error("see profiles/llamacpp.ini for the format", "profile %s: %s",
 					  opts->profiles[i], err == -EINVAL || err == -ENOENT ? msg :
 					  strerror(-err));
-				if (err == -ENOENT)
+				if (err == -ENOENT || err == -EISDIR)
 					err = -EINVAL;	/* no such profile: bad command line */
 				goto fail;
 			}
@@ -109,8 +109,7 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 				ttf_error("expected PATH:SYMBOL=ROLE[:ARGSPEC], ROLE one of step, "
 					  "tokenize, sample, sync, detokenize; ARGSPEC none, reg:N, "
 					  "stack:OFF or llama_batch:OFF",
-					  "--probe %s: %s", opts->probes[i],
-					  err == -EINVAL ? msg : strerror(-err));
+					  "%s", err == -EINVAL ? msg : strerror(-err));
 				goto fail;
 			}
 		}

@@ -24,6 +24,7 @@ int main(int argc, char **argv)
 		return replay_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	trace__catch_signals();
 	cli__parse(argc, argv, &opts);
 	ttf_verbosity = opts.verbose;
 	return trace__run(&opts);

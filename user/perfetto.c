@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "user/log.h"
 #include "user/perfetto.h"
 
 #define GPU_BATCH 4096
@@ -458,6 +459,9 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 	if (pf->tmp_path && err)
 		unlink(pf->tmp_path);
 	pf->finished = 1;
+	if (err)
+		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
+			  "writing %s: %s", pf->path, strerror(-err));
 	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread)
 		fprintf(stderr, "Warning: perfetto: %" PRIu64 " threads and %" PRIu64
 			" connections over the table size, %" PRIu64 " GPU spans not drawn\n",

@@ -249,10 +249,11 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
 		return r;
 	}
 	if (getdelim(&text, &cap, '\0', f) < 0 && ferror(f)) {
+		r = errno == EISDIR ? -EISDIR : -EIO;
 		fclose(f);
 		free(text);
-		snprintf(err, err_sz, "%s: read error", path);
-		return -EIO;
+		snprintf(err, err_sz, "%s: %s", path, strerror(-r));
+		return r;
 	}
 	fclose(f);
 	r = profile__parse_string(text ? text : "", path, p, err, err_sz);

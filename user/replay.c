@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <zlib.h>
 #include "user/pipeline.h"
@@ -80,6 +81,15 @@ struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int 
 	    !(rr->net_slots = aligned_alloc(8, 8 * NET_SLOT_BYTES)))
 		goto fail;
 	memset(rr->net_slots, 0, 8 * NET_SLOT_BYTES);
+	{
+		struct stat sb;
+
+		/* zlib reads a directory as an I/O error: say what it is */
+		if (!stat(path, &sb) && S_ISDIR(sb.st_mode)) {
+			*err = -EISDIR;
+			goto fail;
+		}
+	}
 	rr->gz = gzopen(path, "rb");
 	if (!rr->gz) {
 		*err = errno ? -errno : -ENOMEM;

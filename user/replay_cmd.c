@@ -9,6 +9,7 @@
 #include "user/cli.h"
 #include "user/log.h"
 #include "user/replay.h"
+#include "user/subcmd.h"
 
 struct replay_args {
 	const char *file;
@@ -54,12 +55,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (a->file)
-			argp_error(state, "one recording at a time ('%s')", arg);
+			subcmd__usage_fail("ttftrace replay", "one recording at a time ('%s')", arg);
 		a->file = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!a->file)
-			argp_error(state, "give the recording: ttftrace replay FILE");
+			subcmd__usage_fail("ttftrace replay", "give the recording: ttftrace replay FILE");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -122,7 +123,7 @@ int replay_main(int argc, char **argv)
 			 "holds", a.file);
 	if (st.bad_frames)
 		ttf_warn("%llu frames of a wrong size skipped", (unsigned long long)st.bad_frames);
-	if (!a.quiet)
+	if (!a.quiet && (!code || st.frames[REC_NET] + st.frames[REC_SCHED] + st.frames[REC_ENGINE]))
 		print_stats(&st);
 	if (o.out != stdout && fclose(o.out) && code == TTF_EXIT_OK) {
 		ttf_error(NULL, "closing %s: %s", a.output, strerror(errno));

@@ -31,7 +31,8 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 
 		err = record_sink__new(o->record, flags, &s);
 		if (err) {
-			ttf_error("check that the directory exists and is writable",
+			ttf_error(err == -ENOSPC ? "free space on that file system" :
+				  "check that the directory exists and is writable",
 				  "cannot write %s: %s", o->record, strerror(-err));
 			return TTF_EXIT_OUTPUT;
 		}
@@ -43,7 +44,8 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 	if (o->perfetto) {
 		err = perfetto_sink__new(o->perfetto, pipeline__opts(p)->gpu, &s);
 		if (err) {
-			ttf_error("check that the directory exists and is writable",
+			ttf_error(err == -ENOSPC ? "free space on that file system" :
+				  "check that the directory exists and is writable",
 				  "cannot write %s: %s", o->perfetto, strerror(-err));
 			return TTF_EXIT_OUTPUT;
 		}

@@ -40,6 +40,14 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+void trace__catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -475,13 +483,14 @@ static int collect_counters(struct tracer *t, struct report_counter *c)
 	return n;
 }
 
-static int summary(struct tracer *t)
+/* Returns the main output's error; *sink_err gets the first sink's (each sink said which). */
+static int summary(struct tracer *t, int *sink_err)
 {
 	struct report_counter c[MAX_COUNTERS];
-	int n = collect_counters(t, c), err, err2;
+	int n = collect_counters(t, c), err;
 
 	/* sinks flush first, so that their own drops reach the summary */
-	err2 = pipeline__finish_sinks(t->pipe, c, n);
+	*sink_err = pipeline__finish_sinks(t->pipe, c, n);
 	n = collect_counters(t, c);
 	err = report__summary(t->report, c, n);
 	/* the summary may be in a file: lost records are said on the terminal too */
@@ -489,7 +498,7 @@ static int summary(struct tracer *t)
 		if (c[i].value && strstr(c[i].name, "ringbuf_full"))
 			ttf_warn("%" PRIu64 " records lost (%s): some requests are flagged "
 				 "truncated/unknown; raise --ringbuf-mb", c[i].value, c[i].name);
-	return err ? err : err2;
+	return err;
 }
 
 static int run_loop(struct tracer *t)
@@ -552,18 +561,23 @@ static int run_loop(struct tracer *t)
 	engine_setup__poll(t->engine);
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");
+	/* -c: a command that failed (a typo gives 127) must not look like a clean run */
+	if (t->child_done && WIFEXITED(t->child_status) && WEXITSTATUS(t->child_status))
+		ttf_warn("the command exited with status %d%s", WEXITSTATUS(t->child_status),
+			 WEXITSTATUS(t->child_status) == 127 ? " (command not found?)" : "");
+	else if (t->child_done && WIFSIGNALED(t->child_status))
+		ttf_warn("the command was killed by signal %d (%s)", WTERMSIG(t->child_status),
+			 strsignal(WTERMSIG(t->child_status)));
 	return gone ? TTF_EXIT_TARGET_GONE : TTF_EXIT_OK;
 }
 
 int trace__run(const struct ttf_opts *o)
 {
 	struct tracer t = { .opts = o, .out = stdout };
-	struct sigaction sa = { .sa_handler = on_signal };
-	int go_fd = -1, code, err;
+	int go_fd = -1, code, err, sink_err;
 
-	/* before any output file exists: a signal from now on ends with a complete summary */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	/* main() caught them already; again for callers that did not */
+	trace__catch_signals();
 	libbpf_set_print(ttf_libbpf_print);
 	code = check_environment();
 	if (code)
@@ -630,15 +644,16 @@ int trace__run(const struct ttf_opts *o)
 
 	code = run_loop(&t);
 	pipeline__finish(t.pipe, now_ns());
-	err = summary(&t);
+	err = summary(&t, &sink_err);
 	engine_setup__summary(t.engine, o->json ? stderr : t.out);
 	if (!err && fflush(t.out))
 		err = -errno;
-	if (err) {
-		ttf_error("check free space and permissions", "writing %s: %s",
-			  o->output ? o->output : "output", strerror(-err));
+	if (err)
+		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
+			  "writing %s: %s", o->output ? o->output : "standard output",
+			  strerror(-err));
+	if (err || sink_err)
 		code = TTF_EXIT_OUTPUT;
-	}
 	if (code == TTF_EXIT_OK)
 		code = live__slo_verdict(t.live);
 out:

@@ -11,4 +11,12 @@
 
 int trace__run(const struct ttf_opts *opts);
 
+/*
+ * From now on SIGINT and SIGTERM end a trace with a complete summary and
+ * complete output files (even when they arrive before trace__run starts,
+ * and when the shell started ttftrace with SIGINT ignored, as it does for
+ * background jobs of scripts). Call first thing in main().
+ */
+void trace__catch_signals(void);
+
 #endif /* TTFTRACE_TRACE_H */
