@@ -90,8 +90,8 @@ def test_kernel_without_btf_exits_4():
 @needs_root
 def test_missing_socket_tracepoints_exit_6():
     """Simulated: the recv/send programs do not attach (TTFTRACE_SKIP_PROGS).
-    Exit 6 (nothing traced); a kernel that lacks the tracepoint itself is
-    reported by check_environment as 4 only for BTF today."""
+    Exit 6 (nothing traced). A kernel that lacks the tracepoint itself exits 4
+    naming it (tests/cli/test_missing_tracepoint.py)."""
     p = run("-p", os.getpid(), "-d", "1", env={"TTFTRACE_SKIP_PROGS": "handle_recv,handle_send"})
     assert p.returncode == NOT_ATTACHED, (p.returncode, p.stderr)
     assert "Error:" in p.stderr, p.stderr
@@ -148,3 +148,59 @@ def test_missing_recording_is_a_clear_error():
     p = _replay("/nonexistent/x.rec")
     assert p.returncode != 0
     assert "Error:" in p.stderr and "/nonexistent/x.rec" in p.stderr, p.stderr
+
+
+def test_usage_errors_read_error_and_hint():
+    p = run("--port", "0", "-d", "1")
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert p.stderr == "Error: invalid port '0' (expected 1..65535)\nHINT: see `ttftrace --help`\n"
+    p = run("replay")
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert p.stderr.startswith("Error: give the recording"), p.stderr
+    assert "HINT: see `ttftrace replay --help`" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("a,b", [("-o", "--record"), ("-o", "--perfetto"),
+                                 ("--record", "--perfetto")])
+def test_two_outputs_in_one_file_exit_2(tmp_path, a, b):
+    """Two outputs would overwrite each other: refused before anything is
+    written, also when the names differ (./x and DIR/x)."""
+    p = subprocess.run([TTFTRACE, "-p", "1", "-d", "1", a, "same.out", b,
+                        str(tmp_path / "same.out")], capture_output=True, text=True,
+                       timeout=60, cwd=str(tmp_path))
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Error: %s and %s name the same file" % (a, b) in p.stderr, p.stderr
+    assert not (tmp_path / "same.out").exists()
+
+
+@needs_root
+def test_directories_as_inputs_say_so(tmp_path):
+    p = run("--profile", str(tmp_path), "-p", os.getpid(), "-d", "1")
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Is a directory" in p.stderr, p.stderr
+    p = _replay(str(tmp_path))
+    assert p.returncode == BAD_RECORDING, (p.returncode, p.stderr)
+    assert "Error: cannot read %s: Is a directory" % tmp_path in p.stderr, p.stderr
+    assert "Replayed" not in p.stderr, p.stderr
+
+
+@needs_root
+@pytest.mark.parametrize("path", ["/etc/passwd", "/tmp"])
+def test_probe_on_a_file_that_is_no_program_warns(path):
+    p = run("--probe", path + ":main=step", "-p", os.getpid(), "-d", "1", "--json")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert "Warning: --probe %s:main: " % path in p.stderr, p.stderr
+    assert "is not an ELF executable or library" in p.stderr, p.stderr
+
+
+@needs_root
+@pytest.mark.parametrize("cmd,says", [
+    ("exit 3", "the command exited with status 3"),
+    ("/nonexistent/server", "the command exited with status 127 (command not found?)"),
+    ("kill -KILL $$", "the command was killed by signal 9"),
+])
+def test_failed_command_is_not_a_clean_run(cmd, says):
+    """-c ends when the command ends (exit 0, README), but says how it ended."""
+    p = run("-c", cmd, "--json")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert "Warning: " + says in p.stderr, p.stderr
