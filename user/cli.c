@@ -22,6 +22,7 @@ static const char doc[] =
 "       ttftrace pcie [OPTIONS]     PCIe link audit of NVIDIA GPUs\n"
 "       ttftrace copybw [OPTIONS]   host<->device copy bandwidth\n"
 "       ttftrace replay FILE [--json] [-o OUT]   run a --record FILE again, without root\n"
+"       ttftrace report RUN.ndjson -o report.html   HTML report of a --json run\n"
 "\v"
 "EXAMPLES:\n"
 "    ttftrace --port 8080            # trace the server listening on port 8080\n"

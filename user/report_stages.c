@@ -15,6 +15,12 @@ static const enum ttf_stage order[] = {
 };
 #define N_ORDER (sizeof(order) / sizeof(order[0]))
 
+/* The live line reads in time order: server (a merge of frontend..emit) before net_out. */
+static const enum ttf_stage time_order[] = {
+	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_SERVER,
+	TTF_ST_QUEUE, TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT,
+};
+
 struct row {
 	int64_t ttft_ns;
 	int64_t stage_ns[TTF_ST__ALL];
@@ -369,8 +375,8 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 	if (!a || !a->valid)
 		return;
 	fprintf(out, "    stages(ms):");
-	for (size_t i = 0; i < N_ORDER; i++) {
-		enum ttf_stage s = order[i];
+	for (size_t i = 0; i < sizeof(time_order) / sizeof(time_order[0]); i++) {
+		enum ttf_stage s = time_order[i];
 
 		if (a->stage_ns[s] < 0)
 			continue;
