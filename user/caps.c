@@ -9,14 +9,15 @@
 
 int caps__parse_status(const char *text, uint64_t *mask)
 {
-	const char *p = strstr(text, "\nCapEff:");
+	const char *p;
 	char *end;
 
-	if (!p && !strncmp(text, "CapEff:", 7))
-		p = text - 1;
-	if (!p)
+	if (!strncmp(text, "CapEff:", 7))
+		p = text + 7;
+	else if ((p = strstr(text, "\nCapEff:")))
+		p += 8;
+	else
 		return -EINVAL;
-	p += strlen("\nCapEff:");
 	while (*p == ' ' || *p == '\t')
 		p++;
 	errno = 0;

@@ -505,9 +505,9 @@ int prom_sink__new(const char *spec, const char *sysfs_root, struct ttf_sink *ou
 		return -ENOMEM;
 	pthread_mutex_init(&ps->lock, NULL);
 	ps->pm = prom_metrics__new();
-	if (sysfs_root && !(ps->sysfs_root = strdup(sysfs_root)))
-		ps->pm = (prom_metrics__free(ps->pm), NULL);
-	if (!ps->pm) {
+	if (sysfs_root)
+		ps->sysfs_root = strdup(sysfs_root);
+	if (!ps->pm || (sysfs_root && !ps->sysfs_root)) {
 		err = -ENOMEM;
 		goto cleanup;
 	}

@@ -12,7 +12,8 @@
  *
  * Example: sock_recv_length, sock_send_length and sk_data_ready arrived in
  * Linux 6.3 (include/trace/events/sock.h; the platform brief, and the
- * backports project's sock.h stub for kernels below 6.3).
+ * backports project's sock.h, which defines trace_sk_data_ready away below
+ * 6.3).
  */
 #ifndef TTFTRACE_TP_CHECK_H
 #define TTFTRACE_TP_CHECK_H
