@@ -72,8 +72,13 @@ def test_cap_bpf_and_perfmon_are_enough(nobody_dir, procs):
             if r.get("type") == "request"]
     assert [r["tokens"] for r in reqs] == [3, 3], (reqs, err)
     assert all(r.status == 200 for r in resp)
-    for r in reqs:
-        assert 50 <= r["ttft_ms"] < 60, r
+    # against the server's own log: arrival -> its first token (a slow wakeup
+    # of the server's read on a loaded machine is part of TTFT, not an error)
+    truth = [json.loads(l) for l in open(log) if l.strip()]
+    assert [x["tokens"] for x in truth] == [3, 3], truth
+    for r, x in zip(reqs, truth):
+        assert r["ttft_ms"] >= 50, r
+        assert abs(r["ttft_ms"] - (x["t_first_ns"] - r["t_arrival_ns"]) / 1e6) <= 2.0, (r, x)
 
 
 @needs_root

@@ -250,7 +250,9 @@ def test_otlp_prefill_step_spans_from_engine_uprobes(fixture_engine, tracer, rec
     # CLOCK_MONOTONIC; compare durations, and each step's length with its tokens
     first, last = int(steps[0]["startTimeUnixNano"]), int(steps[-1]["endTimeUnixNano"])
     truth_ns = truth["t_prefill_end"] - truth["t_prefill_start"]
-    assert abs((last - first) - truth_ns) < 0.5e6, (last - first, truth_ns)
+    # within 1 ms or 3% (the attribution tier's tolerance: a preemption between
+    # the uprobe and the engine's own clock read lands in the difference)
+    assert abs((last - first) - truth_ns) <= max(1e6, 0.03 * truth_ns), (last - first, truth_ns)
     for sp, tokens in zip(steps, (128, 128, 44)):
         dur_ms = (int(sp["endTimeUnixNano"]) - int(sp["startTimeUnixNano"])) / 1e6
         assert dur_ms >= tokens * 0.020, (dur_ms, tokens)
