@@ -646,4 +646,8 @@ void engine_probe__print_summary(struct engine_probe *ep, FILE *f)
 		(unsigned long long)c[TTF_ENG_CNT_ARG_FAULT], (unsigned long long)ep->foreign);
 	for (int i = 0; (m = engine_probe__missing(ep, i)); i++)
 		fprintf(f, "  missing: %s\n", m);
+	for (int i = 0; i < n; i++)
+		if (!st[i].hits)
+			fprintf(f, "  %s: attached, but the engine never called it in this run (it "
+				"does that work elsewhere, or had no requests)\n", st[i].probe);
 }

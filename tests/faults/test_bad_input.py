@@ -204,3 +204,14 @@ def test_failed_command_is_not_a_clean_run(cmd, says):
     p = run("-c", cmd, "--json")
     assert p.returncode == 0, (p.returncode, p.stderr)
     assert "Warning: " + says in p.stderr, p.stderr
+
+
+@needs_root
+def test_probe_never_called_is_explained():
+    """A probe that attached but saw no call (libc's strfry) is named in the
+    engine summary, so 0 hits does not read as a broken probe."""
+    p = run("--probe", "/lib/x86_64-linux-gnu/libc.so.6:strfry=step", "-p", os.getpid(),
+            "-d", "1")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    out = p.stdout + p.stderr
+    assert "strfry: attached, but the engine never called it in this run" in out, out
