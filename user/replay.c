@@ -212,19 +212,6 @@ void rec_reader__close(struct rec_reader *rr)
 	free(rr);
 }
 
-/* The same overlay adapter as user/trace.c. */
-static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
-			 struct ttf_overlay *out)
-{
-	struct sched_overlay so;
-	int err = sched__overlay(ctx, tid, start_ns, end_ns, &so);
-
-	if (err)
-		return err;
-	*out = (struct ttf_overlay){ so.on_cpu_ns, so.runnable_ns, so.blocked_ns, so.unknown_ns };
-	return 0;
-}
-
 #define MAX_COUNTERS 128
 
 struct recorded_counters {
@@ -416,7 +403,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 		rp.sv = sched__new(NULL);
 		if (!rp.sv)
 			goto cleanup;
-		po.overlay = sched_overlay;
+		po.overlay = sched__attrib_overlay;
 		po.overlay_ctx = rp.sv;
 	}
 	po.report = report;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/attrib.h"
 #include "user/sched.h"
 
 #define DEF_HORIZON_NS (60ULL * 1000000000ULL)
@@ -566,4 +567,16 @@ void sched__runq_hist(const struct sched_view *v, uint64_t out[SCHED_HIST_BUCKET
 void sched__stats(const struct sched_view *v, struct sched_stats *out)
 {
 	*out = v->st;
+}
+
+int sched__attrib_overlay(void *view, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
+			  struct ttf_overlay *out)
+{
+	struct sched_overlay so;
+	int err = sched__overlay(view, tid, start_ns, end_ns, &so);
+
+	if (err)
+		return err;
+	*out = (struct ttf_overlay){ so.on_cpu_ns, so.runnable_ns, so.blocked_ns, so.unknown_ns };
+	return 0;
 }

@@ -138,6 +138,14 @@ uint64_t sched__last_ns(const struct sched_view *v);
 int sched__overlay(const struct sched_view *v, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
 		   struct sched_overlay *out);
 /*
+ * sched__overlay() in the attribution's shape: a ttf_overlay_fn
+ * (user/attrib.h) with ctx = the struct sched_view, for the tracer and
+ * replay alike.
+ */
+struct ttf_overlay;
+int sched__attrib_overlay(void *view, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
+			  struct ttf_overlay *out);
+/*
  * The same for a set of threads (e.g. every thread that served a request):
  * the sum of the per-thread overlays, so the fields sum to
  * n_distinct_tids * (end_ns - start_ns); duplicate tids count once. Unknown

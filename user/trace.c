@@ -242,18 +242,6 @@ static int on_sched_event(void *ctx, const struct ttf_sched_event *e)
 	return 0;
 }
 
-static int sched_overlay(void *ctx, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
-			 struct ttf_overlay *out)
-{
-	struct sched_overlay so;
-	int err = sched__overlay(ctx, tid, start_ns, end_ns, &so);
-
-	if (err)
-		return err;
-	*out = (struct ttf_overlay){ so.on_cpu_ns, so.runnable_ns, so.blocked_ns, so.unknown_ns };
-	return 0;
-}
-
 /* Scheduler view of the traced threads (sharing the net probe's tgid set). Optional. */
 static void open_sched(struct tracer *t, struct pipeline_opts *po)
 {
@@ -285,7 +273,7 @@ static void open_sched(struct tracer *t, struct pipeline_opts *po)
 		t->sched = NULL;
 		return;
 	}
-	po->overlay = sched_overlay;
+	po->overlay = sched__attrib_overlay;
 	po->overlay_ctx = t->sched;
 }
 
