@@ -46,6 +46,21 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/*
+ * Per CPU: the task the last sched_switch this program saw put on the CPU.
+ * The next switch on that CPU must switch that task out; when it does not,
+ * the kernel ran switches without this program (seen on a Firecracker
+ * guest, where bpftrace's sched_switch misses the same ones), and records
+ * of traced threads may be missing too: counted, so user space's unknown
+ * time has a visible cause.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ttf_sched_chain);
+} chain SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);	/* resized by user space before load */
@@ -92,9 +107,16 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
+	struct ttf_sched_chain *ch = bpf_map_lookup_elem(&chain, &zero);
 	__u8 type;
 
+	if (ch) {
+		if (ch->next_plus1 && ch->next_plus1 != (__u32)prev->pid + 1)
+			count(TTF_SCHED_CNT_SWITCH_GAPS);
+		ch->next_plus1 = (__u32)next->pid + 1;
+		ch->switches++;
+	}
 	if (tgid_traced(prev->tgid)) {
 		if (preempt || prev_state == TASK_RUNNING)
 			type = TTF_SCHED_OUT_RUNNABLE;

@@ -42,7 +42,21 @@ struct ttf_sched_event {
 enum ttf_sched_counter {
 	TTF_SCHED_CNT_RINGBUF_FULL = 0, /* bpf_ringbuf_reserve failed: record lost */
 	TTF_SCHED_CNT_EVENTS,           /* records submitted */
+	/*
+	 * sched_switch calls this program never saw: on some CPU, a switch-out
+	 * of a task that the CPU's previous switch did not put on it. One gap
+	 * may hide several switches; the wakeups in it are lost unseen.
+	 */
+	TTF_SCHED_CNT_SWITCH_GAPS,
+	TTF_SCHED_CNT_SWITCHES,		/* sched_switch calls seen, all tasks (from struct ttf_sched_chain) */
 	TTF_SCHED_CNT__MAX,
+};
+
+/* Per-CPU value of the map `chain`: the switch chain check (see sched.bpf.c). */
+struct ttf_sched_chain {
+	__u64 switches;		/* sched_switch calls this program saw on this CPU */
+	__u32 next_plus1;	/* next->pid + 1 of the last of them; 0: none yet */
+	__u32 pad;
 };
 
 #endif /* TTFTRACE_BPF_SCHED_H */

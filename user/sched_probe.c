@@ -29,6 +29,8 @@ struct sched_probe {
 static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
 	[TTF_SCHED_CNT_RINGBUF_FULL] = "sched_ringbuf_full",
 	[TTF_SCHED_CNT_EVENTS] = "sched_events",
+	[TTF_SCHED_CNT_SWITCH_GAPS] = "sched_switch_gaps",
+	[TTF_SCHED_CNT_SWITCHES] = "sched_switches",
 };
 
 const char *sched_probe__counter_name(int idx)
@@ -219,7 +221,19 @@ struct ring_buffer *sched_probe__ring(struct sched_probe *sp)
 
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
 {
+	int ncpus = libbpf_num_possible_cpus();
+	struct ttf_sched_chain *ch;
+	uint32_t zero = 0;
+
+	/* The counters map has no TTF_SCHED_CNT_SWITCHES slot in use: 0 there. */
 	bpf_util__sum_percpu(sp->skel->maps.counters, TTF_SCHED_CNT__MAX, out);
+	if (ncpus <= 0 || !(ch = calloc(ncpus, sizeof(*ch))))
+		return;
+	if (!bpf_map__lookup_elem(sp->skel->maps.chain, &zero, sizeof(zero), ch,
+				  ncpus * sizeof(*ch), 0))
+		for (int c = 0; c < ncpus; c++)
+			out[TTF_SCHED_CNT_SWITCHES] += ch[c].switches;
+	free(ch);
 }
 
 int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,

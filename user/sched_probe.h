@@ -69,7 +69,10 @@ int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid);
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
 /* The ring buffer, for a caller that drains several rings itself (ring_buffer__consume). */
 struct ring_buffer *sched_probe__ring(struct sched_probe *sp);
-/* Sum the per-CPU counters: out[TTF_SCHED_CNT__MAX]. */
+/*
+ * Sum the per-CPU counters into out[TTF_SCHED_CNT__MAX] (enum ttf_sched_counter;
+ * TTF_SCHED_CNT_SWITCHES from the chain map). Unreadable ones read 0.
+ */
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out);
 const char *sched_probe__counter_name(int idx);
 /* Per-program BPF run-time stats (needs kernel.bpf_stats_enabled=1). Returns entries written. */

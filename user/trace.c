@@ -448,6 +448,9 @@ static int collect_counters(struct tracer *t, struct report_counter *c)
 		sched__stats(t->sched, &ss);
 		c[n++] = (struct report_counter){ "sched_ringbuf_full", sc[TTF_SCHED_CNT_RINGBUF_FULL] };
 		c[n++] = (struct report_counter){ "sched_events", sc[TTF_SCHED_CNT_EVENTS] };
+		c[n++] = (struct report_counter){ "sched_switches", sc[TTF_SCHED_CNT_SWITCHES] };
+		c[n++] = (struct report_counter){ "sched_switch_gaps",
+						  sc[TTF_SCHED_CNT_SWITCH_GAPS] };
 		c[n++] = (struct report_counter){ "sched_inconsistent", ss.inconsistent };
 		c[n++] = (struct report_counter){ "sched_marks_dropped", ss.marks_horizon + ss.marks_cap };
 		c[n++] = (struct report_counter){ "sched_threads_refused", ss.threads_refused };

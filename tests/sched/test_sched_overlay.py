@@ -89,11 +89,17 @@ def test_contention_and_sleep(procs, contend):
     assert whole["blocked_ns"] >= sleep["blocked_ns"]
 
     assert summary["sched_ringbuf_full"] == 0
-    # A lost record turns an interval unknown (see user/sched.h); on this VM a
-    # few switch-ins per run were never emitted (cause not found). Keep it rare.
+    # A lost record turns an interval unknown (see user/sched.h). On these
+    # Firecracker VMs the kernel now and then switches without running
+    # sched_switch programs (bpftrace misses the same switches; README,
+    # "Overlay"): counted as sched_switch_gaps. Keep it rare.
     view = summary["view"]
     print("records %d, inconsistent %d" % (view["events"], view["inconsistent"]))
     assert view["inconsistent"] <= 0.03 * view["events"], summary
+    # The per-CPU chain check counts a gap only where one is: a broken check
+    # (every switch a gap) would count about one per switch.
+    assert summary["sched_switches"] >= view["events"] / 3, summary  # <= 3 records per switch
+    assert summary["sched_switch_gaps"] <= 0.01 * summary["sched_switches"], summary
     threads = {t["tid"]: t for t in summary["threads"]}
     fe = threads[tid]
     assert fe["comm"] == "frontend"
