@@ -46,6 +46,8 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u32 targ_capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;	/* reads */
 const volatile __u32 targ_capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
 const volatile __u16 targ_port = 0;	/* 0: any local port */
+/* Above this many unread bytes, wake the consumer (set to a quarter of the ring). */
+const volatile __u64 targ_wakeup_bytes = 4 << 20;
 const volatile char targ_comm[TTF_COMM_LEN] = {};
 const volatile bool targ_follow_comm = false;
 
@@ -146,7 +148,7 @@ static __always_inline __u64 rb_flags(void)
 {
 	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
 
-	return avail > (4 << 20) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	return avail > targ_wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 static __always_inline void submit(void *data, __u64 size)

@@ -206,10 +206,9 @@ void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
 		engine_probe__rescan(es->ep);
 }
 
-void engine_setup__poll(struct engine_setup *es)
+int engine_setup__poll(struct engine_setup *es)
 {
-	if (es && es->ep)
-		engine_probe__poll(es->ep, 0);
+	return es && es->ep ? engine_probe__poll(es->ep, 0) : 0;
 }
 
 void engine_setup__counters(struct engine_setup *es, struct report_counter *c, int *n)

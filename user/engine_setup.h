@@ -42,8 +42,8 @@ void engine_setup__free(struct engine_setup *es);
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid);
 /* Every ~second: rescan maps for libraries loaded since (dlopen), drain hits. */
 void engine_setup__tick(struct engine_setup *es, uint64_t now_ns);
-/* Drain hits into the pipeline. */
-void engine_setup__poll(struct engine_setup *es);
+/* Drain hits into the pipeline. Returns records drained (0 without probes) or -errno. */
+int engine_setup__poll(struct engine_setup *es);
 /* Append drop counters to c[*n] (c has room for 4 more). */
 void engine_setup__counters(struct engine_setup *es, struct report_counter *c, int *n);
 /* Per-probe hits, rates and estimated cost. */

@@ -105,6 +105,8 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 	*err = bpf_map__set_max_entries(np->skel->maps.events, opts->ringbuf_bytes);
 	if (*err)
 		goto fail;
+	/* A fixed 4 MiB never triggered in rings of 4 MiB and less (--ringbuf-mb). */
+	np->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(np->skel->maps.events) / 4;
 	*err = net_bpf__load(np->skel);
 	if (*err)
 		goto fail;

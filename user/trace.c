@@ -28,6 +28,13 @@
 #include "user/trace.h"
 
 #define POLL_MS 10
+/*
+ * An idle target: each drain that finds no record doubles the wait, up to
+ * this; the first record brings it back to POLL_MS. Keeps an idle server's
+ * tracer from waking 100 times a second. The rings are sized for far more
+ * than this long a burst, and fill-level wakeups end the wait early.
+ */
+#define POLL_IDLE_MAX_MS 160
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
 #define COUNTERS_NS 1000000000ull	/* sinks get the counters this often */
@@ -497,11 +504,11 @@ static int run_loop(struct tracer *t)
 	const struct ttf_opts *o = t->opts;
 	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS, next_counters = start;
 	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
-	int gone = 0;
+	int gone = 0, poll_ms = POLL_MS;
 
 	while (!stop_requested) {
 		uint64_t drain_start = now_ns();
-		int err = net_probe__poll(t->probe, POLL_MS);
+		int err = net_probe__poll(t->probe, poll_ms), got = err > 0;
 		uint64_t now;
 
 		if (err < 0 && err != -EINTR) {
@@ -509,14 +516,16 @@ static int run_loop(struct tracer *t)
 			return TTF_EXIT_INTERNAL;
 		}
 		if (t->sched_probe)
-			sched_probe__poll(t->sched_probe, 0);
-		engine_setup__poll(t->engine);
+			got |= sched_probe__poll(t->sched_probe, 0) > 0;
+		got |= engine_setup__poll(t->engine) > 0;
 		if (t->gpu_rx) {
 			int n = gpu_rx__poll(t->gpu_rx, t->gpu);
 
 			if (n > 0)
 				t->gpu_records += n;
+			got |= n > 0;
 		}
+		poll_ms = got ? POLL_MS : poll_ms * 2 > POLL_IDLE_MAX_MS ? POLL_IDLE_MAX_MS : poll_ms * 2;
 		/* Everything that happened before this drain began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = now_ns();
