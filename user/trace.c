@@ -421,8 +421,8 @@ static int targets_gone(struct tracer *t)
 
 #define MAX_COUNTERS (TTF_CNT__MAX + 48)
 
-/* Every drop and health counter of every source, for the summary and the sinks. */
-static int collect_counters(struct tracer *t, struct report_counter *c)
+/* Every drop and health counter of every source (probes, pipeline, GPU). */
+static int source_counters(struct tracer *t, struct report_counter *c)
 {
 	const struct conn_stats *cs = pipeline__conn_stats(t->pipe);
 	const struct timeline_stats *ts = pipeline__timeline_stats(t->pipe);
@@ -477,19 +477,32 @@ static int collect_counters(struct tracer *t, struct report_counter *c)
 		c[n++] = (struct report_counter){ "gpu_names_dropped", gs.names_dropped };
 		c[n++] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(t->gpu_rx) };
 	}
-	n += pipeline__sink_stats(t->pipe, c + n, MAX_COUNTERS - n);
 	return n;
+}
+
+/* The sources' counters and then the sinks' own, for the summary and the sinks. */
+static int collect_counters(struct tracer *t, struct report_counter *c)
+{
+	int n = source_counters(t, c);
+
+	return n + pipeline__sink_stats(t->pipe, c + n, MAX_COUNTERS - n);
 }
 
 /* Returns the main output's error; *sink_err gets the first sink's (each sink said which). */
 static int summary(struct tracer *t, int *sink_err)
 {
 	struct report_counter c[MAX_COUNTERS];
-	int n = collect_counters(t, c), err;
+	int n_src = source_counters(t, c), n, err;
 
+	n = n_src + pipeline__sink_stats(t->pipe, c + n_src, MAX_COUNTERS - n_src);
 	/* sinks flush first, so that their own drops reach the summary */
 	*sink_err = pipeline__finish_sinks(t->pipe, c, n);
-	n = collect_counters(t, c);
+	/*
+	 * The sources' counters as the sinks got them (a system-wide one such
+	 * as sched_switches moves on meanwhile, and a replay of the recording
+	 * must print this summary); the sinks' own as they are now.
+	 */
+	n = n_src + pipeline__sink_stats(t->pipe, c + n_src, MAX_COUNTERS - n_src);
 	err = report__summary(t->report, c, n);
 	/* the summary may be in a file: lost records are said on the terminal too */
 	for (int i = 0; i < n; i++)

@@ -187,7 +187,13 @@ def test_itl_outlier_named_long_prefill(engine, tracer):
         hits = [o for o in rec["outliers"] if o["index"] == i]
         assert hits, "ITL %d (%.3f ms) of request %s not an outlier: %s" % (
             i, gap_ms, rec["id"], rec["outliers"])
-        assert abs(hits[0]["itl_ms"] - gap_ms) <= 1.0, (hits[0], gap_ms)
+        # ttftrace times a token at its transmit, inside send(); send()
+        # returns later when the woken reader preempts the writer. So the
+        # true gap lies between send-return-to-send-call and its reverse.
+        sent = t["t_token_send"]
+        lo_ms = (sent[i + 1] - ts[i]) / 1e6
+        hi_ms = (ts[i + 1] - sent[i]) / 1e6
+        assert lo_ms - 0.2 <= hits[0]["itl_ms"] <= hi_ms + 0.2, (hits[0], lo_ms, gap_ms, hi_ms)
         assert hits[0]["cause"] == want_cause, (hits[0], want_cause)
 
 
