@@ -61,19 +61,7 @@ round() {
 	echo "$(($5 - $3)) $(($6 - $4))" >>"$2"
 }
 
-: >"$tmp/A"
-: >"$tmp/B"
-if [ -z "$TTFTRACE_B" ]; then
-	round "$TTFTRACE" "$tmp/A"
-else
-	for i in $(seq "$ROUNDS"); do
-		if [ $((i % 2)) = 1 ]; then
-			round "$TTFTRACE" "$tmp/A"; round "$TTFTRACE_B" "$tmp/B"
-		else
-			round "$TTFTRACE_B" "$tmp/B"; round "$TTFTRACE" "$tmp/A"
-		fi
-	done
-fi
+ab_rounds "$TTFTRACE" "$TTFTRACE_B" "$ROUNDS" "$tmp/A" "$tmp/B"
 python3 - "$tmp/A" "$tmp/B" "$SECS" <<'PY'
 import statistics, sys
 load = lambda p: [tuple(map(int, l.split())) for l in open(p)]

@@ -96,19 +96,7 @@ for _ in range($NOISE): os.getppid()"
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1
-: >"$tmp/A"
-: >"$tmp/B"
-if [ -z "$TTFTRACE_B" ]; then
-	round "$TTFTRACE" "$tmp/A"
-else
-	for i in $(seq "$ROUNDS"); do
-		if [ $((i % 2)) = 1 ]; then
-			round "$TTFTRACE" "$tmp/A"; round "$TTFTRACE_B" "$tmp/B"
-		else
-			round "$TTFTRACE_B" "$tmp/B"; round "$TTFTRACE" "$tmp/A"
-		fi
-	done
-fi
+ab_rounds "$TTFTRACE" "$TTFTRACE_B" "$ROUNDS" "$tmp/A" "$tmp/B"
 python3 - "$tmp/A" "$tmp/B" <<'PY'
 import statistics, sys
 def load(p):

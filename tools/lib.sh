@@ -31,3 +31,23 @@ wait_for() {
 	done
 	return 1
 }
+
+# ab_rounds A B ROUNDS OUT_A OUT_B: call the script's `round BINARY OUT` for
+# build A once, or, with B set, ROUNDS times each in alternating order
+# (A B, B A, ...), so that drift on a noisy machine hits both alike.
+ab_rounds() {
+	local i
+	: >"$4"
+	: >"$5"
+	if [ -z "$2" ]; then
+		round "$1" "$4"
+		return
+	fi
+	for i in $(seq "$3"); do
+		if [ $((i % 2)) = 1 ]; then
+			round "$1" "$4"; round "$2" "$5"
+		else
+			round "$2" "$5"; round "$1" "$4"
+		fi
+	done
+}
