@@ -43,13 +43,15 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c)
 USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # Everything but main(): linked into unit tests and tools.
 LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))
 
-# tools/<name>/*.c with a main.c -> $(OUTPUT)/bin/<name>
-TOOL_NAMES := $(patsubst tools/%/main.c,%,$(wildcard tools/*/main.c))
+# tools/<name>/*.c (what a user runs: loadgen) and tests/drivers/<name>/*.c (test
+# drivers: cupti_rx, mkrec, sched-probe, uprobe-probe), each with a main.c -> $(OUTPUT)/bin/<name>
+TOOL_DIRS := $(patsubst %/main.c,%,$(wildcard tools/*/main.c tests/drivers/*/main.c))
+TOOL_NAMES := $(notdir $(TOOL_DIRS))
 TOOL_BINS := $(addprefix $(OUTPUT)/bin/,$(TOOL_NAMES))
 
 # tests/fixtures/<name>.c -> $(OUTPUT)/tests/fixtures/<name> (standalone programs)
@@ -84,16 +86,17 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# The `ttftrace report` page template, compiled into user/html_report.c as a C string.
-$(OUTPUT)/report_template.h: user/report_template.html | $(OUTPUT)
+# The `ttftrace report` page template, compiled into user/export/html_report.c as a C string.
+$(OUTPUT)/report_template.h: user/export/report_template.html | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q){ echo 'static const char report_template_html[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/user/html_report.o: $(OUTPUT)/report_template.h
+$(OUTPUT)/user/export/html_report.o: $(OUTPUT)/report_template.h
 
 ttftrace: $(USER_OBJS)
 	$(call msg,BINARY,$@)
@@ -104,8 +107,13 @@ $(OUTPUT)/tools/%.o: tools/%.c | $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(OUTPUT)/tests/drivers/%.o: tests/drivers/%.c | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+
 .SECONDEXPANSION:
-$(OUTPUT)/bin/%: $$(patsubst %.c,$(OUTPUT)/%.o,$$(wildcard tools/$$*/*.c)) $(LIB_OBJS) | $(OUTPUT)/bin
+$(OUTPUT)/bin/%: $$(patsubst %.c,$(OUTPUT)/%.o,$$(wildcard tools/$$*/*.c tests/drivers/$$*/*.c)) $(LIB_OBJS) | $(OUTPUT)/bin
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -lcurl -ldl -o $@
 
@@ -168,4 +176,4 @@ $(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $^ -ldl -lpthread -o $@
 # --- end CUPTI block -------------------------------------------------------------
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d)
+-include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d)

@@ -2,7 +2,7 @@
 /*
  * empty_hooks: load bench/empty_hooks.bpf.o, attach every tp_btf program, and
  * attach handle_entry/handle_return as uprobe/uretprobe to each PATH:SYMBOL
- * given (all processes, as ttftrace does: user/engine_probe.c). Prints
+ * given (all processes, as ttftrace does: user/probe/engine_probe.c). Prints
  * "attached N" on stdout, then waits for SIGINT/SIGTERM. Used only by
  * bench/overhead.sh (built there with gcc -lbpf).
  *

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Replay throughput on one core: a synthetic recording (tools/mkrec: REQUESTS
+# Replay throughput on one core: a synthetic recording (tests/drivers/mkrec: REQUESTS
 # streamed chat requests at concurrency 16, 32 tokens each, with scheduler
 # and engine records) replayed by `ttftrace replay` pinned to CPU 0, with the
 # text output and with --json, both to /dev/null. Prints events per second of

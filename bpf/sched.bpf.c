@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Scheduler probes: one record per switch-out, switch-in and wakeup of a
- * thread whose process is in `traced_tgids`. User space (user/sched.c) turns
+ * thread whose process is in `traced_tgids`. User space (user/model/sched.c) turns
  * them into per-thread on-CPU / runnable / blocked intervals.
  *
  *   sched_switch      OUT_{RUNNABLE,BLOCKED,DEAD} for prev, IN for next

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Wire format between the injected CUPTI collector (cupti/, one per CUDA
- * process) and ttftrace (user/gpu_rx.c). Fixed-width types only, no CUPTI
+ * process) and ttftrace (user/probe/gpu_rx.c). Fixed-width types only, no CUPTI
  * types, so user/ code includes it without the CUDA headers.
  *
  * Transport: AF_UNIX SOCK_SEQPACKET. ttftrace listens; each collector

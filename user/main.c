@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * ttftrace: why was this request's first token late?
- * Dispatches subcommands; the default is the tracer (user/trace.c).
+ * Dispatches subcommands; the default is the tracer (user/cmd/trace.c).
  */
 #include <string.h>
-#include "user/cli.h"
-#include "user/copybw.h"
-#include "user/html_report.h"
-#include "user/log.h"
-#include "user/pcie.h"
-#include "user/replay.h"
-#include "user/trace.h"
+#include "user/cmd/cli.h"
+#include "user/hw/copybw.h"
+#include "user/export/html_report.h"
+#include "user/lib/log.h"
+#include "user/hw/pcie.h"
+#include "user/cmd/replay.h"
+#include "user/cmd/trace.h"
 
 int main(int argc, char **argv)
 {

@@ -28,9 +28,9 @@ objs=()
 need_user=0
 for n in "${names[@]}"; do [ "$n" != cupti_decode ] && need_user=1; done
 if [ $need_user = 1 ]; then
-	# user/*.c include the BPF skeletons; `make` generates them
-	for s in user/*.c; do
-		[ "$s" = user/main.c ] && continue
+	# user/*/*.c include the BPF skeletons; `make` generates them
+	for s in user/*/*.c; do
+		
 		o="$OUT/obj/$(basename "$s" .c).o"
 		if [ ! -e "$o" ] || [ "$s" -nt "$o" ] || [ -n "$(find user bpf -name '*.h' -newer "$o" -print -quit)" ]; then
 			$CLANG $CFLAGS -fsanitize=fuzzer-no-link,address,undefined -c "$s" -o "$o"
@@ -46,7 +46,7 @@ for n in "${names[@]}"; do
 		# the reader with small buffers: 4 MiB per open costs 13 ms under ASan
 		$CLANG $CFLAGS -fsanitize=fuzzer-no-link,address,undefined \
 			-DREAD_BUF_BYTES='(64u << 10)' -DGZ_BUF_BYTES='(16u << 10)' \
-			-c user/replay.c -o "$OUT/obj/replay_small.o"
+			-c user/cmd/replay.c -o "$OUT/obj/replay_small.o"
 		lib=()
 		for o in "${objs[@]}"; do [ "$o" != "$OUT/obj/replay.o" ] && lib+=("$o"); done
 		$CLANG $CFLAGS $SAN "$src" "$OUT/obj/replay_small.o" "${lib[@]}" $LDLIBS \

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: the connection tracker (user/conn.c, with user/http.c
- * and user/sse.c behind it) and the per-request metrics (user/metrics.c) on
+ * libFuzzer harness: the connection tracker (user/proto/conn.c, with user/proto/http.c
+ * and user/proto/sse.c behind it) and the per-request metrics (user/model/metrics.c) on
  * record sequences built from the input.
  *
  * Input: a list of records, each a 12-byte header then payload:
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "user/conn.h"
-#include "user/metrics.h"
+#include "user/proto/conn.h"
+#include "user/model/metrics.h"
 
 #define HDR_BYTES 12
 

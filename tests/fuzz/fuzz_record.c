@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: the recording reader (user/replay.c rec_reader, with the
- * delta decoder of user/record.c) and, for some inputs, a whole replay
+ * libFuzzer harness: the recording reader (user/cmd/replay.c rec_reader, with the
+ * delta decoder of user/export/record.c) and, for some inputs, a whole replay
  * through the pipeline (replay__run).
  *
  * Input: [0] mode bits, then data.
@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "user/replay.h"
+#include "user/cmd/replay.h"
 
 static int fd = -1;
 static char path[64];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: SSE splitting and token classification (user/sse.c).
+ * libFuzzer harness: SSE splitting and token classification (user/proto/sse.c).
  *
  * Input: [0] chunking seed, then the byte stream. The stream is classified
  * whole (sse_classify on an exact-size heap copy, so any over-read is caught),
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "user/sse.h"
+#include "user/proto/sse.h"
 
 static void on_event(void *ctx, const char *data, size_t len, uint64_t tag)
 {

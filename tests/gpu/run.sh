@@ -75,7 +75,7 @@ note "cupti headers: $CUPTI_H; libcupti: ${CUPTI_LIB:-<none found; relying on th
 CFLAGS="-O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -I$ROOT"
 $CC $CFLAGS "${INC[@]}" -fPIC -shared cupti/*.c -ldl -lpthread -o "$W/libttftrace-cupti.so" >>"$LOG" 2>&1 \
 	|| fail_early "building libttftrace-cupti.so failed (see $LOG)"
-$CC $CFLAGS tools/cupti_rx/main.c user/gpu_rx.c user/gpu_store.c user/gpu_join.c -o "$W/cupti_rx" >>"$LOG" 2>&1 \
+$CC $CFLAGS tests/drivers/cupti_rx/main.c user/probe/gpu_rx.c user/model/gpu_store.c user/model/gpu_join.c -o "$W/cupti_rx" >>"$LOG" 2>&1 \
 	|| fail_early "building cupti_rx failed (see $LOG)"
 nm -D --defined-only "$W/libttftrace-cupti.so" | grep -q ' T InitializeInjection$' \
 	|| fail_early "InitializeInjection is not exported"

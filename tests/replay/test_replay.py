@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Record and replay (user/record.h, user/replay.h).
+"""Record and replay (user/export/record.h, user/cmd/replay.h).
 
 - A live trace of the fixture server recorded with --record and replayed
   gives the same NDJSON, request for request and summary, exactly.
@@ -7,7 +7,7 @@
 - Recordings under tests/replay/data replay to their committed output
   (regression tests; tests/replay/make_data.sh made them).
 - Corrupt recordings: exit 11 with an Error line.
-- Long run: 200,000 synthetic requests (tools/mkrec) in bounded memory.
+- Long run: 200,000 synthetic requests (tests/drivers/mkrec) in bounded memory.
 """
 import glob
 import os

@@ -67,7 +67,7 @@ def render(tmp_path, html_path, name):
 
 
 def percentile(values, p):
-    """numpy's default (linear) percentile, as user/stats.h defines it."""
+    """numpy's default (linear) percentile, as user/lib/stats.h defines it."""
     v = sorted(values)
     rank = p / 100.0 * (len(v) - 1)
     i = int(rank)

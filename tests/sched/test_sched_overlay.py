@@ -89,7 +89,7 @@ def test_contention_and_sleep(procs, contend):
     assert whole["blocked_ns"] >= sleep["blocked_ns"]
 
     assert summary["sched_ringbuf_full"] == 0
-    # A lost record turns an interval unknown (see user/sched.h). On these
+    # A lost record turns an interval unknown (see user/model/sched.h). On these
     # Firecracker VMs the kernel now and then switches without running
     # sched_switch programs (bpftrace misses the same switches; README,
     # "Overlay"): counted as sched_switch_gaps. Keep it rare.

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <stdlib.h>
 #include <cmocka.h>
-#include "user/attrib.h"
-#include "user/metrics.h"
-#include "user/timeline.h"
+#include "user/model/attrib.h"
+#include "user/model/metrics.h"
+#include "user/model/timeline.h"
 
 #define MS 1000000ull
 

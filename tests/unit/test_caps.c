@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Capability mask parsing and the BPF privilege rule (user/caps.h). */
+/* Capability mask parsing and the BPF privilege rule (user/probe/caps.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <errno.h>
 #include <cmocka.h>
-#include "user/caps.h"
+#include "user/probe/caps.h"
 
 /* The shape of /proc/self/status on 6.18 (other lines trimmed). */
 static const char status_root_in_container[] =

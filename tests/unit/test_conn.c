@@ -8,7 +8,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/conn.h"
+#include "user/proto/conn.h"
 
 #define MS 1000000ull
 #define CK 0xc00c1eull

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/copy_stats.h"
+#include "user/model/copy_stats.h"
 
 static void test_pinned_and_pageable(void **state)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Control flow of the CUPTI collector (cupti/collector.c) behind a fake
- * struct cupti_api, the socket transport (cupti/sender.c -> user/gpu_rx.c),
+ * struct cupti_api, the socket transport (cupti/sender.c -> user/probe/gpu_rx.c),
  * and InitializeInjection against the real libcupti without a driver.
  */
 #include <errno.h>
@@ -19,8 +19,8 @@
 #include "cupti/collector.h"
 #include "cupti/sender.h"
 #include "tests/unit/cupti_records.h"
-#include "user/gpu_rx.h"
-#include "user/gpu_store.h"
+#include "user/probe/gpu_rx.h"
+#include "user/model/gpu_store.h"
 
 int InitializeInjection(void);
 

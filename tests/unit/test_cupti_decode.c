@@ -15,7 +15,7 @@
 #include "cupti/clock.h"
 #include "cupti/decode.h"
 #include "tests/unit/cupti_records.h"
-#include "user/gpu_store.h"
+#include "user/model/gpu_store.h"
 
 #define MS 1000000ull
 #define T0 (5000 * MS)

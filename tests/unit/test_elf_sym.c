@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "user/elf_sym.h"
-#include "user/proc_maps.h"
+#include "user/probe/elf_sym.h"
+#include "user/probe/proc_maps.h"
 
 /*
  * Hand-assembled functions with known layouts (offsets in the comments).

@@ -6,7 +6,7 @@
 #include <setjmp.h>
 #include <errno.h>
 #include <cmocka.h>
-#include "user/fit.h"
+#include "user/lib/fit.h"
 
 /* y = 2 + 0.5 x exactly: a = 2, b = 0.5, r2 = 1. */
 static void test_exact_line(void **state)

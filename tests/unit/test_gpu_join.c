@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * GPU span store and joins (user/gpu_store.c, user/gpu_join.c) on records of
+ * GPU span store and joins (user/model/gpu_store.c, user/model/gpu_join.c) on records of
  * a known schedule, with hand-computed values.
  */
 #include <errno.h>
@@ -10,8 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "user/gpu_join.h"
-#include "user/gpu_store.h"
+#include "user/model/gpu_join.h"
+#include "user/model/gpu_store.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/http.h"
+#include "user/proto/http.h"
 
 struct rec {
 	int begins, heads, ends;

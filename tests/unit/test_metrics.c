@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Per-request token metrics (user/metrics.c) against hand-computed values. */
+/* Per-request token metrics (user/model/metrics.c) against hand-computed values. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/metrics.h"
+#include "user/model/metrics.h"
 
 #define MS 1000000ull
 #define EPS 1e-6

@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "user/copybw.h"
-#include "user/pcie.h"
+#include "user/hw/copybw.h"
+#include "user/hw/pcie.h"
 
 int pcie_main(int argc, char **argv);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Perfetto timeline sink (user/perfetto.c): synthetic taps in, the written
+ * Perfetto timeline sink (user/export/perfetto.c): synthetic taps in, the written
  * trace-event JSON parsed back with cJSON and compared with hand-computed
  * slices, stages and counters.
  */
@@ -15,7 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include "user/perfetto.h"
+#include "user/export/perfetto.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "user/proc_maps.h"
+#include "user/probe/proc_maps.h"
 
 static const char maps_text[] =
 	"55d0c0a00000-55d0c0a02000 r--p 00000000 08:01 1234                       /usr/bin/llama-server\n"

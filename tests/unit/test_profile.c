@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "user/profile.h"
+#include "user/probe/profile.h"
 
 static struct engine_profile prof;
 

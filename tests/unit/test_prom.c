@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/histo.h"
-#include "user/prom.h"
+#include "user/lib/histo.h"
+#include "user/export/prom.h"
 
 static void test_histo_buckets(void **state)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Output (user/report.c): live lines, NDJSON parsed back with cJSON, summaries. */
+/* Output (user/export/report.c): live lines, NDJSON parsed back with cJSON, summaries. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include "user/report.h"
+#include "user/export/report.h"
 
 #define MS 1000000ull
 #define EPS 1e-9

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Scheduler view: synthetic record sequences with hand-computed per-state
- * times (user/sched.h). Times are small integers of ns unless noted.
+ * times (user/model/sched.h). Times are small integers of ns unless noted.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/sched.h"
+#include "user/model/sched.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL

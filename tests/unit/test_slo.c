@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/stats.h"
-#include "user/slo.h"
+#include "user/lib/stats.h"
+#include "user/model/slo.h"
 
 #define EPS 1e-12
 
@@ -111,7 +111,7 @@ static void test_values_from_stats(void **state)
 	for (int i = 1; i <= 10; i++)
 		assert_int_equal(stats__add(st, i), 0);
 	slo_values__from_stats(&v, SLO_TTFT, st);
-	/* samples 1..10 (user/stats.h): P50 5.5, P90 9.1, P95 9.55, P99 9.91 */
+	/* samples 1..10 (user/lib/stats.h): P50 5.5, P90 9.1, P95 9.55, P99 9.91 */
 	assert_float_equal(v.ms[SLO_TTFT][SLO_P50], 5.5, 1e-9);
 	assert_float_equal(v.ms[SLO_TTFT][SLO_P90], 9.1, 1e-9);
 	assert_float_equal(v.ms[SLO_TTFT][SLO_P95], 9.55, 1e-9);

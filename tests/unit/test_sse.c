@@ -6,8 +6,8 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/request.h"
-#include "user/sse.h"
+#include "user/proto/request.h"
+#include "user/proto/sse.h"
 
 static void classify(const char *s, struct sse_event_info *out)
 {

@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/request.h"
-#include "user/sse_json.h"
+#include "user/proto/request.h"
+#include "user/proto/sse_json.h"
 
 static const char *const agree[] = {
 	"{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"

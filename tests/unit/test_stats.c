@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/stats.h"
+#include "user/lib/stats.h"
 
 #define EPS 1e-9
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Sample collector past STATS_EXACT_MAX samples: the log-linear histogram of user/stats.h. */
+/* Sample collector past STATS_EXACT_MAX samples: the log-linear histogram of user/lib/stats.h. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/stats.h"
+#include "user/lib/stats.h"
 
 #define EPS 1e-9
 

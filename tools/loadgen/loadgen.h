@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <curl/curl.h>
-#include "user/slo.h"
+#include "user/model/slo.h"
 
 /* Exit codes (also in --help and README.md "SLO gates"). */
 enum lg_exit {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <math.h>
 
-#include "user/progress.h"
-#include "user/stats.h"
+#include "user/lib/progress.h"
+#include "user/lib/stats.h"
 #include "tools/loadgen/loadgen.h"
 
 static const char doc[] =

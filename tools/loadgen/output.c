@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
-#include "user/stats.h"
+#include "user/lib/stats.h"
 #include "tools/loadgen/loadgen.h"
 
 static double ms(uint64_t a_ns, uint64_t b_ns)

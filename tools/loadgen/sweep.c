@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
-#include "user/progress.h"
-#include "user/stats.h"
+#include "user/lib/progress.h"
+#include "user/lib/stats.h"
 #include "tools/loadgen/loadgen.h"
 
 static const enum slo_metric row_metrics[] = { SLO_TTFT, SLO_TPOT, SLO_E2E };

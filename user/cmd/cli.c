@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "bpf/net.h"
+#include "user/cmd/cli.h"
+#include "user/export/prom.h"
+#include "user/model/slo.h"
+#include "user/cmd/subcmd.h"
+
+const char *argp_program_version = "ttftrace 0.1";
+const char *argp_program_bug_address = "the project's issue tracker";
+
+static const char doc[] =
+"Trace TTFT, TPOT and ITL of an LLM inference server's HTTP/SSE requests, "
+"from the kernel, without changing or restarting the server.\n"
+"\n"
+"USAGE: ttftrace [-p PID | --comm NAME | --port PORT | -c CMD] [-d SECONDS] [--json] [-o FILE]\n"
+"       ttftrace pcie [OPTIONS]     PCIe link audit of NVIDIA GPUs\n"
+"       ttftrace copybw [OPTIONS]   host<->device copy bandwidth\n"
+"       ttftrace replay FILE [--json] [-o OUT]   run a --record FILE again, without root\n"
+"       ttftrace report RUN.ndjson -o report.html   HTML report of a --json run\n"
+"\v"
+"EXAMPLES:\n"
+"    ttftrace --port 8080            # trace the server listening on port 8080\n"
+"    ttftrace -p 1234 -d 60          # trace PID 1234 (and later children) for 60 s\n"
+"    ttftrace --comm llama-server    # trace every process named llama-server\n"
+"    ttftrace -c './server --port 8080'  # start a server and trace it until it exits\n"
+"    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
+"    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1   # custom engine step\n"
+"\n"
+"Exit codes: 0 ok, 2 bad command line, 3 missing privileges, 4 kernel lacks BTF or a\n"
+"tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
+"error, 9 internal error, 10 an --slo not met (after the summary).";
+
+enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
+       OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
+       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT };
+
+static const struct argp_option options[] = {
+	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
+	{ "pid", 'p', "PID", 0, "Trace this process, its threads and later children", 1 },
+	{ "comm", OPT_COMM, "NAME", 0, "Trace processes with this command name (now and later)", 1 },
+	{ "port", OPT_PORT, "PORT", 0, "Trace the process listening on this TCP port, and the next one after it exits", 1 },
+	{ "cmd", 'c', "CMD", 0, "Start CMD with /bin/sh -c and trace it until it exits", 1 },
+	{ NULL, 0, NULL, 0, "Output:", 2 },
+	{ "duration", 'd', "SECONDS", 0, "Stop after this many seconds", 2 },
+	{ "json", OPT_JSON, NULL, 0, "NDJSON: one object per request, then a summary object", 2 },
+	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 2 },
+	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
+	{ "slo", OPT_SLO, "SPEC", 0,
+	  "Check e.g. ttft_p95=2s,tpot_p95=100ms on the summary; exit 10 if not met", 2 },
+	{ NULL, 0, NULL, 0, "Engine (uprobes):", 3 },
+	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
+	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
+	{ "probe", OPT_PROBE, "SPEC", 0,
+	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync; repeatable", 3 },
+	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
+	{ NULL, 0, NULL, 0, "Capture:", 4 },
+	{ "capture-bytes", OPT_CAPTURE, "N", 0,
+	  "Payload prefix captured per read (default 1024, max 8192)", 4 },
+	{ "capture-send-bytes", OPT_CAPTURE_SEND, "N", 0,
+	  "Payload prefix captured per write (default 8192, max 8192)", 4 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
+	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
+	{ NULL, 0, NULL, 0, "Export:", 5 },
+	{ "metrics", OPT_METRICS, "[ADDR:]PORT", 0,
+	  "Serve Prometheus /metrics here (bare PORT: 127.0.0.1; 0.0.0.0:PORT: all IPv4)", 5 },
+	{ "otlp", OPT_OTLP, "URL", 0,
+	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
+	{ "record", OPT_RECORD, "FILE", 0,
+	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
+	{ "sysfs-root", OPT_SYSFS_ROOT, "DIR", 0,
+	  "Read PCIe links (copy GB/s, /metrics gauges) under DIR instead of /sys", 5 },
+	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
+	{},
+};
+
+/* The path of a file that may not exist yet: its directory resolved, then its name. */
+static void canonical(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	snprintf(out, len, "%s/%s", real, slash ? slash + 1 : path);
+}
+
+/* 1 when a and b name the same file (created or not); devices may be shared. */
+static int same_output(const char *a, const char *b)
+{
+	char ca[2 * PATH_MAX], cb[2 * PATH_MAX];
+	struct stat sa, sb;
+
+	if (!a || !b)
+		return 0;
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISCHR(sa.st_mode);
+	canonical(a, ca, sizeof(ca));
+	canonical(b, cb, sizeof(cb));
+	return !strcmp(ca, cb);
+}
+
+/* Two outputs in one file would overwrite each other: refuse before anything is written. */
+static void check_distinct_outputs(const struct ttf_opts *o)
+{
+	const struct { const char *opt, *path; } outs[] = {
+		{ "-o", o->output }, { "--record", o->record }, { "--perfetto", o->perfetto },
+	};
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (same_output(outs[i].path, outs[j].path))
+				subcmd__usage_fail("ttftrace", "%s and %s name the same file '%s'",
+						   outs[i].opt, outs[j].opt, outs[i].path);
+}
+
+static long parse_long(const char *arg, long lo, long hi, struct argp_state *state,
+		       const char *what)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi)
+		subcmd__usage_fail("ttftrace", "invalid %s '%s' (expected %ld..%ld)", what, arg, lo, hi);
+	return v;
+}
+
+static void set_target(struct argp_state *state, struct ttf_opts *o, enum ttf_target_kind k)
+{
+	if (o->target != TTF_TARGET_NONE && o->target != k)
+		subcmd__usage_fail("ttftrace", "give only one of -p, --comm, --port, -c");
+	o->target = k;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+	char *end;
+	long mb;
+
+	switch (key) {
+	case 'p':
+		set_target(state, o, TTF_TARGET_PID);
+		o->pid = parse_long(arg, 1, INT_MAX, state, "PID");
+		break;
+	case OPT_COMM:
+		set_target(state, o, TTF_TARGET_COMM);
+		if (!*arg || strlen(arg) >= sizeof(o->comm))
+			subcmd__usage_fail("ttftrace", "--comm NAME must have 1..15 characters (the kernel's comm)");
+		strcpy(o->comm, arg);
+		break;
+	case OPT_PORT:
+		set_target(state, o, TTF_TARGET_PORT);
+		o->port = parse_long(arg, 1, 65535, state, "port");
+		break;
+	case 'c':
+		set_target(state, o, TTF_TARGET_CMD);
+		if (!*arg)
+			subcmd__usage_fail("ttftrace", "-c needs a command");
+		o->cmd = arg;
+		break;
+	case 'd':
+		errno = 0;
+		o->duration_s = strtod(arg, &end);
+		if (errno || end == arg || *end || o->duration_s <= 0 || o->duration_s > 1e7)
+			subcmd__usage_fail("ttftrace", "invalid duration '%s' (seconds > 0)", arg);
+		break;
+	case OPT_JSON:
+		o->json = 1;
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case OPT_SLO: {
+		struct slo_set set;
+		char err[160];
+
+		if (slo__parse(arg, &set, err, sizeof(err))) {
+			fprintf(stderr, "Error: --slo: %s\nHINT: %s\n", err, SLO_HINT);
+			exit(TTF_EXIT_USAGE);
+		}
+		o->slo_spec = arg;
+		break;
+	}
+	case OPT_CAPTURE:
+		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
+		break;
+	case OPT_CAPTURE_SEND:
+		o->capture_send_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state,
+						   "capture size");
+		break;
+	case OPT_RINGBUF:
+		mb = parse_long(arg, 1, 1024, state, "ring buffer size");
+		if (mb & (mb - 1))
+			subcmd__usage_fail("ttftrace", "--ringbuf-mb must be a power of two");
+		o->ringbuf_bytes = (uint32_t)mb << 20;
+		break;
+	case OPT_NO_SCHED:
+		o->no_sched = 1;
+		break;
+	case OPT_NO_PROFILE:
+		o->no_profile = 1;
+		break;
+	case OPT_PROFILE:
+		if (o->n_profiles == 4)
+			subcmd__usage_fail("ttftrace", "at most 4 --profile");
+		o->profiles[o->n_profiles++] = arg;
+		break;
+	case OPT_PROBE:
+		if (o->n_probes == 16)
+			subcmd__usage_fail("ttftrace", "at most 16 --probe");
+		o->probes[o->n_probes++] = arg;
+		break;
+	case OPT_METRICS: {
+		struct sockaddr_storage sa;
+		socklen_t sa_len;
+
+		if (prom__parse_listen(arg, &sa, &sa_len))
+			subcmd__usage_fail("ttftrace", "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
+		o->metrics = arg;
+		break;
+	}
+	case OPT_OTLP:
+		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
+			subcmd__usage_fail("ttftrace", "invalid --otlp '%s' (an http:// or https:// URL)", arg);
+		o->otlp_url = arg;
+		break;
+	case OPT_RECORD:
+		if (!*arg)
+			subcmd__usage_fail("ttftrace", "--record needs a file name");
+		o->record = arg;
+		break;
+	case OPT_PERFETTO:
+		o->perfetto = arg;
+		break;
+	case OPT_SYSFS_ROOT:
+		if (!*arg)
+			subcmd__usage_fail("ttftrace", "--sysfs-root needs a directory");
+		o->sysfs_root = arg;
+		break;
+	case 'h':
+		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);
+		break;
+	case ARGP_KEY_ARG:
+		subcmd__usage_fail("ttftrace", "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (o->target == TTF_TARGET_NONE)
+			subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+		check_distinct_outputs(o);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+void cli__parse(int argc, char **argv, struct ttf_opts *o)
+{
+	static const struct argp argp = { options, parse_opt, NULL, doc };
+
+	memset(o, 0, sizeof(*o));
+	o->capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
+	o->capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
+	o->ringbuf_bytes = 16u << 20;
+	argp_err_exit_status = TTF_EXIT_USAGE;
+	argp_parse(&argp, argc, argv, 0, NULL, o);
+}

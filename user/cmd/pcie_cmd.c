@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* `ttftrace pcie`: audit each NVIDIA GPU's PCIe path; judge it only under load (case 24). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cjson/cJSON.h>
+
+#include "user/cmd/subcmd.h"
+#include "user/hw/copybw.h"
+#include "user/hw/pcie.h"
+
+#define usage_error(fmt, arg) subcmd__usage_error("pcie", PCIE_EXIT_USAGE, fmt, arg)
+
+#define PCIE_EXIT_OK		0
+#define PCIE_EXIT_DOWNTRAINED	1
+#define PCIE_EXIT_USAGE		2
+#define PCIE_EXIT_NO_GPU	3
+#define PCIE_EXIT_SYSFS		4
+#define PCIE_EXIT_NO_CUDA	5
+#define PCIE_LOAD_RAMP_MS	300
+
+static const char pcie_usage[] =
+"Usage: ttftrace pcie [OPTIONS]\n"
+"Audit the PCIe path of every NVIDIA GPU: current and maximum speed and width of each\n"
+"link up to the root port, the narrowest link, theoretical bandwidth per direction, NUMA\n"
+"locality. A link is judged only from a reading taken while the GPU is busy: idle GPUs\n"
+"downclock their link (Gen1 on a Gen4 slot is normal power saving).\n"
+"\n"
+"  -r, --sysfs-root DIR   sysfs root (default /sys)\n"
+"      --proc-root DIR    procfs root for -p (default /proc)\n"
+"  -D, --gpu BDF          audit only this GPU (e.g. 0000:3b:00.0)\n"
+"  -p, --pid PID          check whether this server's threads run on the GPU's local CPUs\n"
+"      --busy             the GPU is busy now (e.g. the traced server is serving)\n"
+"      --pstate Pn        the GPU's performance state now (nvidia-smi); P0-P2 = busy\n"
+"      --load copy        hold the link busy with pinned H2D copies while reading (GPU)\n"
+"  -n, --samples N        readings merged per link, best of N (default 5)\n"
+"  -i, --interval-ms MS   time between readings (default 20)\n"
+"  -j, --json             JSON output\n"
+"  -h, --help             this help\n"
+"\n"
+"EXIT STATUS: 0 ok or not judged (idle), 1 downtrained under load, 2 usage,\n"
+"3 no NVIDIA GPU found, 4 sysfs unreadable, 5 --load copy without a CUDA device.\n"
+"\n"
+"EXAMPLES:\n"
+"  ttftrace pcie                        # topology; links judged only if busy\n"
+"  ttftrace pcie --load copy            # load each GPU with copies and judge its links\n"
+"  ttftrace pcie --busy -p $(pidof llama-server)  # judge while serving, check NUMA\n"
+"  ttftrace pcie --busy -j || echo bad  # gate a deployment on exit status 1\n";
+
+struct pcie_args {
+	const char *sysfs_root;
+	const char *proc_root;
+	char gpu[PCIE_BDF_LEN];
+	int pid;
+	bool busy;
+	const char *busy_source;
+	bool load_copy;
+	int samples;
+	int interval_ms;
+	bool json;
+};
+
+/* Returns -1 to continue, or an exit code (help, usage error). */
+static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
+{
+	enum { OPT_PROC = 256, OPT_BUSY, OPT_PSTATE, OPT_LOAD };
+	static const struct option opts[] = {
+		{ "sysfs-root", required_argument, NULL, 'r' },
+		{ "proc-root", required_argument, NULL, OPT_PROC },
+		{ "gpu", required_argument, NULL, 'D' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "busy", no_argument, NULL, OPT_BUSY },
+		{ "pstate", required_argument, NULL, OPT_PSTATE },
+		{ "load", required_argument, NULL, OPT_LOAD },
+		{ "samples", required_argument, NULL, 'n' },
+		{ "interval-ms", required_argument, NULL, 'i' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	bool pstate_idle = false;
+	int c, pst;
+
+	*a = (struct pcie_args){ .sysfs_root = "/sys", .proc_root = "/proc", .samples = 5,
+				 .interval_ms = 20, .busy_source = "none" };
+	optind = 0;	/* 0 re-initialises glibc getopt; main() may have parsed before us */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+r:D:p:n:i:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			a->sysfs_root = optarg;
+			break;
+		case OPT_PROC:
+			a->proc_root = optarg;
+			break;
+		case 'D':
+			if (pcie__normalize_bdf(optarg, a->gpu, sizeof(a->gpu)))
+				return usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)",
+							optarg);
+			break;
+		case 'p':
+			if (subcmd__parse_int(optarg, 1, 1 << 30, &a->pid))
+				return usage_error("bad --pid '%s'", optarg);
+			break;
+		case OPT_BUSY:
+			a->busy = true;
+			a->busy_source = "--busy";
+			break;
+		case OPT_PSTATE:
+			if ((optarg[0] != 'P' && optarg[0] != 'p') ||
+			    subcmd__parse_int(optarg + 1, 0, 15, &pst))
+				return usage_error("bad --pstate '%s' (P0 .. P15)", optarg);
+			/* P0/P2 while working, P5/P8 idle: case 24 (nvtop#6 mapping) */
+			if (pst <= 2) {
+				a->busy = true;
+				a->busy_source = "--pstate";
+			} else {
+				pstate_idle = true;
+			}
+			break;
+		case OPT_LOAD:
+			if (strcmp(optarg, "copy"))
+				return usage_error("bad --load '%s' (only 'copy')", optarg);
+			a->load_copy = true;
+			break;
+		case 'n':
+			if (subcmd__parse_int(optarg, 1, 1000, &a->samples))
+				return usage_error("bad --samples '%s' (1..1000)", optarg);
+			break;
+		case 'i':
+			if (subcmd__parse_int(optarg, 0, 10000, &a->interval_ms))
+				return usage_error("bad --interval-ms '%s' (0..10000)",
+							optarg);
+			break;
+		case 'j':
+			a->json = true;
+			break;
+		case 'h':
+			fputs(pcie_usage, stdout);
+			return PCIE_EXIT_OK;
+		default:
+			return usage_error("unknown or incomplete option '%s'",
+						argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (pstate_idle && (a->busy || a->load_copy))
+		return usage_error("%s contradicts an idle --pstate (P3..P15)",
+					a->load_copy ? "--load copy" : "--busy/--pstate P0-P2");
+	return -1;
+}
+
+static void pcie_sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* "Gen4 x16"; "?" parts for unknown values. */
+static const char *pcie_fmt_link(unsigned int mts, unsigned int width, char *buf, size_t len)
+{
+	int gen = pcie__gen_from_mts(mts);
+	char w[16] = "x?";
+
+	if (width)
+		snprintf(w, sizeof(w), "x%u", width);
+	if (gen)
+		snprintf(buf, len, "Gen%d %s", gen, w);
+	else if (mts)
+		snprintf(buf, len, "%.1fGT/s %s", mts / 1000.0, w);
+	else
+		snprintf(buf, len, "Gen? %s", w);
+	return buf;
+}
+
+struct pcie_result {
+	enum pcie_verdict verdict;
+	int worst;
+	double load_gbps;	/* < 0 when no load ran */
+	bool loaded;
+	struct pcie_locality loc;
+	int loc_err;		/* 0, or negative errno; 1 = not asked */
+};
+
+static cJSON *pcie_json_link(unsigned int mts, unsigned int width)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "gen", pcie__gen_from_mts(mts));
+	cJSON_AddNumberToObject(o, "speed_mts", mts);
+	cJSON_AddNumberToObject(o, "width", width);
+	cJSON_AddNumberToObject(o, "gbps", pcie__link_gbps(mts, width));
+	return o;
+}
+
+static const char *const pcie_verdict_names[] = {
+	[PCIE_OK] = "ok",
+	[PCIE_IDLE_NOT_JUDGED] = "idle_not_judged",
+	[PCIE_DOWNTRAINED] = "downtrained",
+	[PCIE_NO_LINK_INFO] = "no_link_info",
+};
+
+/* The one-line verdict, shared by text and JSON output. */
+static void pcie_message(const struct pcie_gpu *g, const struct pcie_result *r, bool busy,
+			 char *buf, size_t len)
+{
+	int cap = pcie__bottleneck(g, true), cur = pcie__bottleneck(g, false);
+	char a[32], b[32];
+
+	switch (r->verdict) {
+	case PCIE_DOWNTRAINED: {
+		const struct pcie_link *l = &g->links[r->worst];
+
+		snprintf(buf, len, "downtrained: %s of %s at %s (link %s -> %s)",
+			 pcie_fmt_link(l->cur_speed_mts, l->cur_width, a, sizeof(a)),
+			 pcie_fmt_link(l->cap_speed_mts, l->cap_width, b, sizeof(b)),
+			 g->path[l->child].bdf, l->parent >= 0 ? g->path[l->parent].bdf : "?",
+			 g->path[l->child].bdf);
+		break;
+	}
+	case PCIE_IDLE_NOT_JUDGED:
+		snprintf(buf, len, "idle reading: link state not judged (now %s of %s; idle GPUs "
+			 "downclock by design)",
+			 pcie_fmt_link(g->links[cur].cur_speed_mts, g->links[cur].cur_width, a,
+				       sizeof(a)),
+			 pcie_fmt_link(g->links[cap].cap_speed_mts, g->links[cap].cap_width, b,
+				       sizeof(b)));
+		break;
+	case PCIE_OK:
+		snprintf(buf, len, "ok: path at capability, %s, %.2f GB/s per direction%s",
+			 pcie_fmt_link(g->links[cap].cap_speed_mts, g->links[cap].cap_width, a,
+				       sizeof(a)),
+			 pcie__link_gbps(g->links[cap].cap_speed_mts, g->links[cap].cap_width),
+			 busy ? "" : " (idle reading, already at capability)");
+		break;
+	case PCIE_NO_LINK_INFO:
+		snprintf(buf, len, "no PCIe link attributes in sysfs (e.g. a VM): not judged");
+		break;
+	}
+}
+
+static cJSON *pcie_json_gpu(const struct pcie_gpu *g, const struct pcie_result *r,
+			    const char *msg)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *e;
+	int cap = pcie__bottleneck(g, true), cur = pcie__bottleneck(g, false), i;
+	char cls[16];
+
+	snprintf(cls, sizeof(cls), "0x%06x", g->class_code);
+	cJSON_AddStringToObject(o, "bdf", g->bdf);
+	cJSON_AddNumberToObject(o, "device_id", g->device_id);
+	cJSON_AddStringToObject(o, "class", cls);
+	cJSON_AddNumberToObject(o, "numa_node", g->numa_node);
+	cJSON_AddStringToObject(o, "local_cpus", g->local_cpulist);
+	arr = cJSON_AddArrayToObject(o, "path");
+	for (i = 0; i < g->nr_path; i++) {
+		const struct pcie_port *p = &g->path[i];
+
+		e = cJSON_CreateObject();
+		cJSON_AddStringToObject(e, "bdf", p->bdf);
+		cJSON_AddItemToObject(e, "current", pcie_json_link(p->cur_speed_mts, p->cur_width));
+		cJSON_AddItemToObject(e, "max", pcie_json_link(p->max_speed_mts, p->max_width));
+		cJSON_AddItemToArray(arr, e);
+	}
+	arr = cJSON_AddArrayToObject(o, "links");
+	for (i = g->nr_links - 1; i >= 0; i--) {
+		const struct pcie_link *l = &g->links[i];
+
+		e = cJSON_CreateObject();
+		if (l->parent >= 0)
+			cJSON_AddStringToObject(e, "parent", g->path[l->parent].bdf);
+		else
+			cJSON_AddNullToObject(e, "parent");
+		cJSON_AddStringToObject(e, "child", g->path[l->child].bdf);
+		cJSON_AddItemToObject(e, "current", pcie_json_link(l->cur_speed_mts, l->cur_width));
+		cJSON_AddItemToObject(e, "capable", pcie_json_link(l->cap_speed_mts, l->cap_width));
+		cJSON_AddBoolToObject(e, "below_capability", l->cur_speed_mts && l->cur_width &&
+				      (l->cur_speed_mts < l->cap_speed_mts ||
+				       l->cur_width < l->cap_width));
+		cJSON_AddItemToArray(arr, e);
+	}
+	cJSON_AddNumberToObject(o, "capable_gbps", cap < 0 ? 0.0 :
+				pcie__link_gbps(g->links[cap].cap_speed_mts,
+						g->links[cap].cap_width));
+	cJSON_AddNumberToObject(o, "current_gbps", cur < 0 ? 0.0 :
+				pcie__link_gbps(g->links[cur].cur_speed_mts,
+						g->links[cur].cur_width));
+	cJSON_AddStringToObject(o, "verdict", pcie_verdict_names[r->verdict]);
+	if (r->verdict == PCIE_DOWNTRAINED)
+		cJSON_AddStringToObject(o, "hop", g->path[g->links[r->worst].child].bdf);
+	cJSON_AddStringToObject(o, "message", msg);
+	if (r->loaded)
+		cJSON_AddNumberToObject(o, "load_h2d_gbps", r->load_gbps);
+	if (!r->loc_err) {
+		e = cJSON_AddObjectToObject(o, "threads");
+		cJSON_AddNumberToObject(e, "total", r->loc.nr_threads);
+		cJSON_AddNumberToObject(e, "allowed_local_only", r->loc.allowed_local);
+		cJSON_AddNumberToObject(e, "last_ran_local", r->loc.last_local);
+	}
+	return o;
+}
+
+static void pcie_print_gpu(const struct pcie_gpu *g, const struct pcie_result *r,
+			   const struct pcie_args *a, bool busy, const char *msg, int pid)
+{
+	char c[32], mp[32], mc[32];
+	int i;
+
+	printf("GPU %s (10de:%04x, %s)  NUMA node %d, local CPUs %s\n", g->bdf, g->device_id,
+	       (g->class_code >> 8) == 0x0302 ? "3D controller" : "VGA controller",
+	       g->numa_node, g->local_cpulist[0] ? g->local_cpulist : "unknown");
+	printf("  reading: %s (%s), best of %d sample(s) %d ms apart\n", busy ? "busy" : "idle",
+	       busy ? (r->loaded ? "--load copy" : a->busy_source) : "no load known",
+	       a->samples, a->interval_ms);
+	printf("  %-12s  %-12s  %-8s  %-8s  %-8s  %8s  %8s\n", "PARENT", "CHILD", "CURRENT",
+	       "MAX(P)", "MAX(C)", "GB/s NOW", "GB/s CAP");
+	for (i = g->nr_links - 1; i >= 0; i--) {
+		const struct pcie_link *l = &g->links[i];
+		const struct pcie_port *pa = l->parent >= 0 ? &g->path[l->parent] : NULL;
+		const struct pcie_port *ch = &g->path[l->child];
+		bool below = l->cur_speed_mts && l->cur_width &&
+			     (l->cur_speed_mts < l->cap_speed_mts || l->cur_width < l->cap_width);
+
+		printf("  %-12s  %-12s  %-8s  %-8s  %-8s  %8.2f  %8.2f%s\n", pa ? pa->bdf : "-",
+		       ch->bdf, pcie_fmt_link(l->cur_speed_mts, l->cur_width, c, sizeof(c)),
+		       pa ? pcie_fmt_link(pa->max_speed_mts, pa->max_width, mp, sizeof(mp)) : "-",
+		       pcie_fmt_link(ch->max_speed_mts, ch->max_width, mc, sizeof(mc)),
+		       pcie__link_gbps(l->cur_speed_mts, l->cur_width),
+		       pcie__link_gbps(l->cap_speed_mts, l->cap_width),
+		       below ? (busy ? "  DOWN" : "  (idle)") : "");
+	}
+	if (r->loaded)
+		printf("  pinned H2D load achieved %.2f GB/s while reading\n", r->load_gbps);
+	if (!r->loc_err)
+		printf("  PID %d: %d threads, %d allowed only on local CPUs, %d last ran on one\n",
+		       pid, r->loc.nr_threads, r->loc.allowed_local, r->loc.last_local);
+	printf("  %s\n", msg);
+}
+
+/* Find the CUDA device whose PCI address is bdf; -1 if none. */
+static int pcie_cuda_dev(struct copybw_cuda *cu, const char *bdf)
+{
+	char id[PCIE_BDF_LEN], norm[PCIE_BDF_LEN];
+	int i;
+
+	for (i = 0; i < copybw__device_count(cu); i++)
+		if (!copybw__device_bdf(cu, i, id, sizeof(id)) &&
+		    !pcie__normalize_bdf(id, norm, sizeof(norm)) && !strcmp(norm, bdf))
+			return i;
+	return -1;
+}
+
+static void pcie_sample(const struct pcie_args *a, struct pcie_gpu *g)
+{
+	int s;
+
+	for (s = 1; s < a->samples; s++) {
+		pcie_sleep_ms(a->interval_ms);
+		pcie__sample_best(a->sysfs_root, g);
+	}
+}
+
+int pcie_main(int argc, char **argv)
+{
+	struct pcie_gpu *gpus = NULL;
+	struct pcie_result *res = NULL;
+	struct copybw_cuda *cu = NULL;
+	struct pcie_cpuset local;
+	struct pcie_args a;
+	cJSON *root = NULL, *arr = NULL;
+	char msg[256];
+	const char *why = "";
+	int rc, n, i;
+
+	rc = pcie_parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+
+	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
+	res = calloc(PCIE_MAX_GPUS, sizeof(*res));
+	if (!gpus || !res) {
+		fprintf(stderr, "Error: out of memory\n");
+		rc = PCIE_EXIT_SYSFS;
+		goto cleanup;
+	}
+	if (a.gpu[0]) {
+		n = pcie__read_gpu(a.sysfs_root, a.gpu, &gpus[0]);
+		if (n == -ENOENT) {
+			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n", a.gpu,
+				a.sysfs_root);
+			rc = PCIE_EXIT_NO_GPU;
+			goto cleanup;
+		}
+		n = n ? n : 1;
+	} else {
+		n = pcie__find_gpus(a.sysfs_root, gpus, PCIE_MAX_GPUS);
+	}
+	if (n < 0) {
+		fprintf(stderr, "Error: cannot read %s/bus/pci/devices: %s\n", a.sysfs_root,
+			strerror(-n));
+		fprintf(stderr, "HINT: --sysfs-root must name a sysfs tree (default /sys)\n");
+		rc = PCIE_EXIT_SYSFS;
+		goto cleanup;
+	}
+	if (!n) {
+		fprintf(stderr, "Error: no NVIDIA GPU (vendor 0x10de, class 0x0300/0x0302) under "
+			"%s/bus/pci/devices\n", a.sysfs_root);
+		rc = PCIE_EXIT_NO_GPU;
+		goto cleanup;
+	}
+	if (a.load_copy && copybw__open(NULL, &cu, &why)) {
+		fprintf(stderr, "Error: no CUDA device for --load copy: %s\n", why);
+		fprintf(stderr, "HINT: without a GPU runtime, read the link with --busy while "
+				"the server is serving\n");
+		rc = PCIE_EXIT_NO_CUDA;
+		goto cleanup;
+	}
+
+	rc = PCIE_EXIT_OK;
+	for (i = 0; i < n; i++) {
+		struct pcie_gpu *g = &gpus[i];
+		struct pcie_result *r = &res[i];
+		struct copybw_load *load = NULL;
+		int dev;
+
+		r->load_gbps = -1.0;
+		r->loc_err = 1;
+		if (cu && (dev = pcie_cuda_dev(cu, g->bdf)) >= 0 &&
+		    !copybw__load_start(cu, dev, &load)) {
+			pcie_sleep_ms(PCIE_LOAD_RAMP_MS);
+			pcie__read_gpu(a.sysfs_root, g->bdf, g);	/* drop idle readings */
+			pcie_sample(&a, g);
+			r->loaded = !copybw__load_stop(load, &r->load_gbps);
+		} else {
+			pcie_sample(&a, g);
+		}
+		r->verdict = pcie__judge(g, a.busy || r->loaded, &r->worst);
+		if (r->verdict == PCIE_DOWNTRAINED)
+			rc = PCIE_EXIT_DOWNTRAINED;
+		if (a.pid && !pcie__parse_cpulist(g->local_cpulist, &local) && g->local_cpulist[0])
+			r->loc_err = pcie__thread_locality(a.proc_root, a.pid, &local, &r->loc);
+		if (r->loc_err == -ESRCH) {
+			fprintf(stderr, "Error: no process %d under %s\n", a.pid, a.proc_root);
+			rc = PCIE_EXIT_USAGE;
+			goto cleanup;
+		}
+	}
+
+	if (a.json) {
+		root = cJSON_CreateObject();
+		cJSON_AddStringToObject(root, "busy_source", a.busy_source);
+		cJSON_AddNumberToObject(root, "samples", a.samples);
+		arr = cJSON_AddArrayToObject(root, "gpus");
+	}
+	for (i = 0; i < n; i++) {
+		bool busy = a.busy || res[i].loaded;
+
+		pcie_message(&gpus[i], &res[i], busy, msg, sizeof(msg));
+		if (arr)
+			cJSON_AddItemToArray(arr, pcie_json_gpu(&gpus[i], &res[i], msg));
+		else
+			pcie_print_gpu(&gpus[i], &res[i], &a, busy, msg, a.pid);
+		if (!arr && res[i].verdict == PCIE_IDLE_NOT_JUDGED)
+			printf("  HINT: rerun with --load copy, or with --busy while the server is "
+			       "serving\n");
+	}
+	if (root) {
+		char *s;
+
+		cJSON_AddNumberToObject(root, "exit_code", rc);
+		s = cJSON_Print(root);
+		if (s)
+			puts(s);
+		free(s);
+	}
+cleanup:
+	cJSON_Delete(root);
+	if (cu)
+		copybw__close(cu);
+	free(gpus);
+	free(res);
+	return rc;
+}

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* `ttftrace replay FILE [--json] [-o OUT] [-v]`: command line of user/cmd/replay.h. */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "user/cmd/cli.h"
+#include "user/lib/log.h"
+#include "user/cmd/replay.h"
+#include "user/cmd/subcmd.h"
+
+struct replay_args {
+	const char *file;
+	const char *output;
+	int json;
+	int verbose;
+	int quiet;
+};
+
+enum { OPT_JSON = 0x100 };
+
+static const struct argp_option options[] = {
+	{ "json", OPT_JSON, NULL, 0, "NDJSON, as `ttftrace --json`", 0 },
+	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 0 },
+	{ "verbose", 'v', NULL, 0, "More fields and diagnostics", 0 },
+	{ "quiet", 'q', NULL, 0, "No replay statistics on stderr", 0 },
+	{},
+};
+
+static const char doc[] =
+"Run the user-side pipeline on a recording made with `ttftrace --record FILE`, at full "
+"speed and without root; the output is that of the live trace.\v"
+"Exit codes: 0 ok (also for a recording cut short by a killed tracer: a warning says so), "
+"2 bad command line, 8 output error, 9 internal error, 11 FILE is not a readable "
+"recording or is corrupt (requests before the corruption are still written).";
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct replay_args *a = state->input;
+
+	switch (key) {
+	case OPT_JSON:
+		a->json = 1;
+		break;
+	case 'o':
+		a->output = arg;
+		break;
+	case 'v':
+		a->verbose++;
+		break;
+	case 'q':
+		a->quiet = 1;
+		break;
+	case ARGP_KEY_ARG:
+		if (a->file)
+			subcmd__usage_fail("ttftrace replay", "one recording at a time ('%s')", arg);
+		a->file = arg;
+		break;
+	case ARGP_KEY_END:
+		if (!a->file)
+			subcmd__usage_fail("ttftrace replay", "give the recording: ttftrace replay FILE");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static void print_stats(const struct replay_stats *st)
+{
+	uint64_t events = st->frames[REC_NET] + st->frames[REC_SCHED] + st->frames[REC_ENGINE];
+
+	fprintf(stderr, "Replayed %llu events (net %llu, sched %llu, engine %llu) in %.3f s "
+		"(%.3f s CPU): %.0f events/s, %.0f per CPU second\n", (unsigned long long)events,
+		(unsigned long long)st->frames[REC_NET], (unsigned long long)st->frames[REC_SCHED],
+		(unsigned long long)st->frames[REC_ENGINE], st->wall_s, st->cpu_s,
+		st->wall_s > 0 ? events / st->wall_s : 0, st->cpu_s > 0 ? events / st->cpu_s : 0);
+}
+
+int replay_main(int argc, char **argv)
+{
+	static const struct argp argp = { options, parse_opt, "FILE", doc };
+	struct replay_args a = { 0 };
+	struct replay_opts o = { .out = stdout };
+	struct replay_stats st;
+	int err, code = TTF_EXIT_OK;
+
+	argp_err_exit_status = TTF_EXIT_USAGE;
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	ttf_verbosity = a.verbose;
+	o.json = a.json;
+	o.verbose = a.verbose;
+	if (a.output) {
+		int fd = open(a.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (fd < 0 || !(o.out = fdopen(fd, "w"))) {
+			ttf_error("check that the directory exists and is writable",
+				  "cannot write %s: %s", a.output, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return TTF_EXIT_OUTPUT;
+		}
+	}
+	err = replay__run(a.file, &o, &st);
+	if (err == -EBADMSG) {
+		ttf_error("was it written by `ttftrace --record` of this version?",
+			  "%s is not a ttftrace recording or is corrupt", a.file);
+		code = TTF_EXIT_BAD_RECORDING;
+	} else if (err == -ENOENT || err == -EACCES || err == -EIO || err == -EISDIR) {
+		ttf_error(NULL, "cannot read %s: %s", a.file, strerror(-err));
+		code = TTF_EXIT_BAD_RECORDING;
+	} else if (err == -ENOMEM) {
+		ttf_error(NULL, "out of memory");
+		code = TTF_EXIT_INTERNAL;
+	} else if (err) {
+		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
+		code = TTF_EXIT_OUTPUT;
+	}
+	if (st.truncated)
+		ttf_warn("%s ends without its END frame (the tracer was killed?): replayed what it "
+			 "holds", a.file);
+	if (st.bad_frames)
+		ttf_warn("%llu frames of a wrong size skipped", (unsigned long long)st.bad_frames);
+	if (!a.quiet && (!code || st.frames[REC_NET] + st.frames[REC_SCHED] + st.frames[REC_ENGINE]))
+		print_stats(&st);
+	if (o.out != stdout && fclose(o.out) && code == TTF_EXIT_OK) {
+		ttf_error(NULL, "closing %s: %s", a.output, strerror(errno));
+		code = TTF_EXIT_OUTPUT;
+	}
+	return code;
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <string.h>
+#include "user/lib/log.h"
+#include "user/export/otlp.h"
+#include "user/export/perfetto.h"
+#include "user/export/prom.h"
+#include "user/export/record.h"
+#include "user/cmd/sinks.h"
+
+static int add(struct pipeline *p, struct ttf_sink *s)
+{
+	if (pipeline__add_sink(p, s)) {
+		s->destroy(s->ctx);
+		ttf_error(NULL, "too many outputs");
+		return TTF_EXIT_USAGE;
+	}
+	return 0;
+}
+
+int sinks__open(const struct ttf_opts *o, struct pipeline *p)
+{
+	struct ttf_sink s;
+	int err, code;
+
+	if (o->record) {
+		const struct pipeline_opts *po = pipeline__opts(p);
+		uint32_t flags = (po->xmit_expected ? REC_F_XMIT : 0) |
+				 (po->attribution ? REC_F_ATTRIBUTION : 0) |
+				 (po->overlay ? REC_F_SCHED : 0);
+
+		err = record_sink__new(o->record, flags, &s);
+		if (err) {
+			ttf_error(err == -ENOSPC ? "free space on that file system" :
+				  "check that the directory exists and is writable",
+				  "cannot write %s: %s", o->record, strerror(-err));
+			return TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
+
+	if (o->perfetto) {
+		err = perfetto_sink__new(o->perfetto, pipeline__opts(p)->gpu, &s);
+		if (err) {
+			ttf_error(err == -ENOSPC ? "free space on that file system" :
+				  "check that the directory exists and is writable",
+				  "cannot write %s: %s", o->perfetto, strerror(-err));
+			return TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
+	if (o->metrics) {
+		err = prom_sink__new(o->metrics, o->sysfs_root, &s);
+		if (err) {
+			ttf_error("give a free port, or ADDR:PORT with an address of this host",
+				  "cannot serve metrics on %s: %s", o->metrics, strerror(-err));
+			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_OUTPUT;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
+	if (o->otlp_url) {
+		err = otlp_sink__new(o->otlp_url, &s);
+		if (err) {
+			ttf_error(NULL, "cannot export to %s: %s", o->otlp_url, strerror(-err));
+			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_INTERNAL;
+		}
+		code = add(p, &s);
+		if (code)
+			return code;
+	}
+	return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * `ttftrace report`: one self-contained HTML page (inline CSS, JS and SVG;
+ * nothing loaded at view time) from the NDJSON that `ttftrace --json`
+ * writes (schema: user/export/report.c, user/export/report_stages.c).
+ *
+ * The page template is user/export/report_template.html, compiled in as a string
+ * (the Makefile generates $(OUTPUT)/report_template.h from it). Its
+ * TTF_DATA line is replaced with one JSON object:
+ *   meta     {title, source, generated, requests, span_s, paths, bad_lines, no_summary}
+ *   requests [{id, method, path, status, ttft, ttfv, e2e, tpot, tokens, grade, cv,
+ *              itl: [ms...], itl_mean, outliers: [{index, itl_ms, cause}], n_outliers,
+ *              stages: {stage: ms|null}, attribution, inferred_by, flags: [...],
+ *              t_arrival, t_first}]      (t_*: ms since the earliest arrival)
+ *   stats    [{name, label, group, n, p50, p90, p95, p99, mean, max}] in ms,
+ *            from the request objects with user/lib/stats.h (the summary's definition)
+ *   grades   {A, B, C, "-"} request counts
+ *   slo      [{name, limit_ms, value_ms|null, pass}] (user/model/slo.h: unmeasured fails)
+ *   outcomes, counters, tail_stage       copied from the summary object, when present
+ * Prompts and outputs are never in the NDJSON, so never in the page.
+ */
+#ifndef TTFTRACE_HTML_REPORT_H
+#define TTFTRACE_HTML_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "user/model/slo.h"
+
+/* Exit codes of `ttftrace report` (also in its --help). */
+#define REPORT_EXIT_OK 0
+#define REPORT_EXIT_USAGE 2	/* bad command line or --slo SPEC */
+#define REPORT_EXIT_OUTPUT 8	/* the page cannot be written */
+#define REPORT_EXIT_SLO 10	/* the page was written; an SLO is not met */
+#define REPORT_EXIT_INPUT 11	/* input missing, unreadable, or not ttftrace NDJSON */
+
+struct html_report_opts {
+	const char *title;		/* NULL: "ttftrace report" */
+	const char *source;		/* shown as the run's name (e.g. the input's basename) */
+	const struct slo_set *slo;	/* NULL or empty: no SLO section */
+	const char *generated;		/* timestamp text; NULL: now, UTC */
+};
+
+struct html_report_result {
+	unsigned requests;		/* request objects read */
+	unsigned bad_lines;		/* a truncated last line, skipped */
+	int have_summary;
+	struct slo_result slo;		/* valid when opts->slo has items */
+};
+
+/*
+ * Read NDJSON from @in, write the page to @out. Returns 0; -EINVAL when the
+ * input is not ttftrace NDJSON (a line that is not a JSON object, other
+ * than a last line without its newline; or no request/summary object), with
+ * the reason in @err; -ENOMEM; -EIO when writing failed.
+ */
+int html_report__render(FILE *in, FILE *out, const struct html_report_opts *o,
+			struct html_report_result *res, char *err, size_t err_sz);
+
+/* `ttftrace report RUN.ndjson -o report.html [--slo SPEC] [--title TEXT]`. */
+int report_main(int argc, char **argv);
+
+#endif /* TTFTRACE_HTML_REPORT_H */

@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Output of finished requests (text live lines or NDJSON) and the summary at
+ * exit. Latency samples are kept in stats.c collectors, in milliseconds.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "user/model/metrics.h"
+#include "user/export/report.h"
+#include "user/export/report_stages.h"
+#include "user/lib/stats.h"
+
+enum { ST_TTFT, ST_TTFV, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
+
+static const struct {
+	const char *text; /* summary row title */
+	const char *json; /* summary key */
+} stat_names[ST_NR] = {
+	[ST_TTFT] = { "TTFT(ms)", "ttft_ms" },
+	[ST_TTFV] = { "TTFV(ms)", "ttfv_ms" },
+	[ST_TPOT] = { "TPOT(ms)", "tpot_ms" },
+	[ST_ITL] = { "ITL(ms)", "itl_ms" },
+	[ST_E2E] = { "E2E(ms)", "e2e_ms" },
+	[ST_TOKENS] = { "tokens/req", "tokens" },
+};
+
+enum { OC_OK, OC_ABORTED, OC_INCOMPLETE, OC_ERROR, OC_UNKNOWN, OC_NONSTREAM, OC_BUFFERED,
+       OC_TRUNCATED, OC_NR };
+
+static const char *const outcome_names[OC_NR] = {
+	"ok", "aborted", "incomplete", "error", "unknown", "nonstream", "buffered", "truncated",
+};
+
+struct report {
+	struct report_opts opts;
+	struct stats *st[ST_NR];
+	uint64_t n_requests;
+	uint64_t outcomes[OC_NR];
+	uint64_t grades[4];      /* A, B, C, '-' */
+	uint64_t n_ttft_xmit;    /* TTFT ended at device transmit */
+	uint64_t n_ttft_write;   /* ... at the write */
+	uint64_t samples_lost;   /* stats__add failed (ENOMEM) */
+	uint64_t lines_lost;     /* NDJSON objects not built (ENOMEM) */
+	uint64_t invalid;        /* requests ttf_metrics__compute refused */
+	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
+	int header_done;
+};
+
+struct report *report__new(const struct report_opts *opts)
+{
+	struct report *rp;
+	int i;
+
+	if (!opts || opts->sz < offsetof(struct report_opts, out) + sizeof(opts->out) ||
+	    !opts->out) {
+		errno = EINVAL;
+		return NULL;
+	}
+	rp = calloc(1, sizeof(*rp));
+	if (!rp)
+		goto err_nomem;
+	/* Accept older (shorter) and newer (longer) opts, libbpf style. */
+	memcpy(&rp->opts, opts, opts->sz < sizeof(*opts) ? opts->sz : sizeof(*opts));
+	rp->opts.sz = sizeof(rp->opts);
+	for (i = 0; i < ST_NR; i++) {
+		rp->st[i] = stats__new();
+		if (!rp->st[i])
+			goto err_nomem;
+	}
+	return rp;
+
+err_nomem:
+	report__free(rp);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void report__free(struct report *rp)
+{
+	int i;
+
+	if (!rp)
+		return;
+	for (i = 0; i < ST_NR; i++)
+		stats__free(rp->st[i]);
+	stage_stats__free(rp->stages);
+	free(rp);
+}
+
+/* Copy at most max bytes of a fixed-size, maybe unterminated field; non-printable -> '?'. */
+static void sanitize(char *dst, const char *src, size_t max)
+{
+	size_t i, n = strnlen(src, max);
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = src[i];
+
+		dst[i] = c < 0x20 || c >= 0x7f ? '?' : c;
+	}
+	dst[n] = '\0';
+}
+
+/* "laddr:lport<-raddr:rport", IPv6 in brackets; empty when the family is unknown. */
+static void format_conn(const struct ttf_conn_addr *a, char *buf, size_t len)
+{
+	char l[INET6_ADDRSTRLEN], r[INET6_ADDRSTRLEN];
+	int af = a->family == 2 ? AF_INET : a->family == 10 ? AF_INET6 : 0;
+
+	buf[0] = '\0';
+	if (!af || !inet_ntop(af, a->laddr, l, sizeof(l)) || !inet_ntop(af, a->raddr, r, sizeof(r)))
+		return;
+	if (af == AF_INET6)
+		snprintf(buf, len, "[%s]:%u<-[%s]:%u", l, a->lport, r, a->rport);
+	else
+		snprintf(buf, len, "%s:%u<-%s:%u", l, a->lport, r, a->rport);
+}
+
+static int is_buffered(const struct ttf_request *r, const struct ttf_req_metrics *m)
+{
+	return m->buffered || (r->flags & TTF_REQ_BUFFERED);
+}
+
+/* Short flag names, in a fixed order; the same names in text and JSON. */
+static int flag_names(const struct ttf_request *r, const struct ttf_req_metrics *m,
+		      const char **names)
+{
+	int n = 0;
+
+	if (r->flags & TTF_REQ_STREAM)
+		names[n++] = "stream";
+	if (r->flags & TTF_REQ_NONSTREAM)
+		names[n++] = "nonstream";
+	if (is_buffered(r, m))
+		names[n++] = "buffered";
+	if (r->flags & TTF_REQ_ABORTED)
+		names[n++] = "aborted";
+	if (r->flags & TTF_REQ_INCOMPLETE)
+		names[n++] = "incomplete";
+	if (r->flags & TTF_REQ_TRUNCATED)
+		names[n++] = "trunc";
+	if (r->flags & TTF_REQ_UNKNOWN)
+		names[n++] = "unknown";
+	if (r->flags & TTF_REQ_ERROR)
+		names[n++] = "error";
+	if (m->tokens_from_usage)
+		names[n++] = "usage";
+	if (m->ttft_ns >= 0 && !m->ttft_end_is_xmit)
+		names[n++] = "write-end";
+	/* Nagle can hold a small SSE write back until the previous one is acked. */
+	if (r->flags & TTF_REQ_STREAM && m->ttft_ns >= 0 && !(r->flags & TTF_REQ_NODELAY))
+		names[n++] = "nagle";
+	return n;
+}
+#define MAX_FLAGS 12
+
+static double ns_to_ms(double ns)
+{
+	/* microsecond precision: enough for network and token timing, shorter JSON */
+	return round(ns / 1e3) / 1e3;
+}
+
+static void record(struct report *rp, const struct ttf_request *r, const struct ttf_req_metrics *m)
+{
+	uint64_t *itl = NULL;
+	int i, n, err = 0;
+
+	rp->n_requests++;
+	if (r->flags & TTF_REQ_ABORTED)
+		rp->outcomes[OC_ABORTED]++;
+	if (r->flags & TTF_REQ_INCOMPLETE)
+		rp->outcomes[OC_INCOMPLETE]++;
+	if (r->flags & TTF_REQ_ERROR)
+		rp->outcomes[OC_ERROR]++;
+	if (r->flags & TTF_REQ_UNKNOWN)
+		rp->outcomes[OC_UNKNOWN]++;
+	if (!(r->flags & (TTF_REQ_ABORTED | TTF_REQ_INCOMPLETE | TTF_REQ_ERROR | TTF_REQ_UNKNOWN)))
+		rp->outcomes[OC_OK]++;
+	if (r->flags & TTF_REQ_NONSTREAM)
+		rp->outcomes[OC_NONSTREAM]++;
+	if (is_buffered(r, m))
+		rp->outcomes[OC_BUFFERED]++;
+	if (r->flags & TTF_REQ_TRUNCATED)
+		rp->outcomes[OC_TRUNCATED]++;
+
+	/* A request that lost sync is counted but never feeds the percentiles. */
+	if (r->flags & TTF_REQ_UNKNOWN)
+		return;
+
+	rp->grades[m->grade == 'A' ? 0 : m->grade == 'B' ? 1 : m->grade == 'C' ? 2 : 3]++;
+	if (m->ttft_ns >= 0) {
+		err |= stats__add(rp->st[ST_TTFT], m->ttft_ns / 1e6);
+		if (m->ttft_end_is_xmit)
+			rp->n_ttft_xmit++;
+		else
+			rp->n_ttft_write++;
+	}
+	if (m->ttfv_ns >= 0)
+		err |= stats__add(rp->st[ST_TTFV], m->ttfv_ns / 1e6);
+	if (m->tpot_ns >= 0)
+		err |= stats__add(rp->st[ST_TPOT], m->tpot_ns / 1e6);
+	if (m->e2e_ns >= 0)
+		err |= stats__add(rp->st[ST_E2E], m->e2e_ns / 1e6);
+	if (m->n_tokens || m->n_events)
+		err |= stats__add(rp->st[ST_TOKENS], m->n_tokens);
+	if (err)
+		rp->samples_lost++;
+
+	n = ttf_metrics__itl_alloc(r, &itl);
+	if (n < 0) {
+		rp->samples_lost += r->n_events - 1;
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (stats__add(rp->st[ST_ITL], itl[i] / 1e6))
+			rp->samples_lost++;
+	free(itl);
+}
+
+void report__header(struct report *rp)
+{
+	if (rp->opts.json || rp->header_done)
+		return;
+	rp->header_done = 1;
+	fprintf(rp->opts.out, "%-8s %-7s %5s %-20s %3s %8s %8s %5s %5s %9s %2s %s\n",
+		"TIME(s)", "PID", "REQ", "PATH", "ST", "TTFT(ms)", "TPOT(ms)", "TOK", "EV",
+		"E2E(ms)", "GR", "FLAGS");
+}
+
+static void fmt_ms(char *buf, size_t len, double ns, int prec)
+{
+	if (ns < 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.*f", prec, ns / 1e6);
+}
+
+static void print_text(struct report *rp, const struct ttf_request *r,
+		       const struct ttf_req_metrics *m)
+{
+	FILE *out = rp->opts.out;
+	const char *flags[MAX_FLAGS];
+	char path[sizeof(r->path) + 1], ttft[24], tpot[24], e2e[24], st[12];
+	double t_s = m->t_start_ns ? ((double)m->t_start_ns - (double)rp->opts.t0_ns) / 1e9 : 0;
+	int i, nf = flag_names(r, m, flags);
+
+	sanitize(path, r->path, sizeof(r->path));
+	fmt_ms(ttft, sizeof(ttft), m->ttft_ns, 1);
+	fmt_ms(tpot, sizeof(tpot), m->tpot_ns, 2);
+	fmt_ms(e2e, sizeof(e2e), m->e2e_ns, 1);
+	if (r->status > 0)
+		snprintf(st, sizeof(st), "%d", r->status);
+	else
+		snprintf(st, sizeof(st), "-");
+	fprintf(out, "%-8.3f %-7u %5" PRIu64 " %-20.20s %3s %8s %8s %5u %5u %9s %2c ", t_s, r->tgid,
+		r->id, path, st, ttft, tpot, m->n_tokens, m->n_events, e2e, m->grade);
+	for (i = 0; i < nf; i++)
+		fprintf(out, "%s%s", i ? "," : "", flags[i]);
+	fputc('\n', out);
+
+	if (rp->opts.verbose > 0 && m->n_outliers) {
+		uint32_t j, n = ttf_metrics__itl(r, NULL, 0);
+
+		fprintf(out, "    ITL outliers (> %.0fx mean %.3f ms):", TTF_OUTLIER_FACTOR,
+			m->itl_mean_ns / 1e6);
+		for (j = 0; j < n; j++) {
+			uint64_t itl_ns;
+
+			ttf_metrics__itl_one(r, j, &itl_ns);
+			if (ttf_metrics__is_outlier(m, itl_ns))
+				fprintf(out, " #%u %.3f ms", j, itl_ns / 1e6);
+		}
+		fputc('\n', out);
+	}
+}
+
+/* cJSON adders that remember an allocation failure instead of returning it. */
+static void j_ms(cJSON *o, const char *k, double ns, int *err)
+{
+	cJSON *it = ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ns_to_ms(ns));
+
+	*err |= !it;
+}
+
+static void j_num(cJSON *o, const char *k, double v, int *err)
+{
+	*err |= !cJSON_AddNumberToObject(o, k, v);
+}
+
+/* Exact 64-bit integers (cookies, ns timestamps exceed a double's 53 bits); 0 -> null. */
+static void j_u64(cJSON *o, const char *k, uint64_t v, int null_if_zero, int *err)
+{
+	char buf[24];
+
+	if (null_if_zero && !v) {
+		*err |= !cJSON_AddNullToObject(o, k);
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%" PRIu64, v);
+	*err |= !cJSON_AddRawToObject(o, k, buf);
+}
+
+static void j_str(cJSON *o, const char *k, const char *s, int *err)
+{
+	*err |= !(s ? cJSON_AddStringToObject(o, k, s) : cJSON_AddNullToObject(o, k));
+}
+
+static const char *api_name(enum ttf_api api)
+{
+	switch (api) {
+	case TTF_API_CHAT:
+		return "chat";
+	case TTF_API_COMPLETION:
+		return "completion";
+	case TTF_API_LLAMACPP:
+		return "llamacpp";
+	default:
+		return "unknown";
+	}
+}
+
+static void j_itls(cJSON *o, const struct ttf_request *r, const struct ttf_req_metrics *m,
+		   int *err)
+{
+	cJSON *itls = cJSON_AddArrayToObject(o, "itl_ms");
+	cJSON *outl = cJSON_AddArrayToObject(o, "outliers");
+	uint32_t i, n = ttf_metrics__itl(r, NULL, 0);
+
+	if (!itls || !outl) {
+		*err = 1;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t itl_ns;
+		cJSON *num, *ol;
+
+		ttf_metrics__itl_one(r, i, &itl_ns);
+		num = cJSON_CreateNumber(ns_to_ms(itl_ns));
+		*err |= !num || !cJSON_AddItemToArray(itls, num);
+		if (!ttf_metrics__is_outlier(m, itl_ns))
+			continue;
+		ol = cJSON_CreateObject();
+		*err |= !ol || !cJSON_AddItemToArray(outl, ol);
+		if (!ol)
+			continue;
+		j_num(ol, "index", i, err);
+		j_num(ol, "itl_ms", ns_to_ms(itl_ns), err);
+	}
+}
+
+static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_metrics *m)
+{
+	const char *flags[MAX_FLAGS];
+	char buf[sizeof(r->path) + 1], conn[128];
+	cJSON *o = cJSON_CreateObject(), *fa;
+	int i, nf, err = !o;
+
+	if (!o)
+		return NULL;
+	j_str(o, "type", "request", &err);
+	j_u64(o, "id", r->id, 0, &err);
+	j_num(o, "pid", r->tgid, &err);
+	j_num(o, "tid_rx", r->rx_tid, &err);
+	j_num(o, "tid_tx", r->tx_tid, &err);
+	sanitize(buf, r->comm, sizeof(r->comm));
+	j_str(o, "comm", buf[0] ? buf : NULL, &err);
+	format_conn(&r->addr, conn, sizeof(conn));
+	j_str(o, "conn", conn[0] ? conn : NULL, &err);
+	j_u64(o, "sock_cookie", r->sock_cookie, 0, &err);
+	j_num(o, "conn_seq", r->conn_seq, &err);
+	sanitize(buf, r->method, sizeof(r->method));
+	j_str(o, "method", buf[0] ? buf : NULL, &err);
+	sanitize(buf, r->path, sizeof(r->path));
+	j_str(o, "path", buf[0] ? buf : NULL, &err);
+	if (r->status > 0)
+		j_num(o, "status", r->status, &err);
+	else
+		err |= !cJSON_AddNullToObject(o, "status");
+	j_str(o, "api", api_name(r->api), &err);
+
+	j_ms(o, "ttft_ms", m->ttft_ns, &err);
+	j_str(o, "ttft_end", m->ttft_ns < 0 ? NULL : m->ttft_end_is_xmit ? "xmit" : "write", &err);
+	j_ms(o, "ttfv_ms", m->ttfv_ns, &err);
+	j_ms(o, "e2e_ms", m->e2e_ns, &err);
+	j_ms(o, "tpot_ms", m->tpot_ns, &err);
+	j_itls(o, r, m, &err);
+	j_ms(o, "itl_mean_ms", m->itl_mean_ns, &err);
+	if (m->itl_cv >= 0)
+		j_num(o, "itl_cv", round(m->itl_cv * 1e4) / 1e4, &err);
+	else
+		err |= !cJSON_AddNullToObject(o, "itl_cv");
+	buf[0] = m->grade;
+	buf[1] = '\0';
+	j_str(o, "grade", buf, &err);
+	j_num(o, "tokens", m->n_tokens, &err);
+	j_num(o, "token_events", m->n_events, &err);
+	if (m->tokens_per_event >= 0)
+		j_num(o, "tokens_per_event", round(m->tokens_per_event * 1e3) / 1e3, &err);
+	else
+		err |= !cJSON_AddNullToObject(o, "tokens_per_event");
+	j_str(o, "token_source", m->tokens_from_usage ? "usage" : "events", &err);
+	if (r->flags & TTF_REQ_USAGE)
+		j_num(o, "prompt_tokens", r->usage_prompt_tokens, &err);
+	else
+		err |= !cJSON_AddNullToObject(o, "prompt_tokens");
+
+	fa = cJSON_AddArrayToObject(o, "flags");
+	err |= !fa;
+	nf = flag_names(r, m, flags);
+	for (i = 0; fa && i < nf; i++) {
+		cJSON *s = cJSON_CreateString(flags[i]);
+
+		err |= !s || !cJSON_AddItemToArray(fa, s);
+	}
+	j_u64(o, "t_arrival_ns", r->arrival_first_ns, 1, &err);
+	j_u64(o, "t_first_token_ns", m->t_first_token_ns, 1, &err);
+	j_u64(o, "t_end_ns", m->t_end_ns, 1, &err);
+	if (m->ttft_ns >= 0)
+		err |= !cJSON_AddBoolToObject(o, "tcp_nodelay", !!(r->flags & TTF_REQ_NODELAY));
+	else
+		err |= !cJSON_AddNullToObject(o, "tcp_nodelay");
+	j_u64(o, "req_bytes", r->req_bytes, 0, &err);
+	j_u64(o, "resp_bytes", r->resp_bytes, 0, &err);
+	if (err) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Returns 0 or -ENOMEM (the line is counted as lost). */
+static int print_json_line(struct report *rp, cJSON *o)
+{
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	if (!s) {
+		rp->lines_lost++;
+		return -ENOMEM;
+	}
+	fputs(s, rp->opts.out);
+	fputc('\n', rp->opts.out);
+	cJSON_free(s);
+	return 0;
+}
+
+void report__request_attrib(struct report *rp, const struct ttf_request *r,
+			    const struct ttf_attrib *a)
+{
+	struct ttf_req_metrics m;
+
+	if (ttf_metrics__compute(r, &m)) {
+		rp->invalid++;
+		return;
+	}
+	record(rp, r, &m);
+	if (a && a->valid && !(r->flags & TTF_REQ_UNKNOWN)) {
+		if (!rp->stages)
+			rp->stages = stage_stats__new();
+		if (!rp->stages || stage_stats__add(rp->stages, a, m.ttft_ns))
+			rp->samples_lost++;
+	}
+	if (rp->opts.json) {
+		cJSON *o = request_json(r, &m);
+		int err = 0;
+
+		if (o && a) {
+			report_stages__json(o, a, &err);
+			report_stages__json_causes(o, a, &err);
+		}
+		if (err) {
+			cJSON_Delete(o);
+			o = NULL;
+		}
+		print_json_line(rp, o);
+		cJSON_Delete(o);
+	} else {
+		print_text(rp, r, &m);
+		report_stages__text_line(rp->opts.out, a, rp->opts.verbose);
+	}
+}
+
+void report__request(struct report *rp, const struct ttf_request *r)
+{
+	report__request_attrib(rp, r, NULL);
+}
+
+static const char *const pct_keys[] = { "p50", "p90", "p95", "p99" };
+static const double pct_vals[] = { 50, 90, 95, 99 };
+
+static void print_text_stat(FILE *out, const char *title, struct stats *s, int prec)
+{
+	size_t i;
+
+	fprintf(out, "%-12s %8zu", title, stats__count(s));
+	if (!stats__count(s)) {
+		for (i = 0; i < 6; i++)
+			fprintf(out, " %10s", "-");
+		fputc('\n', out);
+		return;
+	}
+	for (i = 0; i < 4; i++)
+		fprintf(out, " %10.*f", prec, stats__percentile(s, pct_vals[i]));
+	fprintf(out, " %10.*f %10.*f\n", prec, stats__mean(s), prec, stats__max(s));
+}
+
+static void summary_text(struct report *rp, const struct report_counter *counters, int n_counters)
+{
+	FILE *out = rp->opts.out;
+	int i, any = 0;
+
+	fprintf(out, "\nSummary: %" PRIu64 " requests\n", rp->n_requests);
+	fprintf(out, "%-12s %8s %10s %10s %10s %10s %10s %10s\n", "", "n", "P50", "P90", "P95",
+		"P99", "mean", "max");
+	for (i = 0; i < ST_NR; i++)
+		print_text_stat(out, stat_names[i].text, rp->st[i], i == ST_TOKENS ? 1 : 3);
+	fprintf(out, "TTFT n=%zu of %" PRIu64 " requests (requests without a token have no TTFT;"
+		" 'unknown' requests are left out of all percentiles).\n",
+		stats__count(rp->st[ST_TTFT]), rp->n_requests);
+	fprintf(out, "TTFT ends at device transmit (xmit) for %" PRIu64 " requests, at write for %"
+		PRIu64 ".\n", rp->n_ttft_xmit, rp->n_ttft_write);
+	fprintf(out, "ITL: every gap between token events, over all requests (%zu samples); "
+		"TPOT counts tokens from usage when reported.\n", stats__count(rp->st[ST_ITL]));
+	fprintf(out, "Outcomes:");
+	for (i = 0; i < OC_NR; i++)
+		fprintf(out, " %s=%" PRIu64, outcome_names[i], rp->outcomes[i]);
+	fprintf(out, "\nGrades (ITL CV: A < %.2f <= B < %.2f <= C): A=%" PRIu64 " B=%" PRIu64
+		" C=%" PRIu64 " -=%" PRIu64 "\n", TTF_CV_GRADE_A, TTF_CV_GRADE_B, rp->grades[0],
+		rp->grades[1], rp->grades[2], rp->grades[3]);
+
+	report_stages__summary_text(out, rp->stages);
+	fprintf(out, "Drops and health:\n");
+	for (i = 0; i < n_counters; i++) {
+		if (!counters[i].value)
+			continue;
+		fprintf(out, "  %s = %" PRIu64 "\n", counters[i].name, counters[i].value);
+		any = 1;
+	}
+	if (rp->samples_lost)
+		fprintf(out, "  report_samples_lost = %" PRIu64 "\n", rp->samples_lost);
+	if (rp->lines_lost)
+		fprintf(out, "  report_lines_lost = %" PRIu64 "\n", rp->lines_lost);
+	if (rp->invalid)
+		fprintf(out, "  report_requests_invalid = %" PRIu64 "\n", rp->invalid);
+	if (!any && !rp->samples_lost && !rp->lines_lost && !rp->invalid)
+		fprintf(out, "  none\n");
+}
+
+static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
+{
+	cJSON *so = cJSON_AddObjectToObject(o, k);
+	size_t i, n = stats__count(s);
+
+	if (!so) {
+		*err = 1;
+		return;
+	}
+	j_num(so, "n", n, err);
+	for (i = 0; i < 4; i++) {
+		if (n)
+			j_num(so, pct_keys[i], round(stats__percentile(s, pct_vals[i]) * 1e3) / 1e3,
+			      err);
+		else
+			*err |= !cJSON_AddNullToObject(so, pct_keys[i]);
+	}
+	if (n) {
+		j_num(so, "mean", round(stats__mean(s) * 1e3) / 1e3, err);
+		j_num(so, "min", round(stats__min(s) * 1e3) / 1e3, err);
+		j_num(so, "max", round(stats__max(s) * 1e3) / 1e3, err);
+	} else {
+		*err |= !cJSON_AddNullToObject(so, "mean");
+		*err |= !cJSON_AddNullToObject(so, "min");
+		*err |= !cJSON_AddNullToObject(so, "max");
+	}
+}
+
+static cJSON *summary_json(struct report *rp, const struct report_counter *counters,
+			   int n_counters)
+{
+	static const char *const grade_keys[4] = { "A", "B", "C", "-" };
+	cJSON *o = cJSON_CreateObject(), *sub;
+	int i, err = 0;
+
+	if (!o)
+		return NULL;
+	j_str(o, "type", "summary", &err);
+	j_u64(o, "requests", rp->n_requests, 0, &err);
+	sub = cJSON_AddObjectToObject(o, "outcomes");
+	for (i = 0; sub && i < OC_NR; i++)
+		j_u64(sub, outcome_names[i], rp->outcomes[i], 0, &err);
+	err |= !sub;
+	for (i = 0; i < ST_NR; i++)
+		j_stat(o, stat_names[i].json, rp->st[i], &err);
+	sub = cJSON_AddObjectToObject(o, "ttft_end");
+	err |= !sub;
+	if (sub) {
+		j_u64(sub, "xmit", rp->n_ttft_xmit, 0, &err);
+		j_u64(sub, "write", rp->n_ttft_write, 0, &err);
+	}
+	sub = cJSON_AddObjectToObject(o, "grades");
+	for (i = 0; sub && i < 4; i++)
+		j_u64(sub, grade_keys[i], rp->grades[i], 0, &err);
+	err |= !sub;
+	report_stages__summary_json(o, rp->stages, &err);
+	sub = cJSON_AddObjectToObject(o, "counters");
+	err |= !sub;
+	for (i = 0; sub && i < n_counters; i++)
+		j_u64(sub, counters[i].name, counters[i].value, 0, &err);
+	if (sub) {
+		j_u64(sub, "report_samples_lost", rp->samples_lost, 0, &err);
+		j_u64(sub, "report_lines_lost", rp->lines_lost, 0, &err);
+		j_u64(sub, "report_requests_invalid", rp->invalid, 0, &err);
+	}
+	if (err) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+int report__summary(struct report *rp, const struct report_counter *counters, int n_counters)
+{
+	FILE *out = rp->opts.out;
+
+	if (n_counters < 0 || (n_counters && !counters))
+		return -EINVAL;
+	if (rp->opts.json) {
+		cJSON *o = summary_json(rp, counters, n_counters);
+		int err = print_json_line(rp, o);
+
+		cJSON_Delete(o);
+		if (err)
+			return err;
+	} else {
+		summary_text(rp, counters, n_counters);
+	}
+	/* Any failed write since the start shows in the stream's error flag. */
+	if (fflush(out))
+		return errno ? -errno : -EIO;
+	if (ferror(out))
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "user/model/attrib.h"
+#include "user/model/gpu_join.h"
+#include "user/lib/log.h"
+
+static const char *const stage_names[TTF_ST__ALL] = {
+	[TTF_ST_NET_IN] = "net_in",	[TTF_ST_READ_WAIT] = "read_wait",
+	[TTF_ST_FRONTEND] = "frontend", [TTF_ST_QUEUE] = "queue",
+	[TTF_ST_PREFILL] = "prefill",	[TTF_ST_EMIT] = "emit",
+	[TTF_ST_NET_OUT] = "net_out",	[TTF_ST_TOKENIZE] = "tokenize",
+	[TTF_ST_SERVER] = "server",	[TTF_ST_COPY] = "copy",
+};
+
+const char *ttf_stage_name(enum ttf_stage s)
+{
+	return s >= 0 && s < TTF_ST__ALL ? stage_names[s] : "?";
+}
+
+static void set_inferred(struct ttf_attrib *a, const char *why)
+{
+	if (a->kind == TTF_ATTR_EXACT)
+		a->kind = TTF_ATTR_INFERRED;
+	if (!a->inferred_by[0])
+		snprintf(a->inferred_by, sizeof(a->inferred_by), "%s", why);
+}
+
+static void overlay_stage(struct ttf_attrib *a, const struct attrib_sources *src,
+			  enum ttf_stage st, uint32_t tid, uint64_t start, uint64_t end)
+{
+	if (!src->overlay || !tid || end <= start)
+		return;
+	if (src->overlay(src->overlay_ctx, tid, start, end, &a->overlay[st]) == 0)
+		a->have_overlay[st] = 1;
+}
+
+struct gap_scan {
+	uint64_t self_id;
+	uint64_t other_id;
+	int found;
+};
+
+static int find_other_prefill(void *ctx, const struct tl_step *s)
+{
+	struct gap_scan *g = ctx;
+
+	if (!s->is_prompt || (s->req_id && s->req_id == g->self_id))
+		return 0;
+	g->found = 1;
+	g->other_id = s->req_id;
+	return 1;
+}
+
+/* Name the visible cause of one ITL outlier between token events i and i+1. */
+static void outlier_cause(const struct ttf_request *r, const struct ttf_req_metrics *m,
+			  const struct attrib_sources *src, const struct tl_ticket *k,
+			  uint32_t i, uint64_t itl_ns, char *out, size_t n)
+{
+	const struct ttf_token_event *ev0 = &r->events[i], *ev1 = &r->events[i + 1];
+	uint64_t t0 = ttf_metrics__event_time(ev0), t1 = ttf_metrics__event_time(ev1);
+	double excess = itl_ns - (m->itl_mean_ns > 0 ? m->itl_mean_ns : 0);
+	struct ttf_overlay ov;
+
+	if (src->tl) {
+		struct gap_scan g = { .self_id = r->id };
+
+		timeline__steps_in(src->tl, t0, t1, find_other_prefill, &g);
+		if (g.found) {
+			if (g.other_id)
+				snprintf(out, n, "prefill of request %llu",
+					 (unsigned long long)g.other_id);
+			else
+				snprintf(out, n, "prefill of another request");
+			return;
+		}
+	}
+	if (ev1->xmit_ns && ev1->xmit_ns > ev1->write_ns &&
+	    ev1->xmit_ns - ev1->write_ns > excess / 2) {
+		snprintf(out, n, "send queued");
+		return;
+	}
+	if (src->overlay) {
+		uint32_t tids[2] = { r->tx_tid, k ? k->step_tid : 0 };
+
+		for (int j = 0; j < 2; j++) {
+			if (!tids[j] || src->overlay(src->overlay_ctx, tids[j], t0, t1, &ov))
+				continue;
+			if (ov.runnable_ns > excess / 2) {
+				snprintf(out, n, "runqueue wait");
+				return;
+			}
+		}
+		if (k && k->step_tid &&
+		    !src->overlay(src->overlay_ctx, k->step_tid, t0, t1, &ov) &&
+		    ov.blocked_ns > excess / 2) {
+			snprintf(out, n, "off-CPU");
+			return;
+		}
+	}
+	snprintf(out, n, "none visible");
+}
+
+static void name_outliers(const struct ttf_request *r, const struct ttf_req_metrics *m,
+			  const struct attrib_sources *src, const struct tl_ticket *k,
+			  struct ttf_attrib *a)
+{
+	for (uint32_t i = 0; i + 1 < r->n_events && a->n_causes < TTF_MAX_CAUSES; i++) {
+		struct ttf_outlier_cause *c;
+		uint64_t itl;
+
+		if (ttf_metrics__itl_one(r, i, &itl) || !ttf_metrics__is_outlier(m, itl))
+			continue;
+		c = &a->causes[a->n_causes++];
+		c->index = i;
+		c->itl_ns = itl;
+		outlier_cause(r, m, src, k, i, itl, c->cause, sizeof(c->cause));
+	}
+}
+
+/* Kernels and copies of the engine process inside [start, end). */
+static void gpu_part(struct ttf_attrib *a, const struct attrib_sources *src, uint32_t pid,
+		     uint64_t start, uint64_t end)
+{
+	struct gpu_copy_bw bw[TTF_MAX_COPIES];
+	struct gpu_prefill gp;
+	int n;
+
+	if (!src->gpu || !pid || end <= start)
+		return;
+	n = gpu_join__prefill(src->gpu, pid, start, end, &gp, bw, TTF_MAX_COPIES);
+	if (n < 0 || (!gp.split.kernels && !gp.split.copies))
+		return;
+	a->gpu.have = 1;
+	a->gpu.compute_ns = gp.split.compute_ns;
+	a->gpu.copy_ns = gp.split.copy_ns;
+	a->gpu.host_gap_ns = gp.split.host_gap_ns;
+	a->gpu.kernels = gp.split.kernels;
+	a->gpu.n_copies = n;
+	a->gpu.link_gbps = src->link_gbps;
+	for (int i = 0; i < n && i < TTF_MAX_COPIES; i++) {
+		a->gpu.copies[i] = (struct ttf_copy){
+			.bytes = bw[i].bytes, .dur_ns = bw[i].end_ns - bw[i].start_ns,
+			.copy_kind = bw[i].copy_kind, .pageable = bw[i].pageable,
+			.gbps = bw[i].gbps,
+		};
+	}
+}
+
+struct step_collect {
+	struct ttf_attrib *a;
+	const struct attrib_sources *src;
+	uint64_t req_id;
+	uint32_t pid;
+};
+
+static int collect_step(void *ctx, const struct tl_step *st)
+{
+	struct step_collect *c = ctx;
+	struct ttf_step_span *sp;
+	struct gpu_split split;
+
+	if (!st->is_prompt || st->req_id != c->req_id)
+		return 0;
+	if (c->a->n_step_spans == TTF_MAX_STEP_SPANS)
+		return 1;
+	sp = &c->a->step_spans[c->a->n_step_spans++];
+	sp->start_ns = st->start_ns;
+	sp->end_ns = st->end_ns;
+	sp->n_tokens = st->n_tokens;
+	sp->tid = st->tid;
+	if (c->src->gpu && st->end_ns > st->start_ns &&
+	    !gpu_join__step(c->src->gpu, c->pid,
+			    &(struct gpu_step){ st->start_ns, st->end_ns, st->tid }, &split) &&
+	    (split.kernels || split.copies)) {
+		sp->have_gpu = 1;
+		sp->compute_ns = split.compute_ns;
+		sp->copy_ns = split.copy_ns;
+		sp->host_gap_ns = split.host_gap_ns;
+		sp->kernels = split.kernels;
+		sp->copies = split.copies;
+	}
+	return 0;
+}
+
+int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
+			const struct attrib_sources *src, struct ttf_attrib *a)
+{
+	const struct tl_ticket *k = NULL;
+	uint64_t b[TTF_ST__MAX + 1], x;
+	int have_steps, have_tok, clamped = 0;
+
+	if (!r || !m || !src || !a)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		a->stage_ns[i] = -1;
+	if (m->ttft_ns < 0 || !m->t_start_ns || !m->t_first_token_ns || !r->n_events)
+		return 0;
+	a->valid = 1;
+	if (src->tl)
+		k = timeline__ticket(src->tl, r->id);
+	have_steps = k && k->done;
+	have_tok = have_steps && k->tok_end_ns;
+
+	x = m->t_first_token_ns;
+	b[0] = m->t_start_ns;
+	b[1] = r->arrival_last_ns ? r->arrival_last_ns : b[0];
+	b[2] = r->read_done_ns ? r->read_done_ns : b[1];
+	b[3] = have_tok ? k->tok_end_ns : b[2];
+	b[4] = have_steps ? k->prefill_start_ns : b[3];
+	b[5] = have_steps ? k->prefill_end_ns : b[4];
+	/*
+	 * emit ends when the first-token write begins: on a free connection the
+	 * segment reaches the device inside that syscall, before it returns.
+	 */
+	b[6] = r->events[0].write_start_ns ? r->events[0].write_start_ns :
+	       r->events[0].write_ns ? r->events[0].write_ns : x;
+	b[7] = x;
+	for (int i = 1; i <= TTF_ST__MAX; i++) {
+		uint64_t lo = b[i - 1], v = b[i];
+
+		if (v < lo || v > x) {
+			/* Jitter of a few us between clocks of two CPUs is not worth a flag. */
+			if ((v < lo && lo - v > 50000) || (v > x && v - x > 50000)) {
+				clamped = 1;
+				ttf_debug("request %llu: stage boundary %d at %llu clamped to [%llu, %llu]",
+					  (unsigned long long)r->id, i, (unsigned long long)v,
+					  (unsigned long long)lo, (unsigned long long)x);
+			}
+			b[i] = v < lo ? lo : (v > x ? x : v);
+		}
+	}
+	for (int i = 0; i < TTF_ST__MAX; i++)
+		a->stage_ns[i] = b[i + 1] - b[i];
+
+	if (!have_steps) {
+		a->stage_ns[TTF_ST_SERVER] = b[6] - b[2];
+		a->stage_ns[TTF_ST_FRONTEND] = a->stage_ns[TTF_ST_QUEUE] = -1;
+		a->stage_ns[TTF_ST_PREFILL] = a->stage_ns[TTF_ST_EMIT] = -1;
+		a->kind = TTF_ATTR_MERGED;
+		snprintf(a->merged, sizeof(a->merged), "frontend+queue+prefill+emit");
+		snprintf(a->inferred_by, sizeof(a->inferred_by), "%s",
+			 !src->tl || !timeline__has_steps(src->tl) ?
+			 "no engine step probe" : "no prompt step matched this request");
+	} else {
+		struct step_collect sc = { a, src, r->id, k->step_tgid };
+
+		a->prefill_steps = k->prefill_steps;
+		a->prefill_tokens = k->prefill_tokens;
+		timeline__steps_in(src->tl, k->prefill_start_ns, k->prefill_end_ns, collect_step,
+				   &sc);
+		a->queued_behind_aborted_ns = k->queued_behind_orphan_ns;
+		if (!have_tok) {
+			a->stage_ns[TTF_ST_FRONTEND] = -1;
+			a->kind = TTF_ATTR_MERGED;
+			snprintf(a->merged, sizeof(a->merged), "frontend+queue");
+		} else {
+			uint64_t ts = k->tok_start_ns < b[2] ? b[2] : k->tok_start_ns;
+
+			a->stage_ns[TTF_ST_TOKENIZE] = b[3] > ts ? b[3] - ts : 0;
+		}
+		if (k->n_waiting > 1) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "%s among %d waiting requests",
+				 k->matched_by_count ? "prompt length matched" : "FIFO order",
+				 k->n_waiting);
+			set_inferred(a, why);
+		}
+	}
+	if (clamped)
+		set_inferred(a, "event order clamped");
+
+	/* GPU spans: the prefill window, or the whole server stage without step probes. */
+	gpu_part(a, src, have_steps ? k->step_tgid : r->tgid, have_steps ? b[4] : b[2],
+		 have_steps ? b[5] : b[6]);
+	if (a->gpu.have && have_steps && a->gpu.copy_ns) {
+		uint64_t c = a->gpu.copy_ns;
+
+		if (c > (uint64_t)a->stage_ns[TTF_ST_PREFILL])
+			c = a->stage_ns[TTF_ST_PREFILL];
+		a->stage_ns[TTF_ST_COPY] = c;
+		a->stage_ns[TTF_ST_PREFILL] -= c;
+	}
+
+	overlay_stage(a, src, TTF_ST_READ_WAIT, r->rx_tid, b[1], b[2]);
+	overlay_stage(a, src, TTF_ST_FRONTEND, r->rx_tid, b[2], b[3]);
+	if (have_steps) {
+		overlay_stage(a, src, TTF_ST_QUEUE, k->step_tid, b[3], b[4]);
+		overlay_stage(a, src, TTF_ST_PREFILL, k->step_tid, b[4], b[5]);
+	}
+	overlay_stage(a, src, TTF_ST_EMIT, r->tx_tid, b[5], b[6]);
+	name_outliers(r, m, src, k, a);
+	return 0;
+}

@@ -1,0 +1,584 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/model/timeline.h"
+
+#define MAX_OPEN 256		/* entries waiting for their return */
+#define MAX_STEPS 200000	/* steps kept for queries */
+#define MAX_SEQ_STATE 256
+
+/* A completed call (tokenize or step) waiting for the watermark. */
+struct call {
+	enum tl_role role;
+	struct tl_step s;	/* start/end/tid (+ step fields) */
+	int64_t ret;		/* return value */
+};
+
+struct open_call {
+	uint32_t tid;
+	enum tl_role role;
+	struct tl_event entry;
+};
+
+enum seq_state { SEQ_FREE = 0, SEQ_PREFILL, SEQ_DECODE };
+
+struct seq_slot {
+	int32_t seq;
+	enum seq_state state;
+	uint64_t req_id;
+	uint64_t orphan_since_ns;	/* != 0: serves a request whose client left */
+};
+
+/* An aborted request still waiting for the engine is forgotten after this. */
+#define ORPHAN_TICKET_NS (30ull * 1000000000ull)
+
+struct timeline {
+	uint64_t horizon_ns;
+	struct open_call open[MAX_OPEN];
+	int n_open;
+	struct call *pending;		/* completed, not yet processed */
+	size_t n_pending, cap_pending;
+	struct tl_ticket *tickets;	/* requests read, not yet released */
+	size_t n_tickets, cap_tickets;
+	struct tl_step *steps;		/* ring of processed steps, by start time */
+	size_t steps_head, n_steps;
+	struct seq_slot seqs[MAX_SEQ_STATE];
+	int n_seqs;
+	int has_steps, has_tokenize;
+	struct timeline_stats stats;
+};
+
+struct timeline *timeline__new(uint64_t horizon_ns)
+{
+	struct timeline *tl = calloc(1, sizeof(*tl));
+
+	if (!tl)
+		return NULL;
+	tl->horizon_ns = horizon_ns;
+	tl->steps = calloc(MAX_STEPS, sizeof(*tl->steps));
+	if (!tl->steps) {
+		free(tl);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return tl;
+}
+
+void timeline__free(struct timeline *tl)
+{
+	if (!tl)
+		return;
+	free(tl->pending);
+	free(tl->tickets);
+	free(tl->steps);
+	free(tl);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = realloc(*arr, n * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
+			      uint32_t rx_tid, uint64_t read_done_ns)
+{
+	struct tl_ticket *k;
+
+	if (grow((void **)&tl->tickets, &tl->cap_tickets, tl->n_tickets + 1, sizeof(*k)))
+		return -ENOMEM;
+	k = &tl->tickets[tl->n_tickets++];
+	memset(k, 0, sizeof(*k));
+	k->req_id = req_id;
+	k->sock_cookie = sock_cookie;
+	k->rx_tid = rx_tid;
+	k->read_done_ns = read_done_ns;
+	k->seq = -1;
+	tl->stats.tickets++;
+	return 0;
+}
+
+int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev)
+{
+	struct call *c;
+	int i;
+
+	if (ev->role == TL_ROLE_STEP)
+		tl->has_steps = 1;
+	else if (ev->role == TL_ROLE_TOKENIZE)
+		tl->has_tokenize = 1;
+	if (!ev->is_return) {
+		if (tl->n_open == MAX_OPEN) {	/* lost returns: forget the oldest */
+			memmove(tl->open, tl->open + 1, (MAX_OPEN - 1) * sizeof(tl->open[0]));
+			tl->n_open--;
+			tl->stats.unmatched_returns++;
+		}
+		tl->open[tl->n_open++] = (struct open_call){ ev->tid, ev->role, *ev };
+		return 0;
+	}
+	/* Innermost open call of this role on this thread. */
+	for (i = tl->n_open - 1; i >= 0; i--)
+		if (tl->open[i].tid == ev->tid && tl->open[i].role == ev->role)
+			break;
+	if (i < 0) {
+		tl->stats.unmatched_returns++;
+		return 0;
+	}
+	if (grow((void **)&tl->pending, &tl->cap_pending, tl->n_pending + 1, sizeof(*c)))
+		return -ENOMEM;
+	c = &tl->pending[tl->n_pending++];
+	memset(c, 0, sizeof(*c));
+	c->role = ev->role;
+	c->s.start_ns = tl->open[i].entry.ts_ns;
+	c->s.end_ns = ev->ts_ns;
+	c->s.tid = ev->tid;
+	c->s.tgid = ev->tgid;
+	c->ret = ev->value;
+	c->s.n_tokens = tl->open[i].entry.value > INT32_MAX ? -1 : (int32_t)tl->open[i].entry.value;
+	c->s.n_seq = tl->open[i].entry.n_seq;
+	if (c->s.n_seq > TL_MAX_SEQ)
+		c->s.n_seq = TL_MAX_SEQ;
+	memcpy(c->s.seq_ids, tl->open[i].entry.seq_ids, sizeof(c->s.seq_ids));
+	memmove(&tl->open[i], &tl->open[i + 1], (tl->n_open - i - 1) * sizeof(tl->open[0]));
+	tl->n_open--;
+	return 0;
+}
+
+static int cmp_call(const void *a, const void *b)
+{
+	const struct call *x = a, *y = b;
+
+	if (x->s.start_ns != y->s.start_ns)
+		return x->s.start_ns < y->s.start_ns ? -1 : 1;
+	return 0;
+}
+
+static struct tl_step *step_at(const struct timeline *tl, size_t i)
+{
+	return &tl->steps[(tl->steps_head + i) % MAX_STEPS];
+}
+
+/* Keep the step ring sorted by start time; evict beyond the horizon or cap. */
+static void store_step(struct timeline *tl, const struct tl_step *s)
+{
+	size_t i;
+
+	while (tl->n_steps && (tl->n_steps == MAX_STEPS ||
+			       step_at(tl, 0)->end_ns + tl->horizon_ns < s->start_ns)) {
+		tl->steps_head = (tl->steps_head + 1) % MAX_STEPS;
+		tl->n_steps--;
+		tl->stats.dropped_old++;
+	}
+	i = tl->n_steps++;
+	while (i > 0 && step_at(tl, i - 1)->start_ns > s->start_ns) {
+		*step_at(tl, i) = *step_at(tl, i - 1);
+		i--;
+	}
+	*step_at(tl, i) = *s;
+}
+
+static uint64_t ready_ns(const struct timeline *tl, const struct tl_ticket *k)
+{
+	return k->tok_end_ns ? k->tok_end_ns : k->read_done_ns;
+}
+
+static void join_tokenize(struct timeline *tl, const struct tl_step *c, int64_t ret)
+{
+	struct tl_ticket *best = NULL;
+
+	tl->stats.tokenize_calls++;
+	/* The request this thread read last before the call started. */
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *k = &tl->tickets[i];
+
+		if (k->rx_tid != c->tid || k->tok_end_ns || k->done || k->read_done_ns > c->start_ns)
+			continue;
+		if (!best || k->read_done_ns > best->read_done_ns)
+			best = k;
+	}
+	if (best) {
+		best->tok_start_ns = c->start_ns;
+		best->tok_end_ns = c->end_ns;
+		best->tok_count = ret;
+	}
+}
+
+static struct seq_slot *seq_slot(struct timeline *tl, int32_t seq)
+{
+	for (int i = 0; i < tl->n_seqs; i++)
+		if (tl->seqs[i].seq == seq)
+			return &tl->seqs[i];
+	if (tl->n_seqs == MAX_SEQ_STATE)
+		return NULL;
+	tl->seqs[tl->n_seqs] = (struct seq_slot){ .seq = seq };
+	return &tl->seqs[tl->n_seqs++];
+}
+
+static struct tl_ticket *ticket_by_id(const struct timeline *tl, uint64_t id)
+{
+	for (size_t i = 0; i < tl->n_tickets; i++)
+		if (tl->tickets[i].req_id == id)
+			return &tl->tickets[i];
+	return NULL;
+}
+
+/*
+ * The ticket a prompt step of n_tokens starting at `at` serves, among those
+ * ready by then without a prefill: the only one whose tokenize count is
+ * n_tokens, else the oldest. *n_waiting counts them all; *by_count says how.
+ */
+static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int32_t n_tokens,
+				      int *n_waiting, int *by_count)
+{
+	struct tl_ticket *best = NULL, *same = NULL;
+	int n_same = 0;
+
+	*n_waiting = 0;
+	*by_count = 0;
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *k = &tl->tickets[i];
+
+		if (k->done || ready_ns(tl, k) > at)
+			continue;
+		(*n_waiting)++;
+		if (!best || ready_ns(tl, k) < ready_ns(tl, best))
+			best = k;
+		if (n_tokens > 0 && k->tok_count == n_tokens) {
+			same = k;
+			n_same++;
+		}
+	}
+	if (n_same == 1 && *n_waiting > 1) {
+		*by_count = 1;
+		return same;
+	}
+	return best;
+}
+
+static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n_waiting)
+{
+	int by_count;
+
+	return pick_waiting(tl, at, -1, n_waiting, &by_count);
+}
+
+static void extend_prefill(struct tl_ticket *k, const struct tl_step *s)
+{
+	if (s->end_ns > k->prefill_end_ns)
+		k->prefill_end_ns = s->end_ns;
+	k->prefill_steps++;
+	if (s->n_tokens > 0)
+		k->prefill_tokens += s->n_tokens;
+}
+
+static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t seq)
+{
+	struct tl_ticket *k;
+	int n_waiting, by_count;
+
+	/* The step's tokens are all this sequence's when it is alone in the batch. */
+	k = pick_waiting(tl, s->start_ns, s->n_seq <= 1 ? s->n_tokens : -1, &n_waiting,
+			 &by_count);
+	if (!k) {
+		tl->stats.orphan_prompt_steps++;
+		return 0;
+	}
+	k->done = 1;
+	k->seq = seq;
+	k->n_waiting = n_waiting;
+	k->matched_by_count = by_count;
+	k->step_tid = s->tid;
+	k->step_tgid = s->tgid;
+	k->prefill_start_ns = s->start_ns;
+	extend_prefill(k, s);
+	return k->req_id;
+}
+
+/* Requests waiting while step s served an aborted request are delayed by it. */
+static void charge_orphan(struct timeline *tl, const struct tl_step *s, uint64_t share_ns)
+{
+	tl->stats.orphaned_steps++;
+	tl->stats.orphaned_ns += share_ns;
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *k = &tl->tickets[i];
+		uint64_t from = ready_ns(tl, k);
+
+		if (k->done || k->aborted_ns || from >= s->end_ns)
+			continue;
+		if (from < s->start_ns)
+			from = s->start_ns;
+		if (!k->queued_behind_orphan_ns)
+			tl->stats.delayed_by_orphans++;
+		k->queued_behind_orphan_ns += s->end_ns - from;
+		tl->stats.delay_by_orphans_ns += s->end_ns - from;
+	}
+}
+
+static void orphan_accounting(struct timeline *tl, const struct tl_step *s)
+{
+	int n = s->n_seq > 0 ? s->n_seq : 1, orphans = 0;
+
+	for (int i = 0; i < s->n_seq; i++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+
+		if (sl && sl->orphan_since_ns && s->start_ns >= sl->orphan_since_ns)
+			orphans++;
+	}
+	if (!s->n_seq && s->req_id) {
+		struct tl_ticket *k = ticket_by_id(tl, s->req_id);
+
+		orphans = k && k->aborted_ns && s->start_ns >= k->aborted_ns;
+	}
+	if (orphans)
+		charge_orphan(tl, s, (s->end_ns - s->start_ns) * orphans / n);
+}
+
+static void process_step(struct timeline *tl, struct tl_step *s)
+{
+	int n_seq = s->n_seq;
+
+	tl->stats.steps++;
+	/*
+	 * The probe samples up to TL_MAX_SEQ tokens spread over the batch: fewer
+	 * distinct sequences than samples means some sequence brought several
+	 * tokens, i.e. a prompt.
+	 */
+	s->is_prompt = n_seq > 0 ? n_seq < (s->n_tokens < TL_MAX_SEQ ? s->n_tokens : TL_MAX_SEQ)
+				 : s->n_tokens > 1;
+	if (!s->is_prompt) {
+		for (int i = 0; i < n_seq; i++) {
+			struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+			struct tl_ticket *k;
+
+			if (!sl || sl->state != SEQ_PREFILL)
+				continue;
+			k = ticket_by_id(tl, sl->req_id);
+			/* A last chunk of exactly the prompt's remaining token (chunked prefill). */
+			if (k && k->tok_count > 0 && n_seq == 1 && s->n_tokens > 0 &&
+			    k->prefill_tokens + s->n_tokens == (uint64_t)k->tok_count) {
+				extend_prefill(k, s);
+				s->req_id = k->req_id;
+				s->is_prompt = 1;
+				continue;
+			}
+			sl->state = SEQ_DECODE;
+		}
+		orphan_accounting(tl, s);
+		store_step(tl, s);
+		return;
+	}
+	tl->stats.prompt_steps++;
+	if (n_seq == 0) {
+		/* No sequence ids: every prompt step after a waiting request starts its prefill. */
+		int n_waiting;
+		struct tl_ticket *k = oldest_waiting(tl, s->start_ns, &n_waiting);
+
+		if (k) {
+			s->req_id = start_prefill(tl, s, -1);
+		} else {
+			struct seq_slot *sl = seq_slot(tl, -1);
+			struct tl_ticket *prev = sl ? ticket_by_id(tl, sl->req_id) : NULL;
+
+			if (prev && sl->state == SEQ_PREFILL) {
+				extend_prefill(prev, s);
+				s->req_id = prev->req_id;
+			} else {
+				tl->stats.orphan_prompt_steps++;
+			}
+		}
+		if (s->req_id) {
+			struct seq_slot *sl = seq_slot(tl, -1);
+
+			if (sl)
+				*sl = (struct seq_slot){ -1, SEQ_PREFILL, s->req_id, 0 };
+		}
+		orphan_accounting(tl, s);
+		store_step(tl, s);
+		return;
+	}
+	for (int i = 0; i < n_seq; i++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+		struct tl_ticket *k;
+
+		if (!sl)
+			continue;
+		k = sl->state != SEQ_FREE ? ticket_by_id(tl, sl->req_id) : NULL;
+		if (sl->state == SEQ_PREFILL && k) {
+			extend_prefill(k, s);	/* chunked prefill */
+			if (!s->req_id)
+				s->req_id = k->req_id;
+			continue;
+		}
+		/* In a batch of several sequences, a decoding one only brings its next token. */
+		if (sl->state == SEQ_DECODE && k && n_seq > 1)
+			continue;
+		uint64_t id = start_prefill(tl, s, s->seq_ids[i]);
+
+		if (id) {
+			struct tl_ticket *nk = ticket_by_id(tl, id);
+
+			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_PREFILL, id,
+						 nk ? nk->aborted_ns : 0 };
+			if (!s->req_id)
+				s->req_id = id;
+		}
+	}
+	orphan_accounting(tl, s);
+	store_step(tl, s);
+}
+
+/*
+ * A sync call (e.g. llama_synchronize) that had to wait ends the step that
+ * ran before it on its thread: the device work finished at its return. A
+ * sync that returned at once (CPU backend, or GPU already done) says nothing.
+ */
+#define SYNC_WAITED_NS 20000
+
+static void process_sync(struct timeline *tl, const struct tl_step *c)
+{
+	if (c->end_ns - c->start_ns < SYNC_WAITED_NS)
+		return;
+	for (size_t i = tl->n_steps; i-- > 0;) {
+		struct tl_step *s = step_at(tl, i);
+
+		if (s->tid != c->tid)
+			continue;
+		if (s->start_ns <= c->start_ns && c->end_ns > s->end_ns) {
+			s->end_ns = c->end_ns;
+			if (s->req_id) {
+				struct tl_ticket *k = ticket_by_id(tl, s->req_id);
+
+				if (k && k->prefill_end_ns < c->end_ns)
+					k->prefill_end_ns = c->end_ns;
+			}
+		}
+		break;
+	}
+}
+
+/* Drop released tickets that got their prefill, or waited too long for one. */
+static void sweep_released(struct timeline *tl, uint64_t now_ns)
+{
+	for (size_t i = 0; i < tl->n_tickets;) {
+		struct tl_ticket *k = &tl->tickets[i];
+
+		if (k->released && (k->done || k->read_done_ns + ORPHAN_TICKET_NS < now_ns))
+			*k = tl->tickets[--tl->n_tickets];
+		else
+			i++;
+	}
+}
+
+void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
+{
+	size_t n = 0, keep = 0;
+
+	/* Calls that completed before the watermark, by start time. */
+	for (size_t i = 0; i < tl->n_pending; i++)
+		if (tl->pending[i].s.end_ns <= watermark_ns)
+			n++;
+	if (!n)
+		return;
+	qsort(tl->pending, tl->n_pending, sizeof(*tl->pending), cmp_call);
+	for (size_t i = 0; i < tl->n_pending; i++) {
+		struct call *c = &tl->pending[i];
+
+		if (c->s.end_ns > watermark_ns) {
+			tl->pending[keep++] = *c;
+			continue;
+		}
+		switch (c->role) {
+		case TL_ROLE_TOKENIZE:
+			join_tokenize(tl, &c->s, c->ret);
+			break;
+		case TL_ROLE_STEP:
+			process_step(tl, &c->s);
+			break;
+		case TL_ROLE_SYNC:
+			process_sync(tl, &c->s);
+			break;
+		default:
+			break;
+		}
+	}
+	tl->n_pending = keep;
+	sweep_released(tl, watermark_ns);
+}
+
+const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id)
+{
+	return ticket_by_id(tl, req_id);
+}
+
+void timeline__on_abort(struct timeline *tl, uint64_t req_id, uint64_t closed_ns)
+{
+	struct tl_ticket *k = ticket_by_id(tl, req_id);
+
+	if (!k || !closed_ns)
+		return;
+	tl->stats.aborted++;
+	k->aborted_ns = closed_ns;
+	for (int i = 0; i < tl->n_seqs; i++)
+		if (tl->seqs[i].req_id == req_id && tl->seqs[i].state != SEQ_FREE)
+			tl->seqs[i].orphan_since_ns = closed_ns;
+}
+
+void timeline__release(struct timeline *tl, uint64_t req_id)
+{
+	struct tl_ticket *k = ticket_by_id(tl, req_id);
+
+	if (!k)
+		return;
+	/* An aborted request the engine has not started yet will still take a prefill. */
+	if (k->aborted_ns && !k->done) {
+		k->released = 1;
+		return;
+	}
+	for (int i = 0; i < tl->n_seqs; i++)
+		if (tl->seqs[i].req_id == req_id && !tl->seqs[i].orphan_since_ns)
+			tl->seqs[i].state = SEQ_FREE;
+	*k = tl->tickets[--tl->n_tickets];
+}
+
+
+void timeline__steps_in(const struct timeline *tl, uint64_t start_ns, uint64_t end_ns,
+			int (*cb)(void *ctx, const struct tl_step *s), void *ctx)
+{
+	for (size_t i = 0; i < tl->n_steps; i++) {
+		const struct tl_step *s = step_at(tl, i);
+
+		if (s->start_ns > end_ns)
+			break;
+		if (s->end_ns < start_ns)
+			continue;
+		if (cb(ctx, s))
+			break;
+	}
+}
+
+int timeline__has_steps(const struct timeline *tl)
+{
+	return tl->has_steps;
+}
+
+int timeline__has_tokenize(const struct timeline *tl)
+{
+	return tl->has_tokenize;
+}
+
+const struct timeline_stats *timeline__stats(const struct timeline *tl)
+{
+	return &tl->stats;
+}

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/probe/engine_probe.h"
+#include "user/probe/engine_setup.h"
+#include "user/lib/log.h"
+#include "user/probe/proc_maps.h"
+#include "user/probe/profile.h"
+#include "user/model/timeline.h"
+
+#define RESCAN_NS 1000000000ull
+#define MAX_TGIDS 256
+
+static const char *const builtin_profiles[] = { "llamacpp" };
+#define N_BUILTIN (sizeof(builtin_profiles) / sizeof(builtin_profiles[0]))
+
+struct engine_setup {
+	struct pipeline *pipe;
+	struct engine_probe *ep;
+	/* auto mode: profiles that attach only where their files are mapped */
+	struct engine_profile autos[N_BUILTIN];
+	int auto_added[N_BUILTIN];
+	int n_autos;
+	uint32_t tgids[MAX_TGIDS];	/* traced processes */
+	int n_tgids;
+	uint64_t next_rescan_ns;
+	uint64_t dropped_engine_events;
+};
+
+static enum tl_role to_tl_role(int role)
+{
+	switch (role) {
+	case TTF_ROLE_STEP: return TL_ROLE_STEP;
+	case TTF_ROLE_TOKENIZE: return TL_ROLE_TOKENIZE;
+	case TTF_ROLE_SAMPLE: return TL_ROLE_SAMPLE;
+	case TTF_ROLE_SYNC: return TL_ROLE_SYNC;
+	default: return TL_ROLE_DETOKENIZE;
+	}
+}
+
+static int on_hit(void *ctx, const struct engine_event *e)
+{
+	struct engine_setup *es = ctx;
+	struct tl_event ev = {
+		.ts_ns = e->ts_ns, .tgid = e->tgid, .tid = e->tid, .role = to_tl_role(e->role),
+		.is_return = e->is_return, .value = e->value,
+		.n_seq = e->n_seq > TL_MAX_SEQ ? TL_MAX_SEQ : e->n_seq,
+	};
+
+	if (e->seq_ids && ev.n_seq > 0)
+		memcpy(ev.seq_ids, e->seq_ids, ev.n_seq * sizeof(ev.seq_ids[0]));
+	if (pipeline__on_engine_event(es->pipe, &ev))
+		es->dropped_engine_events++;
+	return 0;
+}
+
+static int ensure_probe(struct engine_setup *es)
+{
+	struct engine_probe_opts o = { .sz = sizeof(o), .on_event = on_hit, .ctx = es };
+	int err = 0;
+
+	if (es->ep)
+		return 0;
+	es->ep = engine_probe__new(&o, &err);
+	if (!es->ep)
+		ttf_warn("engine uprobes unavailable (%s): stages merge into 'server'",
+			 strerror(-err));
+	return es->ep ? 0 : err;
+}
+
+int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup **out)
+{
+	struct engine_setup *es;
+	char msg[512];
+	int err;
+
+	*out = NULL;
+	if (!opts->n_profiles && !opts->n_probes && !opts->auto_profiles)
+		return 0;
+	es = calloc(1, sizeof(*es));
+	if (!es)
+		return -ENOMEM;
+	es->pipe = opts->pipe;
+	for (int i = 0; i < opts->n_profiles || i < opts->n_probes; i++) {
+		struct engine_profile p;
+		struct probe_spec spec;
+
+		if ((err = ensure_probe(es)))
+			goto fail;
+		if (i < opts->n_profiles) {
+			err = profile__load(opts->profiles[i], &p, msg, sizeof(msg));
+			if (!err)
+				err = engine_probe__add_profile(es->ep, &p);
+			if (err) {
+				ttf_error("see profiles/llamacpp.ini for the format", "profile %s: %s",
+					  opts->profiles[i], err == -EINVAL || err == -ENOENT ? msg :
+					  strerror(-err));
+				if (err == -ENOENT || err == -EISDIR)
+					err = -EINVAL;	/* no such profile: bad command line */
+				goto fail;
+			}
+		}
+		if (i < opts->n_probes) {
+			err = probe_spec__parse(opts->probes[i], &spec, msg, sizeof(msg));
+			if (!err)
+				err = engine_probe__add_spec(es->ep, &spec, NULL, 0);
+			if (err) {
+				ttf_error("expected PATH:SYMBOL=ROLE[:ARGSPEC], ROLE one of step, "
+					  "tokenize, sample, sync, detokenize; ARGSPEC none, reg:N, "
+					  "stack:OFF or llama_batch:OFF",
+					  "%s", err == -EINVAL ? msg : strerror(-err));
+				goto fail;
+			}
+		}
+	}
+	if (!opts->n_profiles && !opts->n_probes) {
+		for (size_t i = 0; i < N_BUILTIN; i++) {
+			if (profile__load(builtin_profiles[i], &es->autos[es->n_autos], msg,
+					  sizeof(msg)) == 0)
+				es->n_autos++;
+			else
+				ttf_debug("built-in profile: %s", msg);
+		}
+	}
+	*out = es;
+	return 0;
+fail:
+	engine_setup__free(es);
+	return err;
+}
+
+void engine_setup__free(struct engine_setup *es)
+{
+	if (!es)
+		return;
+	engine_probe__destroy(es->ep);
+	free(es);
+}
+
+/* Auto mode: add a built-in profile once some traced process maps one of its files. */
+static void try_autos(struct engine_setup *es, uint32_t tgid)
+{
+	struct proc_maps pm = { 0 };
+
+	if (!es->n_autos || proc_maps__read(tgid, &pm))
+		return;
+	for (int i = 0; i < es->n_autos; i++) {
+		const struct engine_profile *p = &es->autos[i];
+
+		if (es->auto_added[i])
+			continue;
+		for (int k = 0; k < p->n_match; k++) {
+			if (proc_maps__find_exec(&pm, p->match[k], 0) < 0)
+				continue;
+			if (ensure_probe(es) == 0 && engine_probe__add_profile(es->ep, p) == 0) {
+				es->auto_added[i] = 1;
+				ttf_info("engine profile %s: PID %u maps a matching file", p->name, tgid);
+			}
+			break;
+		}
+	}
+	proc_maps__free(&pm);
+}
+
+void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
+{
+	int n;
+
+	if (!es)
+		return;
+	for (int i = 0; i < es->n_tgids; i++)
+		if (es->tgids[i] == tgid)
+			return;
+	if (es->n_tgids < MAX_TGIDS)
+		es->tgids[es->n_tgids++] = tgid;
+	try_autos(es, tgid);
+	if (!es->ep)
+		return;
+	n = engine_probe__attach_pid(es->ep, tgid);
+	if (n > 0)
+		ttf_info("engine: %d uprobe(s) attached for PID %u", n, tgid);
+}
+
+void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
+{
+	int pending = 0;
+
+	if (!es || now_ns < es->next_rescan_ns)
+		return;
+	es->next_rescan_ns = now_ns + RESCAN_NS;
+	for (int i = 0; i < es->n_autos; i++)
+		pending |= !es->auto_added[i];
+	if (pending) {
+		/* A library matching a built-in profile may have been dlopen'ed since. */
+		for (int i = 0; i < es->n_tgids; i++) {
+			int had = es->ep != NULL;
+
+			try_autos(es, es->tgids[i]);
+			if (!had && es->ep)
+				for (int k = 0; k < es->n_tgids; k++)
+					engine_probe__attach_pid(es->ep, es->tgids[k]);
+		}
+	}
+	if (es->ep)
+		engine_probe__rescan(es->ep);
+}
+
+int engine_setup__poll(struct engine_setup *es)
+{
+	return es && es->ep ? engine_probe__poll(es->ep, 0) : 0;
+}
+
+void engine_setup__counters(struct engine_setup *es, struct report_counter *c, int *n)
+{
+	if (!es || !es->ep)
+		return;
+	c[(*n)++] = (struct report_counter){ "engine_ringbuf_full", engine_probe__drops(es->ep) };
+	c[(*n)++] = (struct report_counter){ "engine_foreign_hits", engine_probe__foreign(es->ep) };
+	c[(*n)++] = (struct report_counter){ "engine_events_dropped_oom",
+					     es->dropped_engine_events };
+}
+
+void engine_setup__summary(struct engine_setup *es, FILE *f)
+{
+	if (es && es->ep)
+		engine_probe__print_summary(es->ep, f);
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "user/probe/gpu_rx.h"
+
+struct gpu_rx_client {
+	int fd;
+	uint32_t pid; /* SO_PEERCRED pid; 0 = use the header's */
+};
+
+struct gpu_rx {
+	int fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* to unlink; "" if abstract */
+	struct gpu_rx_client *clients;
+	uint32_t nclients, max_clients;
+	uint64_t bad_msgs, store_drops;
+	uint8_t buf[TTF_GPU_MSG_MAX_BYTES + sizeof(struct ttf_gpu_name) + TTF_GPU_NAME_MAX];
+};
+
+struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts)
+{
+	const char *path = opts ? opts->sock_path : NULL;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	struct gpu_rx *rx;
+	socklen_t len;
+	size_t plen;
+	int err;
+
+	if (!path)
+		path = getenv(TTF_GPU_SOCK_ENV);
+	if (!path || !*path)
+		path = TTF_GPU_SOCK_DEFAULT;
+	plen = strlen(path);
+	if (plen >= sizeof(addr.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	rx = calloc(1, sizeof(*rx));
+	if (!rx)
+		return NULL;
+	rx->max_clients = opts && opts->max_clients ? opts->max_clients : 256;
+	rx->clients = calloc(rx->max_clients, sizeof(*rx->clients));
+	rx->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (!rx->clients || rx->fd < 0)
+		goto fail;
+	memcpy(addr.sun_path, path, plen);
+	if (path[0] == '@') {
+		addr.sun_path[0] = 0;
+		len = offsetof(struct sockaddr_un, sun_path) + plen;
+	} else {
+		/* A stale socket file from a killed ttftrace would make bind fail. */
+		unlink(path);
+		memcpy(rx->path, path, plen + 1);
+		len = offsetof(struct sockaddr_un, sun_path) + plen + 1;
+	}
+	if (bind(rx->fd, (struct sockaddr *)&addr, len) || listen(rx->fd, 64))
+		goto fail;
+	return rx;
+fail:
+	err = errno;
+	if (rx->fd >= 0)
+		close(rx->fd);
+	free(rx->clients);
+	free(rx);
+	errno = err;
+	return NULL;
+}
+
+int gpu_rx__fd(const struct gpu_rx *rx)
+{
+	return rx->fd;
+}
+
+uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
+{
+	return rx->bad_msgs;
+}
+
+uint64_t gpu_rx__store_drops(const struct gpu_rx *rx)
+{
+	return rx->store_drops;
+}
+
+static void accept_all(struct gpu_rx *rx)
+{
+	struct ucred cred;
+	socklen_t clen;
+	int fd;
+
+	while ((fd = accept4(rx->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (rx->nclients == rx->max_clients) {
+			close(fd);
+			continue;
+		}
+		clen = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
+			cred.pid = 0;
+		rx->clients[rx->nclients++] = (struct gpu_rx_client){ .fd = fd, .pid = cred.pid };
+	}
+}
+
+/* One message; returns records added (>= 0). */
+static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
+		  struct gpu_store *store)
+{
+	const struct ttf_gpu_msg_hdr *h = (const void *)rx->buf;
+	const uint8_t *body = rx->buf + sizeof(*h);
+	size_t body_len = len - sizeof(*h);
+	uint32_t pid;
+	int added = 0;
+
+	if (len < sizeof(*h) || h->magic != TTF_GPU_WIRE_MAGIC || h->version != TTF_GPU_WIRE_VERSION)
+		goto bad;
+	pid = cl->pid ? cl->pid : h->pid;
+	switch (h->type) {
+	case TTF_GPU_MSG_RECORDS:
+		if (h->count > TTF_GPU_MSG_MAX_RECS || body_len != h->count * sizeof(struct ttf_gpu_rec))
+			goto bad;
+		for (uint32_t i = 0; i < h->count; i++) {
+			struct ttf_gpu_rec r;
+
+			memcpy(&r, body + i * sizeof(r), sizeof(r));
+			if (gpu_store__add(store, pid, &r))
+				rx->store_drops++;
+			else
+				added++;
+		}
+		return added;
+	case TTF_GPU_MSG_NAME: {
+		struct ttf_gpu_name n;
+
+		if (body_len < sizeof(n))
+			goto bad;
+		memcpy(&n, body, sizeof(n));
+		if (n.len > TTF_GPU_NAME_MAX || body_len != sizeof(n) + n.len)
+			goto bad;
+		if (gpu_store__add_name(store, pid, n.name_id, (const char *)body + sizeof(n), n.len))
+			rx->store_drops++;
+		return 0;
+	}
+	case TTF_GPU_MSG_STATS: {
+		struct ttf_gpu_stats st;
+
+		if (body_len != sizeof(st))
+			goto bad;
+		memcpy(&st, body, sizeof(st));
+		if (gpu_store__set_stats(store, pid, &st))
+			rx->store_drops++;
+		return 0;
+	}
+	}
+bad:
+	rx->bad_msgs++;
+	return 0;
+}
+
+int gpu_rx__poll(struct gpu_rx *rx, struct gpu_store *store)
+{
+	int total = 0;
+	ssize_t n;
+
+	accept_all(rx);
+	for (uint32_t i = 0; i < rx->nclients;) {
+		struct gpu_rx_client *cl = &rx->clients[i];
+
+		while ((n = recv(cl->fd, rx->buf, sizeof(rx->buf), MSG_DONTWAIT | MSG_TRUNC)) > 0) {
+			if ((size_t)n > sizeof(rx->buf)) {
+				rx->bad_msgs++;
+				continue;
+			}
+			total += handle(rx, cl, n, store);
+		}
+		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+			/* The collector's process exited (or the connection broke). */
+			close(cl->fd);
+			rx->clients[i] = rx->clients[--rx->nclients];
+			continue;
+		}
+		i++;
+	}
+	return total;
+}
+
+void gpu_rx__free(struct gpu_rx *rx)
+{
+	if (!rx)
+		return;
+	for (uint32_t i = 0; i < rx->nclients; i++)
+		close(rx->clients[i].fd);
+	close(rx->fd);
+	if (rx->path[0])
+		unlink(rx->path);
+	free(rx->clients);
+	free(rx);
+}

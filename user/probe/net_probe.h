@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Lifecycle of the network probes (bpf/net.bpf.c): open the skeleton,
+ * configure, load, attach each program, drain the ring buffer, read the
+ * drop counters. Ring buffer records are delivered to a callback as
+ * (struct ttf_net_event header + payload).
+ */
+#ifndef TTFTRACE_NET_PROBE_H
+#define TTFTRACE_NET_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bpf/net.h"
+
+struct btf;
+
+struct net_probe;
+
+typedef int (*net_event_cb)(void *ctx, const struct ttf_net_event *e, size_t len);
+
+struct net_probe_opts {
+	size_t sz;			/* sizeof(struct net_probe_opts) */
+	uint32_t capture_bytes;		/* payload prefix per read, <= TTF_CAPTURE_MAX_BYTES */
+	uint32_t capture_send_bytes;	/* payload prefix per write, <= TTF_CAPTURE_MAX_BYTES */
+	uint32_t ringbuf_bytes;		/* power of two, >= page size */
+	uint16_t port_filter;		/* trace only sockets with this local port; 0 = all */
+	const char *follow_comm;	/* also trace processes exec'ing with this comm; NULL none */
+	/*
+	 * Comma-separated program names not to load ("all" for every one):
+	 * a fault-injection seam for tests (env TTFTRACE_SKIP_PROGS).
+	 */
+	const char *skip_progs;
+	/*
+	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
+	 * it. Required: sys_enter, sock_recv_length, sock_send_length; any
+	 * other missing tracepoint only leaves its program out.
+	 */
+	const struct btf *vmlinux_btf;
+	net_event_cb on_event;
+	void *ctx;
+};
+
+/* Which optional programs attached (for "TTFT ends at xmit or write"). */
+struct net_probe_status {
+	int n_attached;
+	int n_failed;
+	int recv_send;		/* sock_{recv,send}_length attached: the must-haves */
+	int xmit;		/* net_dev_start_xmit */
+	int arrival;		/* sk_data_ready */
+	int close;		/* inet_sock_set_state */
+	int follow;		/* sched_process_fork/exit */
+};
+
+/*
+ * Open and load. Returns NULL with *err = -EPERM (privileges), -ENOENT (a
+ * needed kernel type/tracepoint is missing; missing_tp[missing_len] gets
+ * the name of a required tracepoint the tp_check found absent, else "") or
+ * another negative errno.
+ */
+struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err,
+				       char *missing_tp, size_t missing_len);
+/* Attach every loaded program; fills *st. Returns 0, or -ENOENT when recv/send did not attach. */
+int net_probe__attach(struct net_probe *np, struct net_probe_status *st);
+/* Add a process / listening port to the in-kernel filters. */
+int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
+int net_probe__trace_port(struct net_probe *np, uint16_t port);
+/* fd of the traced_tgids map, for other probes to share (bpf_map__reuse_fd). */
+int net_probe__tgids_fd(struct net_probe *np);
+/* Number of tgids still in the kernel's traced set. */
+int net_probe__n_tgids(struct net_probe *np);
+/* Wait up to timeout_ms for a wakeup, then drain everything. Returns records consumed or -errno. */
+int net_probe__poll(struct net_probe *np, int timeout_ms);
+/* Sum the per-CPU counters: out[TTF_CNT__MAX]. */
+void net_probe__counters(struct net_probe *np, uint64_t *out);
+/* Per-program BPF run-time stats (needs kernel.bpf_stats_enabled=1). */
+int net_probe__prog_stats(struct net_probe *np, const char **names, uint64_t *run_cnt,
+			  uint64_t *run_time_ns, int max);
+void net_probe__destroy(struct net_probe *np);
+
+/* Names for enum ttf_counter, for printing. */
+const char *net_probe__counter_name(int idx);
+
+#endif /* TTFTRACE_NET_PROBE_H */

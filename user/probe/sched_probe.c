@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "user/probe/bpf_util.h"
+#include "sched.skel.h"
+#include "user/lib/log.h"
+#include "user/probe/sched_probe.h"
+#include "user/probe/tp_check.h"
+
+#define MAX_LINKS 3
+#define DEF_RINGBUF_BYTES (4U << 20)
+
+struct sched_probe {
+	struct sched_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[MAX_LINKS];
+	int n_links;
+	struct sched_view *view;
+	sched_event_cb on_event;
+	void *ctx;
+};
+
+static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
+	[TTF_SCHED_CNT_RINGBUF_FULL] = "sched_ringbuf_full",
+	[TTF_SCHED_CNT_EVENTS] = "sched_events",
+	[TTF_SCHED_CNT_SWITCH_GAPS] = "sched_switch_gaps",
+	[TTF_SCHED_CNT_SWITCHES] = "sched_switches",
+};
+
+const char *sched_probe__counter_name(int idx)
+{
+	return idx >= 0 && idx < TTF_SCHED_CNT__MAX ? counter_names[idx] : "?";
+}
+
+/* /proc/TGID/task/TID/<file>, first line without the newline; "" when unreadable. */
+static void read_task_file(uint32_t tgid, uint32_t tid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/%s", tgid, tid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(buf, len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+static int ring_cb(void *ctx, void *data, size_t len)
+{
+	struct sched_probe *sp = ctx;
+	const struct ttf_sched_event *e = data;
+	char comm[SCHED_COMM_LEN];
+	int err;
+
+	if (len < sizeof(*e))
+		return 0;
+	if (sp->on_event) {
+		err = sp->on_event(sp->ctx, e);
+		if (err)
+			return err;
+	}
+	/* A thread new to the view: its name, while it still exists. */
+	if (sched__add(sp->view, e) == 1) {
+		read_task_file(e->tgid, e->tid, "comm", comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(sp->view, e->tid, comm);
+	}
+	return 0;
+}
+
+struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
+					   char *missing_tp, size_t missing_len)
+{
+	struct sched_probe *sp;
+
+	if (missing_len)
+		missing_tp[0] = '\0';
+	if (!opts->view) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	sp->view = opts->view;
+	sp->on_event = opts->on_event;
+	sp->ctx = opts->ctx;
+	sp->skel = sched_bpf__open();
+	if (!sp->skel) {
+		*err = -errno;
+		goto fail;
+	}
+	if (opts->vmlinux_btf) {
+		*err = tp_check__prune(sp->skel->obj, opts->vmlinux_btf, NULL, missing_tp,
+				       missing_len);
+		if (*err < 0)
+			goto fail;
+	}
+	if (opts->tgid_map_fd > 0) {
+		*err = bpf_map__reuse_fd(sp->skel->maps.traced_tgids, opts->tgid_map_fd);
+		if (*err)
+			goto fail;
+	}
+	*err = bpf_map__set_max_entries(sp->skel->maps.events,
+					opts->ringbuf_bytes ? opts->ringbuf_bytes :
+					DEF_RINGBUF_BYTES);
+	if (*err)
+		goto fail;
+	sp->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(sp->skel->maps.events) / 2;
+	*err = sched_bpf__load(sp->skel);
+	if (*err)
+		goto fail;
+	sp->rb = ring_buffer__new(bpf_map__fd(sp->skel->maps.events), ring_cb, sp, NULL);
+	if (!sp->rb) {
+		*err = -errno;
+		goto fail;
+	}
+	return sp;
+fail:
+	sched_probe__destroy(sp);
+	return NULL;
+}
+
+int sched_probe__attach(struct sched_probe *sp)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, sp->skel->obj) {
+		struct bpf_link *link = bpf_program__attach(prog);
+
+		if (!link) {
+			err = -errno;
+			ttf_warn("could not attach %s (%s)", bpf_program__name(prog),
+				 strerror(-err));
+			return err;
+		}
+		ttf_debug("attached %s", bpf_program__name(prog));
+		if (sp->n_links < MAX_LINKS)
+			sp->links[sp->n_links++] = link;
+		else
+			bpf_link__destroy(link);
+	}
+	return 0;
+}
+
+int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid)
+{
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(sp->skel->maps.traced_tgids, &tgid, sizeof(tgid), &one,
+				    sizeof(one), BPF_ANY);
+}
+
+int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid)
+{
+	char path[64], stat[512], comm[SCHED_COMM_LEN];
+	struct timespec ts;
+	struct dirent *d;
+	uint64_t now_ns;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	/* Taken before reading the states: a thread shown sleeping slept from here on. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	while ((d = readdir(dir))) {
+		uint32_t tid = strtoul(d->d_name, NULL, 10);
+		char *p;
+
+		if (!tid)
+			continue;
+		read_task_file(tgid, tid, "stat", stat, sizeof(stat));
+		/* "pid (comm) S ...": comm may hold spaces and parentheses. */
+		p = strrchr(stat, ')');
+		if (!p || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D'))
+			continue;
+		if (sched__seed(sp->view, tid, tgid, now_ns, SCHED_BLOCKED))
+			continue;
+		read_task_file(tgid, tid, "comm", comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(sp->view, tid, comm);
+		n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
+{
+	int n;
+
+	if (timeout_ms > 0) {
+		n = ring_buffer__poll(sp->rb, timeout_ms);
+		if (n < 0 && n != -EINTR)
+			return n;
+	}
+	return ring_buffer__consume(sp->rb);
+}
+
+struct ring_buffer *sched_probe__ring(struct sched_probe *sp)
+{
+	return sp->rb;
+}
+
+void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct ttf_sched_chain *ch;
+	uint32_t zero = 0;
+
+	/* The counters map has no TTF_SCHED_CNT_SWITCHES slot in use: 0 there. */
+	bpf_util__sum_percpu(sp->skel->maps.counters, TTF_SCHED_CNT__MAX, out);
+	if (ncpus <= 0 || !(ch = calloc(ncpus, sizeof(*ch))))
+		return;
+	if (!bpf_map__lookup_elem(sp->skel->maps.chain, &zero, sizeof(zero), ch,
+				  ncpus * sizeof(*ch), 0))
+		for (int c = 0; c < ncpus; c++)
+			out[TTF_SCHED_CNT_SWITCHES] += ch[c].switches;
+	free(ch);
+}
+
+int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,
+			    uint64_t *run_time_ns, int max)
+{
+	return bpf_util__prog_stats(sp->skel->obj, names, run_cnt, run_time_ns, max);
+}
+
+void sched_probe__destroy(struct sched_probe *sp)
+{
+	if (!sp)
+		return;
+	for (int i = 0; i < sp->n_links; i++)
+		bpf_link__destroy(sp->links[i]);
+	ring_buffer__free(sp->rb);
+	sched_bpf__destroy(sp->skel);
+	free(sp);
+}

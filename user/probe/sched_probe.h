@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Lifecycle of the scheduler probes (bpf/sched.bpf.c): open, share the
+ * traced-tgid map, load, attach, drain the ring buffer into a sched_view,
+ * read the drop counters.
+ *
+ * The records are submitted with BPF_RB_NO_WAKEUP (a forced wakeup only when
+ * the ring is filling up), so epoll reports nothing for most of them: call
+ * sched_probe__poll(sp, 0) about every 10 ms (platform-brief B4: with
+ * NO_WAKEUP only ring_buffer__consume() drains).
+ */
+#ifndef TTFTRACE_SCHED_PROBE_H
+#define TTFTRACE_SCHED_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bpf/sched.h"
+#include "user/model/sched.h"
+
+struct sched_probe;
+struct btf;
+struct ring_buffer;
+
+typedef int (*sched_event_cb)(void *ctx, const struct ttf_sched_event *e);
+
+struct sched_probe_opts {
+	size_t sz;		/* sizeof(struct sched_probe_opts) */
+	uint32_t ringbuf_bytes;	/* power of two, >= page size; 0: 4 MiB */
+	/*
+	 * > 0: fd of a traced_tgids map to share (the net probe's, so that its
+	 * fork/exit tracking drives both); <= 0: the probe's own map, filled
+	 * with sched_probe__trace_tgid().
+	 */
+	int tgid_map_fd;
+	/* Records are applied here (sched__add); new threads get their comm from /proc. */
+	struct sched_view *view;
+	sched_event_cb on_event;	/* optional: every record, before the view */
+	void *ctx;
+	/*
+	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
+	 * it. Every scheduler tracepoint is required.
+	 */
+	const struct btf *vmlinux_btf;
+};
+
+/*
+ * Open and load. Returns NULL with *err = -EPERM (privileges), -ENOENT (a
+ * tracepoint or kernel type is missing; missing_tp[missing_len] gets the
+ * tracepoint's name when the tp_check found it absent, else ""), -EINVAL (no
+ * view) or another negative errno.
+ */
+struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
+					   char *missing_tp, size_t missing_len);
+/* Attach sched_switch, sched_wakeup, sched_wakeup_new. Returns 0 or -errno of the first failure. */
+int sched_probe__attach(struct sched_probe *sp);
+/* Add a process to the probe's traced set (with a shared map: the net probe's set). */
+int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);
+/*
+ * Give the threads of tgid that are sleeping now (state S or D in
+ * /proc/TGID/task/TID/stat) a BLOCKED state from now, so that their first
+ * wakeup starts a known runqueue wait instead of unknown time. Call after
+ * attach and a drain. Returns the number of threads seeded or -errno.
+ */
+int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid);
+/*
+ * Drain the ring buffer into the view; with timeout_ms > 0 first wait up to
+ * that long for a (rare) forced wakeup. Returns records consumed or -errno.
+ */
+int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
+/* The ring buffer, for a caller that drains several rings itself (ring_buffer__consume). */
+struct ring_buffer *sched_probe__ring(struct sched_probe *sp);
+/*
+ * Sum the per-CPU counters into out[TTF_SCHED_CNT__MAX] (enum ttf_sched_counter;
+ * TTF_SCHED_CNT_SWITCHES from the chain map). Unreadable ones read 0.
+ */
+void sched_probe__counters(struct sched_probe *sp, uint64_t *out);
+const char *sched_probe__counter_name(int idx);
+/* Per-program BPF run-time stats (needs kernel.bpf_stats_enabled=1). Returns entries written. */
+int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,
+			    uint64_t *run_time_ns, int max);
+void sched_probe__destroy(struct sched_probe *sp);
+
+#endif /* TTFTRACE_SCHED_PROBE_H */

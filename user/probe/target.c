@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "user/probe/target.h"
+
+void target_set__free(struct target_set *ts)
+{
+	free(ts->tgids);
+	memset(ts, 0, sizeof(*ts));
+}
+
+int target_set__add(struct target_set *ts, uint32_t tgid)
+{
+	uint32_t *n;
+
+	for (size_t i = 0; i < ts->n; i++)
+		if (ts->tgids[i] == tgid)
+			return 0;
+	if (ts->n == ts->cap) {
+		size_t cap = ts->cap ? ts->cap * 2 : 16;
+
+		n = realloc(ts->tgids, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		ts->tgids = n;
+		ts->cap = cap;
+	}
+	ts->tgids[ts->n++] = tgid;
+	return 0;
+}
+
+static int is_pid_dir(const struct dirent *d)
+{
+	for (const char *p = d->d_name; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return 0;
+	return d->d_name[0] != '\0';
+}
+
+/* /proc/PID/stat: "pid (comm) state ppid ..."; comm may contain spaces and ')'. */
+static int read_stat(uint32_t pid, char *state, uint32_t *ppid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %u", state, ppid) != 2)
+		return -EIO;
+	return 0;
+}
+
+int target__alive(uint32_t tgid)
+{
+	uint32_t ppid;
+	char st;
+
+	return read_stat(tgid, &st, &ppid) == 0 && st != 'Z' && st != 'X';
+}
+
+/* 1 when tgid is pid or one of its descendants already listed in fam[0..n). */
+static int in_family(const uint32_t *fam, size_t n, uint32_t ppid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fam[i] == ppid)
+			return 1;
+	return 0;
+}
+
+int target__by_pid(struct target_set *ts, pid_t pid)
+{
+	uint32_t *fam = NULL;
+	size_t n_fam = 0, cap = 0, done;
+	int err = 0;
+
+	if (!target__alive(pid))
+		return -ESRCH;
+	/* pid and its descendants, even when pid was already in ts */
+	do {
+		DIR *d;
+		struct dirent *de;
+
+		if (n_fam == cap) {
+			uint32_t *f = realloc(fam, (cap = cap ? cap * 2 : 16) * sizeof(*f));
+
+			if (!f) {
+				err = -ENOMEM;
+				break;
+			}
+			fam = f;
+		}
+		if (!n_fam)
+			fam[n_fam++] = pid;
+		done = n_fam;
+		d = opendir("/proc");
+		if (!d) {
+			err = -errno;
+			break;
+		}
+		while ((de = readdir(d)) && n_fam < cap) {
+			uint32_t p, ppid;
+			char st;
+
+			if (!is_pid_dir(de))
+				continue;
+			p = strtoul(de->d_name, NULL, 10);
+			if (read_stat(p, &st, &ppid) || st == 'Z' || in_family(fam, n_fam, p))
+				continue;
+			if (in_family(fam, n_fam, ppid))
+				fam[n_fam++] = p;
+		}
+		closedir(d);
+	} while (n_fam != done || n_fam == cap);
+	for (size_t i = 0; !err && i < n_fam; i++)
+		err = target_set__add(ts, fam[i]);
+	free(fam);
+	return err;
+}
+
+int target__by_comm(struct target_set *ts, const char *comm)
+{
+	struct dirent *de;
+	size_t before = ts->n;
+	int err = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		char path[300], name[64];
+		FILE *f;
+
+		if (!is_pid_dir(de))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f)) {
+			name[strcspn(name, "\n")] = '\0';
+			if (!strcmp(name, comm) && (uint32_t)getpid() != strtoul(de->d_name, NULL, 10))
+				err = target_set__add(ts, strtoul(de->d_name, NULL, 10));
+		}
+		fclose(f);
+	}
+	closedir(d);
+	if (err)
+		return err;
+	return ts->n == before ? -ESRCH : 0;
+}
+
+/*
+ * Inodes of TCP sockets in state LISTEN (st 0A) from /proc/net/tcp{,6};
+ * with port != 0 only that local port. Each line:
+ * "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode".
+ */
+static int listen_inodes(const char *file, uint16_t port, unsigned long *inodes,
+			 uint16_t *ports, size_t max, size_t *n)
+{
+	char line[512];
+	FILE *f = fopen(file, "re");
+
+	if (!f)
+		return -errno;
+	if (!fgets(line, sizeof(line), f)) {	/* header */
+		fclose(f);
+		return 0;
+	}
+	while (fgets(line, sizeof(line), f) && *n < max) {
+		char local[64], rem[64];
+		unsigned int st, lport;
+		unsigned long inode;
+		char *colon;
+
+		if (sscanf(line, "%*d: %63s %63s %x %*s %*s %*s %*u %*d %lu", local, rem, &st,
+			   &inode) != 4)
+			continue;
+		colon = strrchr(local, ':');
+		if (!colon || st != 0x0A || sscanf(colon + 1, "%x", &lport) != 1)
+			continue;
+		if (port && lport != port)
+			continue;
+		inodes[*n] = inode;
+		ports[*n] = lport;
+		(*n)++;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Walk /proc/PID/fd of one process; return 1 if it holds a socket in inodes[]. */
+static int holds_socket(const char *pid, const unsigned long *inodes, size_t n, size_t *which)
+{
+	char path[300], link[64];
+	struct dirent *de;
+	int found = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%s/fd", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (!found && (de = readdir(d))) {
+		char fdpath[600];
+		unsigned long ino;
+		ssize_t len;
+
+		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
+		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = '\0';
+		if (sscanf(link, "socket:[%lu]", &ino) != 1)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			if (inodes[i] == ino) {
+				*which = i;
+				found = 1;
+				break;
+			}
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+int target__by_port(struct target_set *ts, uint16_t port)
+{
+	unsigned long inodes[64];
+	uint16_t ports[64];
+	size_t n = 0, before = ts->n;
+	struct dirent *de;
+	int err = 0;
+	DIR *d;
+
+	listen_inodes("/proc/net/tcp", port, inodes, ports, 64, &n);
+	listen_inodes("/proc/net/tcp6", port, inodes, ports, 64, &n);
+	if (!n)
+		return -ESRCH;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!err && (de = readdir(d))) {
+		size_t which;
+
+		if (!is_pid_dir(de) || (uint32_t)getpid() == strtoul(de->d_name, NULL, 10))
+			continue;
+		if (holds_socket(de->d_name, inodes, n, &which))
+			err = target_set__add(ts, strtoul(de->d_name, NULL, 10));
+	}
+	closedir(d);
+	if (err)
+		return err;
+	if (ts->n == before)
+		return -ESRCH;
+	ts->ports[0] = port;
+	ts->n_ports = 1;
+	return 0;
+}
+
+int target__collect_listen_ports(struct target_set *ts)
+{
+	unsigned long inodes[64];
+	uint16_t ports[64];
+	size_t n = 0;
+
+	listen_inodes("/proc/net/tcp", 0, inodes, ports, 64, &n);
+	listen_inodes("/proc/net/tcp6", 0, inodes, ports, 64, &n);
+	for (size_t t = 0; t < ts->n; t++) {
+		char pid[16];
+		size_t which;
+
+		snprintf(pid, sizeof(pid), "%u", ts->tgids[t]);
+		/* Each process can hold several listening sockets: test each inode alone. */
+		for (size_t i = 0; i < n; i++) {
+			int dup = 0;
+
+			if (!holds_socket(pid, &inodes[i], 1, &which))
+				continue;
+			for (size_t k = 0; k < ts->n_ports; k++)
+				dup |= ts->ports[k] == ports[i];
+			if (!dup && ts->n_ports < 64)
+				ts->ports[ts->n_ports++] = ports[i];
+		}
+	}
+	return 0;
+}
+
+int target__spawn(const char *cmd, pid_t *pid, int *go_fd)
+{
+	int fds[2];
+	pid_t p;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	p = fork();
+	if (p < 0) {
+		int err = -errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return err;
+	}
+	if (p == 0) {
+		char c;
+
+		close(fds[1]);
+		/* Wait until the tracer has put us in its tgid map. */
+		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
+			;
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[0]);
+	*pid = p;
+	*go_fd = fds[1];
+	return 0;
+}
+
+void target__spawn_release(int go_fd)
+{
+	close(go_fd);
+}

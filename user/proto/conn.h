@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Connection tracker: turns the ring-buffer records of bpf/net.h into HTTP
+ * requests (struct ttf_request). Keys connections by socket cookie; keeps
+ * HTTP/1.1 and SSE parser state per connection and direction; matches SEND
+ * records to XMIT records by TCP sequence number.
+ *
+ * Works on partial captures: each SEND/RECV carries the first cap_len of
+ * `bytes` bytes; the rest is a gap the parsers skip by count.
+ */
+#ifndef TTFTRACE_CONN_H
+#define TTFTRACE_CONN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "bpf/net.h"
+#include "user/proto/request.h"
+
+struct conn_table;
+
+/*
+ * Called once per finished request (response ended, connection closed,
+ * process exited, or conn_table__finish). The callee may read *r only during
+ * the call; the table releases it afterwards.
+ */
+typedef void (*conn_request_cb)(void *ctx, const struct ttf_request *r);
+
+struct conn_table_opts {
+	size_t sz;            /* sizeof(struct conn_table_opts) */
+	conn_request_cb on_request;
+	/*
+	 * Optional: called when a request has been read completely (id,
+	 * rx_tid, read_done_ns, sock_cookie are final), long before it ends;
+	 * the attribution uses it to queue the request for the engine.
+	 */
+	conn_request_cb on_request_read;
+	void *ctx;
+	int xmit_expected;    /* 1: wait for XMIT records to end TTFT at the device */
+	/*
+	 * 1: SEND seq_end is the socket's tcp write_seq after the write (live
+	 * records, recordings), so a jump between consecutive SENDs is bytes no
+	 * record carried (ring buffer full): parsed as a gap, request flagged
+	 * TTF_REQ_TRUNCATED. 0: seq_end only pairs SEND with XMIT.
+	 */
+	int send_seq_exact;
+};
+
+/* Counters the tracker keeps; all are printed at exit when non-zero. */
+struct conn_stats {
+	uint64_t events;            /* records consumed */
+	uint64_t connections;       /* connections seen */
+	uint64_t requests;          /* requests finished */
+	uint64_t truncated_events;  /* payloads shorter than the bytes moved */
+	uint64_t lost_sync;         /* times a parser lost the byte stream and resynced */
+	uint64_t non_http;          /* connections whose bytes never looked like HTTP */
+	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
+	uint64_t malformed;         /* records rejected with -EINVAL */
+};
+
+/* Returns NULL with errno set on failure. */
+struct conn_table *conn_table__new(const struct conn_table_opts *opts);
+void conn_table__free(struct conn_table *t);
+
+/*
+ * Feed one ring-buffer record (header + payload, `len` bytes as delivered by
+ * ring_buffer callbacks). Returns 0, or -EINVAL for a malformed record
+ * (counted, skipped).
+ */
+int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, size_t len);
+
+/*
+ * Close every open request as incomplete (tracing stops) or aborted
+ * (process gone), calling on_request for each. now_ns: CLOCK_MONOTONIC.
+ */
+void conn_table__finish(struct conn_table *t, uint64_t now_ns);
+
+const struct conn_stats *conn_table__stats(const struct conn_table *t);
+
+#endif /* TTFTRACE_CONN_H */
