@@ -123,10 +123,12 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 type)
 	e->tgid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
 	e->probe_id = id;
+	e->role = cookie >> TTF_ENGINE_COOKIE_ROLE_SHIFT;
 	e->type = type;
 	e->value = -1;
 	if (cookie & TTF_ENGINE_COOKIE_RET_SITE) {
 		e->type = TTF_ENG_RETURN;	/* RET-site uprobe: no return value */
+		e->flags = TTF_ENG_F_RET_SITE;
 	} else if (type == TTF_ENG_RETURN) {
 		e->value = (__s64)(__s32)PT_REGS_RC(ctx);
 	} else {

@@ -21,6 +21,7 @@
  */
 #define TTF_ENGINE_COOKIE_RET_SITE (1u << 16)
 #define TTF_ENGINE_COOKIE_ID_MASK 0xffffu
+#define TTF_ENGINE_COOKIE_ROLE_SHIFT 24	/* bits 24..31: the probe's enum ttf_engine_role */
 #define TTF_ENGINE_MAX_SEQ 8	/* distinct sequence ids read per batch */
 
 /*
@@ -49,19 +50,41 @@ struct ttf_engine_probe_cfg {
 	__u32 pad;
 };
 
+/*
+ * What a probed engine function is, named in engine profiles (profiles/) and
+ * --probe specs. The values are also those of recordings (user/export/record.h):
+ * never renumber them.
+ */
+enum ttf_engine_role {
+	TTF_ROLE_STEP = 1,	/* one engine step (prefill and/or decode batch) */
+	TTF_ROLE_TOKENIZE,
+	TTF_ROLE_SAMPLE,
+	TTF_ROLE_SYNC,		/* waits for the device: the step's end on GPU (docs/cases.md #17) */
+	TTF_ROLE_DETOKENIZE,
+	TTF_ROLE__MAX,
+};
+
 enum ttf_engine_ev_type {
 	TTF_ENG_ENTRY = 1,
 	TTF_ENG_RETURN = 2,
 };
 
+#define TTF_ENG_F_RET_SITE 0x1	/* a RETURN seen at a RET-instruction uprobe: value is -1 */
+
+/*
+ * One engine hit, the only struct for it: the ring-buffer record, what the
+ * probe loader delivers, what the engine timeline consumes and what a
+ * recording stores (user/export/record.h codes it field by field). 64 bytes.
+ */
 struct ttf_engine_event {
 	__u64 ts_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	__u32 tgid;
 	__u32 tid;
-	__u32 probe_id;		/* the uprobe's BPF cookie */
+	__u32 probe_id;		/* the uprobe's BPF cookie: attachment id (0 in replays) */
 	__u8 type;		/* enum ttf_engine_ev_type */
 	__u8 n_seq;		/* valid entries in seq_ids */
-	__u16 pad;
+	__u8 role;		/* enum ttf_engine_role, from the cookie */
+	__u8 flags;		/* TTF_ENG_F_* */
 	__s64 value;		/* ENTRY: n_tokens (-1 unknown); RETURN: return value */
 	__s32 seq_ids[TTF_ENGINE_MAX_SEQ];
 };

@@ -46,10 +46,10 @@ for n in "${names[@]}"; do
 		# the reader with small buffers: 4 MiB per open costs 13 ms under ASan
 		$CLANG $CFLAGS -fsanitize=fuzzer-no-link,address,undefined \
 			-DREAD_BUF_BYTES='(64u << 10)' -DGZ_BUF_BYTES='(16u << 10)' \
-			-c user/cmd/replay.c -o "$OUT/obj/replay_small.o"
+			-c user/export/record_read.c -o "$OUT/obj/record_read_small.o"
 		lib=()
-		for o in "${objs[@]}"; do [ "$o" != "$OUT/obj/replay.o" ] && lib+=("$o"); done
-		$CLANG $CFLAGS $SAN "$src" "$OUT/obj/replay_small.o" "${lib[@]}" $LDLIBS \
+		for o in "${objs[@]}"; do [ "$o" != "$OUT/obj/record_read.o" ] && lib+=("$o"); done
+		$CLANG $CFLAGS $SAN "$src" "$OUT/obj/record_read_small.o" "${lib[@]}" $LDLIBS \
 			-o "$OUT/fuzz_$n"
 	elif [ "$n" = cupti_decode ]; then
 		$CLANG $CFLAGS $SAN -I"$CUDA_HOME/include" "$src" cupti/decode.c cupti/cbid.c \

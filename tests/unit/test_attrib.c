@@ -13,16 +13,16 @@
 
 #define MS 1000000ull
 
-static void call(struct timeline *tl, enum tl_role role, uint32_t tid, uint64_t start,
+static void call(struct timeline *tl, int role, uint32_t tid, uint64_t start,
 		 uint64_t end, int64_t n_tokens, int n_seq, const int32_t *seqs)
 {
-	struct tl_event e = { .ts_ns = start, .tgid = 1, .tid = tid, .role = role,
+	struct ttf_engine_event e = { .ts_ns = start, .tgid = 1, .tid = tid, .role = role,
 			      .value = n_tokens, .n_seq = n_seq };
 
 	if (seqs)
 		memcpy(e.seq_ids, seqs, n_seq * sizeof(*seqs));
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
-	e.is_return = 1;
+	e.type = TTF_ENG_RETURN;
 	e.ts_ns = end;
 	e.value = 0;
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
@@ -93,9 +93,9 @@ static void test_single_request_exact(void **state)
 	r.arrival_first_ns = 1;	/* 0 means "unknown"; start at 1 ns */
 	r.arrival_last_ns = 100001;
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	call(tl, TL_ROLE_TOKENIZE, 10, 2 * MS, 3 * MS, -1, 0, NULL);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, seq0);
-	call(tl, TL_ROLE_STEP, 20, 27 * MS, 29 * MS, 1, 1, seq0);	/* decode */
+	call(tl, TTF_ROLE_TOKENIZE, 10, 2 * MS, 3 * MS, -1, 0, NULL);
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, seq0);
+	call(tl, TTF_ROLE_STEP, 20, 27 * MS, 29 * MS, 1, 1, seq0);	/* decode */
 	timeline__advance(tl, 100 * MS);
 	attribute(&r, tl, &a);
 	assert_int_equal(a.kind, TTF_ATTR_EXACT);
@@ -136,12 +136,12 @@ static void test_fifo_inferred_and_chunked(void **state)
 	r2.rx_tid = 12;
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
 	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 2 * MS), 0);
-	call(tl, TL_ROLE_TOKENIZE, 12, 2 * MS + 100000, 3 * MS, -1, 0, NULL);
-	call(tl, TL_ROLE_TOKENIZE, 10, 1 * MS + 500000, 2 * MS + 500000, -1, 0, NULL);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 16 * MS, 26 * MS, 512, 1, s1);
-	call(tl, TL_ROLE_STEP, 20, 27 * MS, 37 * MS, 300, 1, s1);
-	call(tl, TL_ROLE_STEP, 20, 39 * MS, 40 * MS, 2, 2, s01);	/* decode both */
+	call(tl, TTF_ROLE_TOKENIZE, 12, 2 * MS + 100000, 3 * MS, -1, 0, NULL);
+	call(tl, TTF_ROLE_TOKENIZE, 10, 1 * MS + 500000, 2 * MS + 500000, -1, 0, NULL);
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 16 * MS, 26 * MS, 512, 1, s1);
+	call(tl, TTF_ROLE_STEP, 20, 27 * MS, 37 * MS, 300, 1, s1);
+	call(tl, TTF_ROLE_STEP, 20, 39 * MS, 40 * MS, 2, 2, s01);	/* decode both */
 	timeline__advance(tl, 100 * MS);
 
 	attribute(&r1, tl, &a1);
@@ -198,8 +198,8 @@ static void test_outlier_named_by_other_prefill(void **state)
 	make_request(&r1, 1, 1, 1 * MS, tok1, 5);
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
 	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 20 * MS), 0);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 21 * MS, 39 * MS, 900, 1, s1);
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 21 * MS, 39 * MS, 900, 1, s1);
 	timeline__advance(tl, 100 * MS);
 	attribute(&r1, tl, &a);
 	assert_int_equal(a.n_causes, 1);
@@ -248,8 +248,8 @@ static void test_sync_extends_step(void **state)
 	assert_non_null(tl);
 	make_request(&r, 1, 1, 1 * MS, tok, 2);
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 6 * MS, 64, 1, s0);	/* async launch returns */
-	call(tl, TL_ROLE_SYNC, 20, 6 * MS, 35 * MS, -1, 0, NULL);	/* GPU work done */
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 6 * MS, 64, 1, s0);	/* async launch returns */
+	call(tl, TTF_ROLE_SYNC, 20, 6 * MS, 35 * MS, -1, 0, NULL);	/* GPU work done */
 	timeline__advance(tl, 100 * MS);
 	attribute(&r, tl, &a);
 	assert_int_equal(a.stage_ns[TTF_ST_PREFILL], 30 * MS);
@@ -266,7 +266,7 @@ static void test_watermark_holds_late_steps(void **state)
 
 	assert_non_null(tl);
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, s0);
 	timeline__advance(tl, 20 * MS);
 	assert_false(timeline__ticket(tl, 1)->done);
 	timeline__advance(tl, 25 * MS);
@@ -293,15 +293,15 @@ static void test_orphaned_work_after_abort(void **state)
 
 	assert_non_null(tl);
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	call(tl, TL_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 16 * MS, 18 * MS, 1, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 16 * MS, 18 * MS, 1, 1, s0);
 	timeline__advance(tl, 20 * MS);
 	timeline__on_abort(tl, 1, 30 * MS);
 	timeline__release(tl, 1);	/* its output is done; the engine goes on */
 	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 30 * MS), 0);
-	call(tl, TL_ROLE_STEP, 20, 31 * MS, 33 * MS, 1, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 34 * MS, 36 * MS, 1, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 40 * MS, 49 * MS, 64, 1, s1);
+	call(tl, TTF_ROLE_STEP, 20, 31 * MS, 33 * MS, 1, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 34 * MS, 36 * MS, 1, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 40 * MS, 49 * MS, 64, 1, s1);
 	timeline__advance(tl, 100 * MS);
 	assert_int_equal(timeline__stats(tl)->aborted, 1);
 	assert_int_equal(timeline__stats(tl)->orphaned_steps, 2);
@@ -319,11 +319,11 @@ static void test_orphaned_work_after_abort(void **state)
 static void tokenize_returning(struct timeline *tl, uint32_t tid, uint64_t start, uint64_t end,
 			       int64_t count)
 {
-	struct tl_event e = { .ts_ns = start, .tgid = 1, .tid = tid, .role = TL_ROLE_TOKENIZE,
+	struct ttf_engine_event e = { .ts_ns = start, .tgid = 1, .tid = tid, .role = TTF_ROLE_TOKENIZE,
 			      .value = -1 };
 
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
-	e.is_return = 1;
+	e.type = TTF_ENG_RETURN;
 	e.ts_ns = end;
 	e.value = count;
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
@@ -347,12 +347,12 @@ static void test_count_match_decode_batch_last_chunk(void **state)
 	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 1 * MS + 1000), 0);
 	tokenize_returning(tl, 10, 1 * MS + 100000, 2 * MS, 300);
 	tokenize_returning(tl, 12, 1 * MS + 200000, 3 * MS, 115);
-	call(tl, TL_ROLE_STEP, 20, 4 * MS, 5 * MS, 8, 8, s8);	/* decode of 8 others */
-	call(tl, TL_ROLE_STEP, 20, 6 * MS, 8 * MS, 115, 1, s1);
-	call(tl, TL_ROLE_STEP, 20, 9 * MS, 11 * MS, 128, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 12 * MS, 14 * MS, 128, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 15 * MS, 16 * MS, 44, 1, s0);
-	call(tl, TL_ROLE_STEP, 20, 17 * MS, 18 * MS, 1, 1, s0);	/* decode: prompt done */
+	call(tl, TTF_ROLE_STEP, 20, 4 * MS, 5 * MS, 8, 8, s8);	/* decode of 8 others */
+	call(tl, TTF_ROLE_STEP, 20, 6 * MS, 8 * MS, 115, 1, s1);
+	call(tl, TTF_ROLE_STEP, 20, 9 * MS, 11 * MS, 128, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 12 * MS, 14 * MS, 128, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 15 * MS, 16 * MS, 44, 1, s0);
+	call(tl, TTF_ROLE_STEP, 20, 17 * MS, 18 * MS, 1, 1, s0);	/* decode: prompt done */
 	timeline__advance(tl, 100 * MS);
 	k1 = timeline__ticket(tl, 1);
 	k2 = timeline__ticket(tl, 2);
@@ -396,7 +396,7 @@ static void test_gpu_copy_stage(void **state)
 	struct ttf_req_metrics m;
 	struct ttf_request r;
 	struct ttf_attrib a;
-	struct tl_event e = { .ts_ns = 5 * MS, .tgid = 77, .tid = 20, .role = TL_ROLE_STEP,
+	struct ttf_engine_event e = { .ts_ns = 5 * MS, .tgid = 77, .tid = 20, .role = TTF_ROLE_STEP,
 			      .value = 64, .n_seq = 1, .seq_ids = { 0 } };
 
 	assert_non_null(tl);
@@ -404,7 +404,7 @@ static void test_gpu_copy_stage(void **state)
 	make_request(&r, 1, 1, 1 * MS, tok, 2);
 	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
-	e.is_return = 1;
+	e.type = TTF_ENG_RETURN;
 	e.ts_ns = 25 * MS;
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
 	(void)s0;

@@ -22,6 +22,19 @@
 #include "user/probe/gpu_rx.h"
 #include "user/model/gpu_store.h"
 
+/* The receiver's items into a store, as the pipeline does. */
+static int to_store(void *ctx, uint32_t pid, uint32_t kind, const void *body, size_t len)
+{
+	return gpu_store__add_item(ctx, pid, kind, body, len);
+}
+
+static int poll_into(struct gpu_rx *rx, struct gpu_store *st)
+{
+	struct ttf_records out = { .ctx = st, .gpu = to_store };
+
+	return gpu_rx__poll(rx, &out);
+}
+
 int InitializeInjection(void);
 
 #define T0 7000000000ull
@@ -274,7 +287,7 @@ static int receive(struct gpu_rx *rx, struct gpu_store *st, int want)
 	int got = 0;
 
 	for (int i = 0; i < 200 && got < want; i++) {
-		got += gpu_rx__poll(rx, st);
+		got += poll_into(rx, st);
 		if (got < want)
 			usleep(10000);
 	}
@@ -378,7 +391,7 @@ static void test_flush_at_stop_delivers(void **state)
 	assert_int_equal(cupti_collector__state(f->c), CUPTI_COL_STOPPED);
 
 	assert_int_equal(receive(rx, st, 4), 4);
-	gpu_rx__poll(rx, st); /* the stats message may trail */
+	poll_into(rx, st); /* the stats message may trail */
 	assert_int_equal(gpu_store__kernels(st, getpid(), 0, UINT64_MAX, ks, 4), 3);
 	assert_string_equal(ks[0].name, "flash_fwd");
 	assert_string_equal(ks[2].name, "rms_norm");
@@ -587,7 +600,7 @@ static void test_sender_full_socket(void **state)
 	}
 	cupti_sender__flush(s);
 	assert_true(stats.send_dropped > 0);
-	while ((n = gpu_rx__poll(rx, st)) > 0)
+	while ((n = poll_into(rx, st)) > 0)
 		got += n;
 	assert_true(got > 0);
 	assert_int_equal(got + stats.send_dropped, total);

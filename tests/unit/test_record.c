@@ -107,8 +107,11 @@ static char *write_sample(uint64_t *end_ns, int close_it)
 	struct report_counter c[2] = { { "ringbuf_full", 3 }, { "lost_sync", 0 } };
 	struct ttf_sched_event se = { .ts_ns = 150, .tid = 11, .tgid = 10,
 				      .type = TTF_SCHED_WAKEUP };
-	struct tl_event ev = { .ts_ns = 160, .tgid = 10, .tid = 12, .role = TL_ROLE_STEP,
-			       .value = 32, .n_seq = 2, .seq_ids = { 0, 3 } };
+	struct ttf_engine_event ev = { .ts_ns = 160, .tgid = 10, .tid = 12, .role = TTF_ROLE_STEP,
+				       .type = TTF_ENG_ENTRY, .value = 32, .n_seq = 2,
+				       .seq_ids = { 0, 3 } };
+	struct ttf_gpu_name gname = { .name_id = 9, .len = 4 };
+	uint8_t gn[sizeof(gname) + 4];
 	uint64_t w = 140;
 	struct netbuf nb;
 
@@ -120,7 +123,10 @@ static char *write_sample(uint64_t *end_ns, int close_it)
 	assert_int_equal(record__frame(rec, REC_ADVANCE, &w, sizeof(w)), 0);
 	assert_int_equal(record__sched(rec, &se), 0);
 	assert_int_equal(record__engine(rec, &ev), 0);
-	assert_int_equal(record__frames(rec), 5);
+	memcpy(gn, &gname, sizeof(gname));
+	memcpy(gn + sizeof(gname), "gemm", 4);
+	assert_int_equal(record__gpu(rec, 10, TTF_GPU_MSG_NAME, gn, sizeof(gn)), 0);
+	assert_int_equal(record__frames(rec), 6);
 	*end_ns = 200;
 	if (!close_it) {
 		assert_int_equal(record__flush(rec), 0);
@@ -138,7 +144,7 @@ static void test_roundtrip(void **state)
 	struct rec_reader *rr;
 	const struct ttf_net_event *ne;
 	const struct ttf_sched_event *se;
-	struct tl_event ev;
+	const struct ttf_engine_event *ev;
 	const void *p;
 	uint32_t type, len;
 	struct stat sb;
@@ -177,13 +183,22 @@ static void test_roundtrip(void **state)
 	assert_int_equal(se->type, TTF_SCHED_WAKEUP);
 	assert_int_equal(rec_reader__next(rr, &type, &p, &len), 1);
 	assert_int_equal(type, REC_ENGINE);
-	record__engine_unpack(p, &ev);
-	assert_int_equal(ev.ts_ns, 160);
-	assert_int_equal(ev.tid, 12);
-	assert_int_equal(ev.role, TL_ROLE_STEP);
-	assert_int_equal(ev.value, 32);
-	assert_int_equal(ev.n_seq, 2);
-	assert_int_equal(ev.seq_ids[1], 3);
+	assert_int_equal(len, sizeof(*ev));
+	ev = p;
+	assert_int_equal(ev->ts_ns, 160);
+	assert_int_equal(ev->tid, 12);
+	assert_int_equal(ev->role, TTF_ROLE_STEP);
+	assert_int_equal(ev->type, TTF_ENG_ENTRY);
+	assert_int_equal(ev->value, 32);
+	assert_int_equal(ev->n_seq, 2);
+	assert_int_equal(ev->seq_ids[1], 3);
+	/* a GPU item comes back as recorded: pid, kind, body */
+	assert_int_equal(rec_reader__next(rr, &type, &p, &len), 1);
+	assert_int_equal(type, REC_GPU);
+	assert_int_equal(len, 8 + 20);
+	assert_int_equal(((const uint32_t *)p)[0], 10);
+	assert_int_equal(((const uint32_t *)p)[1], TTF_GPU_MSG_NAME);
+	assert_memory_equal((const uint8_t *)p + 8 + 16, "gemm", 4);
 	assert_int_equal(rec_reader__next(rr, &type, &p, &len), 1);
 	assert_int_equal(type, REC_COUNTERS);
 	/* u32 n, then {u64 value, u8 len, name}: 4 + (9 + 12) + (9 + 9) */
@@ -227,7 +242,7 @@ static void test_cut(void **state)
 	assert_non_null(rr);
 	while ((err = rec_reader__next(rr, &type, &p, &len)) > 0)
 		n++;
-	assert_int_equal(n, 5);
+	assert_int_equal(n, 6);
 	assert_int_equal(err, -EPIPE);
 	rec_reader__close(rr);
 	unlink(cut);

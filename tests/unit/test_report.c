@@ -11,6 +11,17 @@
 #include <cjson/cJSON.h>
 #include "user/export/report.h"
 
+/* As the pipeline does: metrics once, then the report (or its rejected count). */
+static void put(struct report *rp, const struct ttf_request *r)
+{
+	struct ttf_req_metrics m;
+
+	if (ttf_metrics__compute(r, &m))
+		report__rejected(rp, r);
+	else
+		report__request(rp, r, &m, NULL);
+}
+
 #define MS 1000000ull
 #define EPS 1e-9
 #define T0 (1000 * MS)
@@ -167,7 +178,7 @@ static void test_json_request_fields(void **state)
 
 	cap_open(&c, 1, 0);
 	report__header(c.rp); /* no header in JSON mode */
-	report__request(c.rp, &a);
+	put(c.rp, &a);
 	fflush(c.f);
 	assert_int_equal(strchr(c.buf, '\n') - c.buf + 1, (long)c.len); /* exactly one line */
 
@@ -230,8 +241,8 @@ static void test_json_nulls_ipv6_nonstream(void **state)
 	cJSON *j;
 
 	cap_open(&c, 1, 0);
-	report__request(c.rp, &b);
-	report__request(c.rp, &cr);
+	put(c.rp, &b);
+	put(c.rp, &cr);
 	fflush(c.f);
 
 	j = line_json(c.buf, 0);
@@ -280,7 +291,7 @@ static void test_json_outliers_and_sanitized_path(void **state)
 	cJSON *j;
 
 	cap_open(&c, 1, 0);
-	report__request(c.rp, &o);
+	put(c.rp, &o);
 	fflush(c.f);
 	j = line_json(c.buf, 0);
 	assert_string_equal(str(j, "path"), "/a?[31mb");
@@ -313,9 +324,9 @@ static void test_text_lines(void **state)
 	cap_open(&c, 0, 1);
 	report__header(c.rp);
 	report__header(c.rp); /* printed once */
-	report__request(c.rp, &a);
-	report__request(c.rp, &b);
-	report__request(c.rp, &o);
+	put(c.rp, &a);
+	put(c.rp, &b);
+	put(c.rp, &o);
 	fflush(c.f);
 	assert_int_equal(asprintf(&want, "%s%s%s%s", hdr, la, lb, lo), (int)(strlen(hdr) +
 			 strlen(la) + strlen(lb) + strlen(lo)));
@@ -335,9 +346,9 @@ static void feed_abc(struct capture *c)
 {
 	struct ttf_request a = req_a(), b = req_b(), cr = req_c();
 
-	report__request(c->rp, &a);
-	report__request(c->rp, &b);
-	report__request(c->rp, &cr);
+	put(c->rp, &a);
+	put(c->rp, &b);
+	put(c->rp, &cr);
 }
 
 static void test_text_summary(void **state)
@@ -442,8 +453,8 @@ static void test_unknown_left_out_of_percentiles(void **state)
 	u.events = NULL;
 	u.n_events = 0;
 	cap_open(&c, 0, 0);
-	report__request(c.rp, &a);
-	report__request(c.rp, &u);
+	put(c.rp, &a);
+	put(c.rp, &u);
 	fflush(c.f);
 	c.buf[0] = '\0';
 	rewind(c.f);
@@ -461,7 +472,7 @@ static void test_invalid_request_counted(void **state)
 
 	bad.events = NULL;
 	cap_open(&c, 0, 0);
-	report__request(c.rp, &bad);
+	put(c.rp, &bad);
 	assert_int_equal(report__summary(c.rp, zero_counters, 2), 0);
 	assert_non_null(strstr(c.buf, "Summary: 0 requests\n"));
 	assert_non_null(strstr(c.buf, "Drops and health:\n  report_requests_invalid = 1\n"));
@@ -481,7 +492,7 @@ static void test_write_error_returned(void **state)
 	rp = report__new(&o);
 	assert_non_null(rp);
 	report__header(rp);
-	report__request(rp, &a);
+	put(rp, &a);
 	assert_int_equal(report__summary(rp, zero_counters, 2), -ENOSPC);
 	report__free(rp);
 	fclose(f);

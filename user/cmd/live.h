@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The tracer's live view of a run, a sink (user/core/sink.h): keeps the TTFT,
+ * The tracer's live view of a run, a sink (user/export/sink.h): keeps the TTFT,
  * TPOT, ITL, E2E and TTFV samples of finished requests by the summary's
  * rules (user/export/report.h: TTF_REQ_UNKNOWN requests feed no percentile), so
  * that --slo is checked on the same numbers the summary prints, and draws

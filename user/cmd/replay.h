@@ -1,16 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Replay of a recording (user/export/record.h): the frames are fed to the same
- * user-side pipeline as live tracing (user/core/pipeline.h), in recorded order,
- * with the recorded watermarks, so the requests come out as they did live.
- * Scheduler records build a scheduler view used as the overlay, as in
- * user/cmd/trace.c. Runs at full speed and needs no privileges. The text
- * output's TIME column counts from the recording's start (live: from the
- * tracer's start, before the probes loaded).
- *
- * Not in a recording, so not replayed: GPU spans (CUPTI), the comm names of
- * scheduler threads, and the /proc seeding of threads that slept when the
- * live trace began (their time before their first record is unknown here).
+ * pipeline entries as live tracing (user/core/pipeline.h), in recorded order,
+ * with the recorded watermarks, set up as the live pipeline was (the
+ * header's flags), so the requests come out as they did live. Runs at full
+ * speed and needs no privileges. The text output's TIME column counts from
+ * the recording's start (live: from the tracer's start, before the probes
+ * loaded).
  */
 #ifndef TTFTRACE_REPLAY_H
 #define TTFTRACE_REPLAY_H
@@ -19,22 +15,6 @@
 #include <stdio.h>
 #include "user/export/record.h"
 
-struct rec_reader;
-
-/*
- * Open path and check its header (copied to *h). NULL with *err: -errno
- * from open, -EBADMSG (not a recording, bad version or byte order), -ENOMEM.
- */
-struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int *err);
-/*
- * The next frame: returns 1 with *type, *payload (8-byte aligned, valid
- * until the next call) and *len; 0 after END; -EPIPE when the file ends
- * without END (killed tracer: everything before is valid); -EBADMSG for a
- * corrupt frame or gzip stream; -EIO for a read error.
- */
-int rec_reader__next(struct rec_reader *rr, uint32_t *type, const void **payload, uint32_t *len);
-void rec_reader__close(struct rec_reader *rr);
-
 struct replay_opts {
 	FILE *out;	/* requests and summary */
 	int json;	/* NDJSON as `ttftrace --json` */
@@ -42,8 +22,8 @@ struct replay_opts {
 };
 
 struct replay_stats {
-	uint64_t frames[REC_END + 1];	/* by enum rec_frame */
-	uint64_t bad_frames;		/* NET/SCHED/ENGINE frames of a wrong size: skipped */
+	uint64_t frames[REC_FRAME__MAX + 1];	/* by enum rec_frame */
+	uint64_t bad_frames;		/* NET/SCHED/ENGINE/GPU frames of a wrong size: skipped */
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
 	double wall_s;			/* time spent replaying */

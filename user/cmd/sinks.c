@@ -27,7 +27,7 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 		const struct pipeline_opts *po = pipeline__opts(p);
 		uint32_t flags = (po->xmit_expected ? REC_F_XMIT : 0) |
 				 (po->attribution ? REC_F_ATTRIBUTION : 0) |
-				 (po->overlay ? REC_F_SCHED : 0);
+				 (po->sched ? REC_F_SCHED : 0) | (po->gpu ? REC_F_GPU : 0);
 
 		err = record_sink__new(o->record, flags, &s);
 		if (err) {
@@ -42,7 +42,7 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 	}
 
 	if (o->perfetto) {
-		err = perfetto_sink__new(o->perfetto, pipeline__opts(p)->gpu, &s);
+		err = perfetto_sink__new(o->perfetto, pipeline__gpu(p), &s);
 		if (err) {
 			ttf_error(err == -ENOSPC ? "free space on that file system" :
 				  "check that the directory exists and is writable",

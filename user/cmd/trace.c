@@ -13,11 +13,10 @@
 #include "user/probe/caps.h"
 #include "user/probe/engine_setup.h"
 #include "user/probe/gpu_rx.h"
-#include "user/model/gpu_store.h"
 #include "user/hw/pcie.h"
 #include "user/core/pipeline.h"
-#include "user/model/sched.h"
 #include "user/probe/sched_probe.h"
+#include "user/probe/source.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/live.h"
 #include "user/lib/log.h"
@@ -37,8 +36,8 @@
 #define POLL_IDLE_MAX_MS 160
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
-#define COUNTERS_NS 1000000000ull	/* sinks get the counters this often */
-#define GPU_KEEP_NS (120ull * 1000000000ull)	/* GPU spans kept for joins */
+#define MAX_SOURCES 4
+#define MAX_COUNTERS 192
 
 static volatile sig_atomic_t stop_requested;
 
@@ -71,11 +70,11 @@ struct tracer {
 	struct pipeline *pipe;
 	struct report *report;
 	struct gpu_rx *gpu_rx;		/* CUPTI collectors connect here; NULL if unavailable */
-	struct gpu_store *gpu;
-	uint64_t gpu_records;
 	struct engine_setup *engine;	/* engine uprobes; NULL if none */
-	struct sched_view *sched;	/* scheduler overlay; NULL if unavailable */
-	struct sched_probe *sched_probe;
+	struct sched_probe *sched_probe; /* scheduler overlay; NULL if unavailable */
+	/* every source the loop polls, the net probe first (user/probe/source.h) */
+	struct ttf_probe_source sources[MAX_SOURCES];
+	int n_sources;
 	struct btf *vmlinux_btf;	/* tracepoint checks while setting up; freed after */
 	struct live *live;	/* progress line and --slo samples; NULL if neither */
 	FILE *out;
@@ -85,7 +84,8 @@ struct tracer {
 	int child_done;
 };
 
-static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
+/* Net records: the tracer follows forks (targets, engine uprobes), the pipeline gets them all. */
+static int on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 {
 	struct tracer *t = ctx;
 
@@ -93,10 +93,22 @@ static int on_event(void *ctx, const struct ttf_net_event *e, size_t len)
 		target_set__add(&t->targets, e->tid);
 		engine_setup__attach(t->engine, e->tid);
 	}
-	if (e->type == TTF_EV_EXIT && t->sched)
-		sched__forget_tgid(t->sched, e->tgid, e->ts_ns);
-	pipeline__on_net_event(t->pipe, e, len);
+	pipeline__on_net(t->pipe, e, len);
 	return 0;
+}
+
+static int on_sched(void *ctx, const struct ttf_sched_event *e)
+{
+	struct tracer *t = ctx;
+
+	pipeline__on_sched(t->pipe, e);
+	return 0;
+}
+
+static void add_source(struct tracer *t, const struct ttf_probe_source *s)
+{
+	if (t->n_sources < MAX_SOURCES)
+		t->sources[t->n_sources++] = *s;
 }
 
 static int check_environment(void)
@@ -186,9 +198,10 @@ static int load_probes(struct tracer *t)
 		.port_filter = o->target == TTF_TARGET_PORT ? o->port : 0,
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
 		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
-		.on_event = on_event,
+		.on_event = on_net,
 		.ctx = t,
 	};
+	struct ttf_probe_source src;
 	char missing[64];
 	int err;
 
@@ -229,10 +242,8 @@ static int load_probes(struct tracer *t)
 			  t->st.n_attached, t->st.n_failed);
 		return TTF_EXIT_NOT_ATTACHED;
 	}
-	if (!t->st.xmit)
-		ttf_warn("net_dev_start_xmit not attached: TTFT ends at the write, not at the device");
-	if (!t->st.arrival)
-		ttf_warn("sk_data_ready not attached: request arrival is taken at the read");
+	net_probe__source(t->probe, &src);
+	add_source(t, &src);
 	for (size_t i = 0; i < t->targets.n; i++)
 		net_probe__trace_tgid(t->probe, t->targets.tgids[i]);
 	for (size_t i = 0; i < t->targets.n_ports; i++)
@@ -240,30 +251,18 @@ static int load_probes(struct tracer *t)
 	return 0;
 }
 
-static int on_sched_event(void *ctx, const struct ttf_sched_event *e)
-{
-	struct tracer *t = ctx;
-
-	if (t->pipe)
-		pipeline__on_sched_event(t->pipe, e);
-	return 0;
-}
-
-/* Scheduler view of the traced threads (sharing the net probe's tgid set). Optional. */
+/* Scheduler records of the traced threads (sharing the net probe's tgid set). Optional. */
 static void open_sched(struct tracer *t, struct pipeline_opts *po)
 {
 	struct sched_probe_opts so = { .sz = sizeof(so) };
+	struct ttf_probe_source src;
 	char missing[64];
 	int err;
 
 	if (t->opts->no_sched)
 		return;
-	t->sched = sched__new(NULL);
-	if (!t->sched)
-		return;
 	so.tgid_map_fd = net_probe__tgids_fd(t->probe);
-	so.view = t->sched;
-	so.on_event = on_sched_event;
+	so.on_event = on_sched;
 	so.ctx = t;
 	so.vmlinux_btf = t->vmlinux_btf;
 	t->sched_probe = sched_probe__open_load(&so, &err, missing, sizeof(missing));
@@ -276,12 +275,11 @@ static void open_sched(struct tracer *t, struct pipeline_opts *po)
 				 strerror(-err));
 		sched_probe__destroy(t->sched_probe);
 		t->sched_probe = NULL;
-		sched__free(t->sched);
-		t->sched = NULL;
 		return;
 	}
-	po->overlay = sched__attrib_overlay;
-	po->overlay_ctx = t->sched;
+	po->sched = 1;
+	sched_probe__source(t->sched_probe, &src);
+	add_source(t, &src);
 }
 
 /* Engine uprobes from --profile/--probe, or the built-in profiles. */
@@ -290,19 +288,24 @@ static int open_engine(struct tracer *t)
 	const struct ttf_opts *o = t->opts;
 	struct engine_setup_opts eo = { .n_profiles = o->n_profiles, .n_probes = o->n_probes,
 					.auto_profiles = !o->no_profile };
+	struct ttf_probe_source src;
 	int err;
 
 	for (int i = 0; i < o->n_profiles; i++)
 		eo.profiles[i] = o->profiles[i];
 	for (int i = 0; i < o->n_probes; i++)
 		eo.probes[i] = o->probes[i];
-	eo.pipe = t->pipe;
+	eo.out = pipeline__records(t->pipe);
 	err = engine_setup__new(&eo, &t->engine);
 	if (err == -EINVAL)
 		return TTF_EXIT_USAGE;
 	if (err && (o->n_profiles || o->n_probes)) {
 		ttf_error("run with -vvv for libbpf's log", "engine uprobes: %s", strerror(-err));
 		return TTF_EXIT_NOT_ATTACHED;
+	}
+	if (t->engine) {
+		engine_setup__source(t->engine, &src);
+		add_source(t, &src);
 	}
 	return 0;
 }
@@ -317,16 +320,13 @@ static void open_gpu(struct tracer *t, struct pipeline_opts *po)
 	struct pcie_gpu *gpus;
 	int n;
 
-	t->gpu = gpu_store__new();
-	t->gpu_rx = t->gpu ? gpu_rx__new(&gro) : NULL;
+	t->gpu_rx = gpu_rx__new(&gro);
 	if (!t->gpu_rx) {
 		ttf_warn("not listening for CUPTI collectors (%s): no GPU spans",
 			 strerror(errno));
-		gpu_store__free(t->gpu);
-		t->gpu = NULL;
 		return;
 	}
-	po->gpu = t->gpu;
+	po->gpu = 1;
 	/* Copies are compared with the first NVIDIA GPU's PCIe path, when there is one. */
 	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
 	n = gpus ? pcie__find_gpus(t->opts->sysfs_root, gpus, PCIE_MAX_GPUS) : 0;
@@ -419,92 +419,14 @@ static int targets_gone(struct tracer *t)
 	return 0;
 }
 
-#define MAX_COUNTERS (TTF_CNT__MAX + 48)
-
-/* Every drop and health counter of every source (probes, pipeline, GPU). */
-static int source_counters(struct tracer *t, struct report_counter *c)
-{
-	const struct conn_stats *cs = pipeline__conn_stats(t->pipe);
-	const struct timeline_stats *ts = pipeline__timeline_stats(t->pipe);
-	uint64_t bpf_cnt[TTF_CNT__MAX];
-	int n = 0;
-
-	net_probe__counters(t->probe, bpf_cnt);
-	for (int i = 0; i < TTF_CNT__MAX; i++)
-		c[n++] = (struct report_counter){ net_probe__counter_name(i), bpf_cnt[i] };
-	c[n++] = (struct report_counter){ "truncated_payloads", cs->truncated_events };
-	c[n++] = (struct report_counter){ "lost_sync", cs->lost_sync };
-	c[n++] = (struct report_counter){ "non_http_connections", cs->non_http };
-	c[n++] = (struct report_counter){ "token_events_dropped_oom", cs->events_dropped_oom };
-	c[n++] = (struct report_counter){ "malformed_records", cs->malformed };
-	c[n++] = (struct report_counter){ "requests_not_deferred_oom", pipeline__dropped(t->pipe) };
-	c[n++] = (struct report_counter){ "engine_unmatched_returns", ts->unmatched_returns };
-	c[n++] = (struct report_counter){ "engine_orphan_prompt_steps", ts->orphan_prompt_steps };
-	c[n++] = (struct report_counter){ "engine_steps_evicted", ts->dropped_old };
-	c[n++] = (struct report_counter){ "aborted_requests_seen_by_engine", ts->aborted };
-	c[n++] = (struct report_counter){ "orphaned_engine_steps", ts->orphaned_steps };
-	c[n++] = (struct report_counter){ "orphaned_engine_us", ts->orphaned_ns / 1000 };
-	c[n++] = (struct report_counter){ "requests_delayed_by_orphans", ts->delayed_by_orphans };
-	c[n++] = (struct report_counter){ "delay_by_orphans_us", ts->delay_by_orphans_ns / 1000 };
-	engine_setup__counters(t->engine, c, &n);
-	if (t->sched) {
-		uint64_t sc[TTF_SCHED_CNT__MAX];
-		struct sched_stats ss;
-
-		sched_probe__counters(t->sched_probe, sc);
-		sched__stats(t->sched, &ss);
-		c[n++] = (struct report_counter){ "sched_ringbuf_full", sc[TTF_SCHED_CNT_RINGBUF_FULL] };
-		c[n++] = (struct report_counter){ "sched_events", sc[TTF_SCHED_CNT_EVENTS] };
-		c[n++] = (struct report_counter){ "sched_switches", sc[TTF_SCHED_CNT_SWITCHES] };
-		c[n++] = (struct report_counter){ "sched_switch_gaps",
-						  sc[TTF_SCHED_CNT_SWITCH_GAPS] };
-		c[n++] = (struct report_counter){ "sched_inconsistent", ss.inconsistent };
-		c[n++] = (struct report_counter){ "sched_marks_dropped", ss.marks_horizon + ss.marks_cap };
-		c[n++] = (struct report_counter){ "sched_threads_refused", ss.threads_refused };
-		c[n++] = (struct report_counter){ "sched_alloc_failed", ss.alloc_failed };
-	}
-	if (t->gpu) {
-		struct ttf_gpu_stats gs = { 0 };
-
-		gpu_store__stats(t->gpu, 0, &gs);
-		c[n++] = (struct report_counter){ "gpu_records", t->gpu_records };
-		c[n++] = (struct report_counter){ "gpu_send_dropped", gs.send_dropped };
-		c[n++] = (struct report_counter){ "gpu_cupti_dropped", gs.cupti_dropped };
-		c[n++] = (struct report_counter){ "gpu_buffers_refused", gs.buffers_refused };
-		c[n++] = (struct report_counter){ "gpu_buffers_discarded", gs.buffers_discarded };
-		c[n++] = (struct report_counter){ "gpu_invalid_ts", gs.invalid_ts };
-		c[n++] = (struct report_counter){ "gpu_duplicates", gs.duplicates };
-		c[n++] = (struct report_counter){ "gpu_names_dropped", gs.names_dropped };
-		c[n++] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(t->gpu_rx) };
-	}
-	return n;
-}
-
-/* The sources' counters and then the sinks' own, for the summary and the sinks. */
-static int collect_counters(struct tracer *t, struct report_counter *c)
-{
-	int n = source_counters(t, c);
-
-	return n + pipeline__sink_stats(t->pipe, c + n, MAX_COUNTERS - n);
-}
-
-/* Returns the main output's error; *sink_err gets the first sink's (each sink said which). */
-static int summary(struct tracer *t, int *sink_err)
+/* Ends every sink (the report last: its summary has the others' final counters). */
+static int summary(struct tracer *t)
 {
 	struct report_counter c[MAX_COUNTERS];
-	int n_src = source_counters(t, c), n, err;
+	int err = pipeline__finish_sinks(t->pipe), n;
 
-	n = n_src + pipeline__sink_stats(t->pipe, c + n_src, MAX_COUNTERS - n_src);
-	/* sinks flush first, so that their own drops reach the summary */
-	*sink_err = pipeline__finish_sinks(t->pipe, c, n);
-	/*
-	 * The sources' counters as the sinks got them (a system-wide one such
-	 * as sched_switches moves on meanwhile, and a replay of the recording
-	 * must print this summary); the sinks' own as they are now.
-	 */
-	n = n_src + pipeline__sink_stats(t->pipe, c + n_src, MAX_COUNTERS - n_src);
-	err = report__summary(t->report, c, n);
 	/* the summary may be in a file: lost records are said on the terminal too */
+	n = pipeline__counters(t->pipe, c, MAX_COUNTERS);
 	for (int i = 0; i < n; i++)
 		if (c[i].value && strstr(c[i].name, "ringbuf_full"))
 			ttf_warn("%" PRIu64 " records lost (%s): some requests are flagged "
@@ -512,31 +434,38 @@ static int summary(struct tracer *t, int *sink_err)
 	return err;
 }
 
+/* Drain every source; the first (the net probe) may wait up to poll_ms. Returns 1 if any had records. */
+static int drain_sources(struct tracer *t, int poll_ms, int *err)
+{
+	int got = 0;
+
+	*err = 0;
+	for (int i = 0; i < t->n_sources; i++) {
+		const struct ttf_probe_source *s = &t->sources[i];
+		int n = s->poll(s->ctx, i == 0 ? poll_ms : 0);
+
+		if (n < 0 && n != -EINTR && i == 0)
+			*err = n;
+		got |= n > 0;
+	}
+	return got;
+}
+
 static int run_loop(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
-	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS, next_counters = start;
+	uint64_t start = now_ns(), next_check = start + ALIVE_CHECK_NS;
 	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
 	int gone = 0, poll_ms = POLL_MS;
 
 	while (!stop_requested) {
 		uint64_t drain_start = now_ns();
-		int err = net_probe__poll(t->probe, poll_ms), got = err > 0;
+		int err, got = drain_sources(t, poll_ms, &err);
 		uint64_t now;
 
-		if (err < 0 && err != -EINTR) {
+		if (err) {
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
 			return TTF_EXIT_INTERNAL;
-		}
-		if (t->sched_probe)
-			got |= sched_probe__poll(t->sched_probe, 0) > 0;
-		got |= engine_setup__poll(t->engine) > 0;
-		if (t->gpu_rx) {
-			int n = gpu_rx__poll(t->gpu_rx, t->gpu);
-
-			if (n > 0)
-				t->gpu_records += n;
-			got |= n > 0;
 		}
 		poll_ms = got ? POLL_MS : poll_ms * 2 > POLL_IDLE_MAX_MS ? POLL_IDLE_MAX_MS : poll_ms * 2;
 		/* Everything that happened before this drain began has now been read. */
@@ -552,15 +481,9 @@ static int run_loop(struct tracer *t)
 		}
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
-			engine_setup__tick(t->engine, now);
-			if (now >= next_counters) {
-				struct report_counter c[MAX_COUNTERS];
-
-				next_counters = now + COUNTERS_NS;
-				pipeline__counters(t->pipe, c, collect_counters(t, c));
-			}
-			if (t->gpu && now > GPU_KEEP_NS)
-				gpu_store__expire(t->gpu, now - GPU_KEEP_NS);
+			for (int i = 0; i < t->n_sources; i++)
+				if (t->sources[i].tick)
+					t->sources[i].tick(t->sources[i].ctx, now);
 			if (t->child <= 0 && targets_gone(t)) {
 				gone = 1;
 				break;
@@ -568,10 +491,11 @@ static int run_loop(struct tracer *t)
 		}
 	}
 	/* Let records of the last moments reach the ring, then drain it. */
-	net_probe__poll(t->probe, 0);
-	if (t->sched_probe)
-		sched_probe__poll(t->sched_probe, 0);
-	engine_setup__poll(t->engine);
+	{
+		int err;
+
+		drain_sources(t, 0, &err);
+	}
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");
 	/* -c: a command that failed (a typo gives 127) must not look like a clean run */
@@ -587,7 +511,7 @@ static int run_loop(struct tracer *t)
 int trace__run(const struct ttf_opts *o)
 {
 	struct tracer t = { .opts = o, .out = stdout };
-	int go_fd = -1, code, err, sink_err;
+	int go_fd = -1, code, err;
 
 	/* main() caught them already; again for callers that did not */
 	trace__catch_signals();
@@ -618,8 +542,8 @@ int trace__run(const struct ttf_opts *o)
 	if (code)
 		goto out;
 	t.report = report__new(&ro);
-	struct pipeline_opts po = { .sz = sizeof(po), .report = t.report,
-				    .xmit_expected = t.st.xmit, .attribution = 1 };
+	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = t.st.xmit,
+				    .attribution = 1 };
 
 	open_gpu(&t, &po);
 	open_sched(&t, &po);
@@ -631,11 +555,33 @@ int trace__run(const struct ttf_opts *o)
 		code = TTF_EXIT_INTERNAL;
 		goto out;
 	}
+	if (t.gpu_rx) {
+		struct ttf_records recs = pipeline__records(t.pipe);
+		struct ttf_probe_source src;
+
+		gpu_rx__source(t.gpu_rx, &recs, &src);
+		add_source(&t, &src);
+	}
 	code = open_engine(&t);
+	for (int i = 0; !code && i < t.n_sources; i++) {
+		probe_source__warn_missing(&t.sources[i]);
+		if (t.sources[i].counters)
+			pipeline__add_counters(t.pipe, t.sources[i].counters, t.sources[i].ctx);
+	}
 	if (!code)
 		code = sinks__open(o, t.pipe);
 	if (!code)
 		code = live__open(o, t.pipe, &t.live);
+	if (!code) {
+		struct ttf_sink rs;
+
+		/* last: its summary gets the other sinks' final counters */
+		report__sink(t.report, &rs);
+		if (pipeline__add_sink(t.pipe, &rs)) {
+			ttf_error(NULL, "too many outputs");
+			code = TTF_EXIT_USAGE;
+		}
+	}
 	if (code)
 		goto out;
 	if (o->target == TTF_TARGET_CMD) {
@@ -657,16 +603,17 @@ int trace__run(const struct ttf_opts *o)
 
 	code = run_loop(&t);
 	pipeline__finish(t.pipe, now_ns());
-	err = summary(&t, &sink_err);
+	code = summary(&t) ? TTF_EXIT_OUTPUT : code;
 	engine_setup__summary(t.engine, o->json ? stderr : t.out);
+	err = report__summary_error(t.report);
 	if (!err && fflush(t.out))
 		err = -errno;
-	if (err)
+	if (err) {
 		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
 			  "writing %s: %s", o->output ? o->output : "standard output",
 			  strerror(-err));
-	if (err || sink_err)
 		code = TTF_EXIT_OUTPUT;
+	}
 	if (code == TTF_EXIT_OK)
 		code = live__slo_verdict(t.live);
 out:
@@ -677,10 +624,8 @@ out:
 	pipeline__free(t.pipe);
 	report__free(t.report);
 	gpu_rx__free(t.gpu_rx);
-	gpu_store__free(t.gpu);
 	engine_setup__free(t.engine);
 	sched_probe__destroy(t.sched_probe);
-	sched__free(t.sched);
 	net_probe__destroy(t.probe);
 	btf__free(t.vmlinux_btf);
 	target_set__free(&t.targets);

@@ -1,29 +1,59 @@
 // SPDX-License-Identifier: GPL-2.0-only
+/* The pipeline: one entry for every record kind; see pipeline.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/model/metrics.h"
 #include "user/core/pipeline.h"
+#include "user/model/metrics.h"
+#include "user/model/sched.h"
 
 /* Steps are kept this long for outlier causes of long streams. */
 #define TIMELINE_HORIZON_NS (120ull * 1000000000ull)
+/* GPU spans are kept this long (in watermark time) for joins, expired this often. */
+#define GPU_KEEP_NS (120ull * 1000000000ull)
+#define GPU_EXPIRE_EVERY_NS 200000000ull
+#define COUNTERS_EVERY_NS 1000000000ull	/* sinks get the counters this often */
+
+#define MAX_SINKS 8
+#define MAX_SOURCES 8
+#define MAX_COUNTERS 192
+#define OWN_COUNTERS 40		/* the pipeline's own, at most */
 
 struct deferred {
 	struct ttf_request r;	/* deep copy: owns r.events */
 	uint64_t ready_ns;	/* latest timestamp in it */
 };
 
-#define MAX_SINKS 8
+struct counter_source {
+	ttf_counters_fn fn;
+	void *ctx;
+};
 
 struct pipeline {
 	struct pipeline_opts opts;
 	struct ttf_sink sinks[MAX_SINKS];
 	int n_sinks;
+	struct counter_source sources[MAX_SOURCES];
+	int n_sources;
+	/* replay: the live run's counters, in their order */
+	struct report_counter *recorded;
+	char (*recorded_names)[256];
+	int n_recorded;
+	/* the models */
 	struct conn_table *conns;
 	struct timeline *tl;
+	struct sched_view *sched;
+	struct gpu_store *gpu;
+	/* finished requests waiting for the watermark */
 	struct deferred *q;
 	size_t n_q, cap_q;
-	uint64_t dropped;
+	/* the pipeline's own counters */
+	uint64_t not_deferred;		/* ENOMEM: output before the watermark */
+	uint64_t engine_dropped;	/* engine hits the timeline could not keep */
+	uint64_t gpu_records;		/* GPU records stored */
+	uint64_t gpu_store_drops;	/* GPU items the store could not keep */
+	uint64_t next_gpu_expire_ns;
+	uint64_t next_counters_ns;
 };
 
 static uint64_t max_ts(const struct ttf_request *r)
@@ -43,24 +73,28 @@ static uint64_t max_ts(const struct ttf_request *r)
 	return t;
 }
 
+/* Metrics and stage split, once, for every sink. */
 static void output(struct pipeline *p, const struct ttf_request *r)
 {
-	struct attrib_sources src = { .tl = p->tl, .overlay = p->opts.overlay,
-				      .overlay_ctx = p->opts.overlay_ctx, .gpu = p->opts.gpu,
-				      .link_gbps = p->opts.link_gbps };
+	struct attrib_sources src = { .tl = p->tl, .gpu = p->gpu, .link_gbps = p->opts.link_gbps };
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
+	int have_m, have_a;
 
-	int have_m = ttf_metrics__compute(r, &m) == 0;
-	int have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
+	if (p->sched) {
+		src.overlay = sched__attrib_overlay;
+		src.overlay_ctx = p->sched;
+	}
+	have_m = ttf_metrics__compute(r, &m) == 0;
+	have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
+	for (int i = 0; i < p->n_sinks; i++) {
+		const struct ttf_sink *s = &p->sinks[i];
 
-	if (have_a)
-		report__request_attrib(p->opts.report, r, &a);
-	else
-		report__request(p->opts.report, r);
-	for (int i = 0; have_m && i < p->n_sinks; i++)
-		if (p->sinks[i].request)
-			p->sinks[i].request(p->sinks[i].ctx, r, &m, have_a ? &a : NULL);
+		if (have_m && s->request)
+			s->request(s->ctx, r, &m, have_a ? &a : NULL);
+		else if (!have_m && s->rejected)
+			s->rejected(s->ctx, r);
+	}
 	if (p->tl)
 		timeline__release(p->tl, r->id);
 }
@@ -100,8 +134,8 @@ static void on_request(void *ctx, const struct ttf_request *r)
 	p->n_q++;
 	return;
 now:
-	/* No memory to wait: print it now with what the timeline has. */
-	p->dropped++;
+	/* No memory to wait: output it now with what the timeline has. */
+	p->not_deferred++;
 	output(p, r);
 }
 
@@ -130,7 +164,12 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	p->conns = conn_table__new(&co);
 	if (opts->attribution)
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
-	if (!p->conns || (opts->attribution && !p->tl)) {
+	if (opts->sched)
+		p->sched = sched__new(NULL);
+	if (opts->gpu)
+		p->gpu = gpu_store__new();
+	if (!p->conns || (opts->attribution && !p->tl) || (opts->sched && !p->sched) ||
+	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -148,8 +187,12 @@ void pipeline__free(struct pipeline *p)
 	for (size_t i = 0; i < p->n_q; i++)
 		free(p->q[i].r.events);
 	free(p->q);
+	free(p->recorded);
+	free(p->recorded_names);
 	conn_table__free(p->conns);
 	timeline__free(p->tl);
+	sched__free(p->sched);
+	gpu_store__free(p->gpu);
 	free(p);
 }
 
@@ -161,65 +204,214 @@ int pipeline__add_sink(struct pipeline *p, const struct ttf_sink *s)
 	return 0;
 }
 
-int pipeline__on_net_event(struct pipeline *p, const struct ttf_net_event *e, size_t len)
+int pipeline__add_counters(struct pipeline *p, ttf_counters_fn fn, void *ctx)
+{
+	if (p->n_sources == MAX_SOURCES)
+		return -ENOSPC;
+	p->sources[p->n_sources++] = (struct counter_source){ fn, ctx };
+	return 0;
+}
+
+/* ---- the four entries ---- */
+
+int pipeline__on_net(struct pipeline *p, const struct ttf_net_event *e, size_t len)
 {
 	for (int i = 0; i < p->n_sinks; i++)
 		if (p->sinks[i].net_event)
 			p->sinks[i].net_event(p->sinks[i].ctx, e, len);
+	/* a process exit ends the scheduler state of its threads */
+	if (e->type == TTF_EV_EXIT && p->sched && len >= sizeof(*e))
+		sched__forget_tgid(p->sched, e->tgid, e->ts_ns);
 	return conn_table__on_event(p->conns, e, len);
 }
 
-int pipeline__on_engine_event(struct pipeline *p, const struct tl_event *ev)
-{
-	for (int i = 0; i < p->n_sinks; i++)
-		if (p->sinks[i].engine_event)
-			p->sinks[i].engine_event(p->sinks[i].ctx, ev);
-	return p->tl ? timeline__on_engine_event(p->tl, ev) : 0;
-}
-
-void pipeline__on_sched_event(struct pipeline *p, const struct ttf_sched_event *e)
+int pipeline__on_sched(struct pipeline *p, const struct ttf_sched_event *e)
 {
 	for (int i = 0; i < p->n_sinks; i++)
 		if (p->sinks[i].sched_event)
 			p->sinks[i].sched_event(p->sinks[i].ctx, e);
+	/* the view counts what it refuses (sched_threads_refused, ...) */
+	return p->sched && sched__add(p->sched, e) < 0 ? -ENOMEM : 0;
 }
 
-void pipeline__tick(struct pipeline *p, uint64_t now_ns)
+int pipeline__on_engine(struct pipeline *p, const struct ttf_engine_event *ev)
 {
+	int err;
+
 	for (int i = 0; i < p->n_sinks; i++)
-		if (p->sinks[i].tick)
-			p->sinks[i].tick(p->sinks[i].ctx, now_ns);
+		if (p->sinks[i].engine_event)
+			p->sinks[i].engine_event(p->sinks[i].ctx, ev);
+	err = p->tl ? timeline__on_engine_event(p->tl, ev) : 0;
+	if (err)
+		p->engine_dropped++;
+	return err;
 }
 
-void pipeline__counters(struct pipeline *p, const struct report_counter *c, int n)
+int pipeline__on_gpu(struct pipeline *p, uint32_t pid, uint32_t kind, const void *body,
+		     size_t len)
 {
+	int err;
+
 	for (int i = 0; i < p->n_sinks; i++)
-		if (p->sinks[i].counters)
-			p->sinks[i].counters(p->sinks[i].ctx, c, n);
+		if (p->sinks[i].gpu_event)
+			p->sinks[i].gpu_event(p->sinks[i].ctx, pid, kind, body, len);
+	if (!p->gpu)
+		return 0;
+	err = gpu_store__add_item(p->gpu, pid, kind, body, len);
+	if (!err && kind == TTF_GPU_MSG_RECORDS)
+		p->gpu_records++;
+	else if (err)
+		p->gpu_store_drops++;
+	return err;
 }
 
-int pipeline__finish_sinks(struct pipeline *p, const struct report_counter *c, int n)
+static int rec_net(void *ctx, const struct ttf_net_event *e, size_t len)
 {
-	int first = 0;
+	return pipeline__on_net(ctx, e, len);
+}
 
-	for (int i = 0; i < p->n_sinks; i++) {
-		int err = p->sinks[i].finish ? p->sinks[i].finish(p->sinks[i].ctx, c, n) : 0;
+static int rec_sched(void *ctx, const struct ttf_sched_event *e)
+{
+	return pipeline__on_sched(ctx, e);
+}
 
-		if (err && !first)
-			first = err;
+static int rec_engine(void *ctx, const struct ttf_engine_event *e)
+{
+	return pipeline__on_engine(ctx, e);
+}
+
+static int rec_gpu(void *ctx, uint32_t pid, uint32_t kind, const void *body, size_t len)
+{
+	return pipeline__on_gpu(ctx, pid, kind, body, len);
+}
+
+struct ttf_records pipeline__records(struct pipeline *p)
+{
+	return (struct ttf_records){ .ctx = p, .net = rec_net, .sched = rec_sched,
+				     .engine = rec_engine, .gpu = rec_gpu };
+}
+
+/* ---- counters ---- */
+
+#define C(n, v) c[k++] = (struct report_counter){ n, v }
+
+/* The pipeline's own: what its models counted. Returns how many (<= OWN_COUNTERS). */
+static int own_counters(struct pipeline *p, struct report_counter *c)
+{
+	const struct conn_stats *cs = conn_table__stats(p->conns);
+	int k = 0;
+
+	C("truncated_payloads", cs->truncated_events);
+	C("lost_sync", cs->lost_sync);
+	C("non_http_connections", cs->non_http);
+	C("token_events_dropped_oom", cs->events_dropped_oom);
+	C("malformed_records", cs->malformed);
+	C("requests_not_deferred_oom", p->not_deferred);
+	if (p->tl) {
+		const struct timeline_stats *ts = timeline__stats(p->tl);
+
+		C("engine_unmatched_returns", ts->unmatched_returns);
+		C("engine_orphan_prompt_steps", ts->orphan_prompt_steps);
+		C("engine_steps_evicted", ts->dropped_old);
+		C("aborted_requests_seen_by_engine", ts->aborted);
+		C("orphaned_engine_steps", ts->orphaned_steps);
+		C("orphaned_engine_us", ts->orphaned_ns / 1000);
+		C("requests_delayed_by_orphans", ts->delayed_by_orphans);
+		C("delay_by_orphans_us", ts->delay_by_orphans_ns / 1000);
+		C("engine_events_dropped_oom", p->engine_dropped);
 	}
-	return first;
+	if (p->sched) {
+		struct sched_stats ss;
+
+		sched__stats(p->sched, &ss);
+		C("sched_inconsistent", ss.inconsistent);
+		C("sched_marks_dropped", ss.marks_horizon + ss.marks_cap);
+		C("sched_threads_refused", ss.threads_refused);
+		C("sched_alloc_failed", ss.alloc_failed);
+	}
+	if (p->gpu) {
+		struct ttf_gpu_stats gs = { 0 };
+
+		gpu_store__stats(p->gpu, 0, &gs);
+		C("gpu_records", p->gpu_records);
+		C("gpu_store_dropped", p->gpu_store_drops);
+		C("gpu_send_dropped", gs.send_dropped);
+		C("gpu_cupti_dropped", gs.cupti_dropped);
+		C("gpu_buffers_refused", gs.buffers_refused);
+		C("gpu_buffers_discarded", gs.buffers_discarded);
+		C("gpu_invalid_ts", gs.invalid_ts);
+		C("gpu_duplicates", gs.duplicates);
+		C("gpu_names_dropped", gs.names_dropped);
+	}
+	return k;
 }
 
-int pipeline__sink_stats(struct pipeline *p, struct report_counter *c, int cap)
+#undef C
+
+int pipeline__set_recorded_counters(struct pipeline *p, const struct report_counter *c, int n)
+{
+	if (n > MAX_COUNTERS)
+		n = MAX_COUNTERS;
+	free(p->recorded);
+	free(p->recorded_names);
+	p->recorded = NULL;
+	p->recorded_names = NULL;
+	p->n_recorded = 0;
+	if (n <= 0)
+		return 0;
+	p->recorded = calloc(n, sizeof(*p->recorded));
+	p->recorded_names = calloc(n, sizeof(*p->recorded_names));
+	if (!p->recorded || !p->recorded_names)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		snprintf(p->recorded_names[i], sizeof(p->recorded_names[i]), "%s", c[i].name);
+		p->recorded[i] = (struct report_counter){ p->recorded_names[i], c[i].value };
+	}
+	p->n_recorded = n;
+	return 0;
+}
+
+/* The sources' and the pipeline's own counters (or the recorded ones, updated). */
+static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
+{
+	struct report_counter own[OWN_COUNTERS];
+	int n_own = own_counters(p, own), n = 0;
+
+	if (p->n_recorded) {
+		for (int i = 0; i < p->n_recorded && n < cap; i++) {
+			c[n] = p->recorded[i];
+			for (int j = 0; j < n_own; j++)
+				if (!strcmp(own[j].name, c[n].name))
+					c[n].value = own[j].value;
+			n++;
+		}
+		return n;
+	}
+	for (int i = 0; i < p->n_sources && n < cap; i++)
+		n += p->sources[i].fn(p->sources[i].ctx, c + n, cap - n);
+	for (int j = 0; j < n_own && n < cap; j++)
+		c[n++] = own[j];
+	return n;
+}
+
+static int sink_stats(struct pipeline *p, struct report_counter *c, int cap)
 {
 	int n = 0;
 
-	for (int i = 0; i < p->n_sinks; i++)
+	for (int i = 0; i < p->n_sinks && n < cap; i++)
 		if (p->sinks[i].stats)
 			n += p->sinks[i].stats(p->sinks[i].ctx, c + n, cap - n);
 	return n;
 }
+
+int pipeline__counters(struct pipeline *p, struct report_counter *c, int cap)
+{
+	int n = model_counters(p, c, cap);
+
+	return n + sink_stats(p, c + n, cap - n);
+}
+
+/* ---- time ---- */
 
 void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 {
@@ -228,6 +420,11 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 	for (int i = 0; i < p->n_sinks; i++)
 		if (p->sinks[i].advance)
 			p->sinks[i].advance(p->sinks[i].ctx, watermark_ns);
+	if (p->gpu && watermark_ns != UINT64_MAX && watermark_ns >= p->next_gpu_expire_ns) {
+		p->next_gpu_expire_ns = watermark_ns + GPU_EXPIRE_EVERY_NS;
+		if (watermark_ns > GPU_KEEP_NS)
+			gpu_store__expire(p->gpu, watermark_ns - GPU_KEEP_NS);
+	}
 	if (!p->tl)
 		return;
 	timeline__advance(p->tl, watermark_ns);
@@ -244,22 +441,56 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 	p->n_q = keep;
 }
 
+void pipeline__tick(struct pipeline *p, uint64_t now_ns)
+{
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].tick)
+			p->sinks[i].tick(p->sinks[i].ctx, now_ns);
+	if (now_ns >= p->next_counters_ns) {
+		struct report_counter c[MAX_COUNTERS];
+		int n = 0, have = 0;
+
+		p->next_counters_ns = now_ns + COUNTERS_EVERY_NS;
+		for (int i = 0; i < p->n_sinks; i++) {
+			if (!p->sinks[i].counters)
+				continue;
+			if (!have) {
+				n = pipeline__counters(p, c, MAX_COUNTERS);
+				have = 1;
+			}
+			p->sinks[i].counters(p->sinks[i].ctx, c, n);
+		}
+	}
+}
+
 void pipeline__finish(struct pipeline *p, uint64_t now_ns)
 {
 	conn_table__finish(p->conns, now_ns);
 	pipeline__advance(p, UINT64_MAX);
 }
 
-const struct conn_stats *pipeline__conn_stats(const struct pipeline *p)
+int pipeline__finish_sinks(struct pipeline *p)
 {
-	return conn_table__stats(p->conns);
-}
+	struct report_counter c[MAX_COUNTERS];
+	/*
+	 * The sources' counters once, as every sink gets them (a system-wide one
+	 * such as sched_switches moves on meanwhile, and a replay of the
+	 * recording must print the same summary); the sinks' own as they are
+	 * when each sink finishes, so the report shows the exporters' drops.
+	 */
+	int n_model = model_counters(p, c, MAX_COUNTERS), first = 0;
 
-const struct timeline_stats *pipeline__timeline_stats(const struct pipeline *p)
-{
-	static const struct timeline_stats none;
+	for (int i = 0; i < p->n_sinks; i++) {
+		int n, err;
 
-	return p->tl ? timeline__stats(p->tl) : &none;
+		if (!p->sinks[i].finish)
+			continue;
+		n = n_model + sink_stats(p, c + n_model, MAX_COUNTERS - n_model);
+		err = p->sinks[i].finish(p->sinks[i].ctx, c, n);
+		if (err && !first)
+			first = err;
+	}
+	return first;
 }
 
 const struct pipeline_opts *pipeline__opts(const struct pipeline *p)
@@ -267,7 +498,7 @@ const struct pipeline_opts *pipeline__opts(const struct pipeline *p)
 	return &p->opts;
 }
 
-uint64_t pipeline__dropped(const struct pipeline *p)
+struct gpu_store *pipeline__gpu(struct pipeline *p)
 {
-	return p->dropped;
+	return p->gpu;
 }

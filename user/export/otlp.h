@@ -37,7 +37,7 @@
 #define TTFTRACE_OTLP_H
 
 #include <stdint.h>
-#include "user/core/sink.h"
+#include "user/export/sink.h"
 
 #define OTLP_SEMCONV_VERSION "1.37.0"
 #define OTLP_MAX_CAUSES 4

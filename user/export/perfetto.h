@@ -32,7 +32,7 @@
 #define TTFTRACE_PERFETTO_H
 
 #include "user/model/gpu_store.h"
-#include "user/core/sink.h"
+#include "user/export/sink.h"
 
 /* Synthetic pids, above the kernel's PID_MAX_LIMIT (2^22), for non-process tracks. */
 #define PERFETTO_PID_REQUESTS 0x40000001u

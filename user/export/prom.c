@@ -412,7 +412,7 @@ static void sink_request(void *ctx, const struct ttf_request *r, const struct tt
 	pthread_mutex_unlock(&ps->lock);
 }
 
-static void sink_engine_event(void *ctx, const struct tl_event *e)
+static void sink_engine_event(void *ctx, const struct ttf_engine_event *e)
 {
 	struct prom_sink *ps = ctx;
 

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
-#include "user/core/sink.h"
+#include "user/export/sink.h"
 
 struct prom_metrics;
 

@@ -16,7 +16,10 @@
 #define GZ_BUFFER_BYTES (256u << 10)
 #define OUT_BUF_BYTES (64u << 10)	/* frames gather here before gzwrite */
 
-#define F(type, field, ts) { offsetof(type, field), sizeof(((type *)0)->field), ts }
+#define F(type, field, ts) { offsetof(type, field), sizeof(((type *)0)->field), ts, \
+				    sizeof(((type *)0)->field) }
+/* A field narrower in memory than in the file (zero-extended, little-endian). */
+#define W(type, field, wire) { offsetof(type, field), sizeof(((type *)0)->field), 0, wire }
 static const struct rec_field net_fields[] = {
 	F(struct ttf_net_event, ts_ns, 1), F(struct ttf_net_event, sock_cookie, 0),
 	F(struct ttf_net_event, arrival_first_ns, 0), F(struct ttf_net_event, arrival_last_ns, 0),
@@ -33,22 +36,24 @@ static const struct rec_field sched_fields[] = {
 	F(struct ttf_sched_event, tgid, 0), F(struct ttf_sched_event, state, 0),
 	F(struct ttf_sched_event, cpu, 0), F(struct ttf_sched_event, pad, 0),
 };
+/* role and n_seq are u32 in the file (format version 1), u8 in the record */
 static const struct rec_field engine_fields[] = {
-	F(struct rec_engine, ts_ns, 1), F(struct rec_engine, tgid, 0),
-	F(struct rec_engine, tid, 0), F(struct rec_engine, role, 0),
-	F(struct rec_engine, value, 0), F(struct rec_engine, n_seq, 0),
-	F(struct rec_engine, seq_ids[0], 0), F(struct rec_engine, seq_ids[1], 0),
-	F(struct rec_engine, seq_ids[2], 0), F(struct rec_engine, seq_ids[3], 0),
-	F(struct rec_engine, seq_ids[4], 0), F(struct rec_engine, seq_ids[5], 0),
-	F(struct rec_engine, seq_ids[6], 0), F(struct rec_engine, seq_ids[7], 0),
+	F(struct ttf_engine_event, ts_ns, 1), F(struct ttf_engine_event, tgid, 0),
+	F(struct ttf_engine_event, tid, 0), W(struct ttf_engine_event, role, 4),
+	F(struct ttf_engine_event, value, 0), W(struct ttf_engine_event, n_seq, 4),
+	F(struct ttf_engine_event, seq_ids[0], 0), F(struct ttf_engine_event, seq_ids[1], 0),
+	F(struct ttf_engine_event, seq_ids[2], 0), F(struct ttf_engine_event, seq_ids[3], 0),
+	F(struct ttf_engine_event, seq_ids[4], 0), F(struct ttf_engine_event, seq_ids[5], 0),
+	F(struct ttf_engine_event, seq_ids[6], 0), F(struct ttf_engine_event, seq_ids[7], 0),
 };
 #undef F
-_Static_assert(TL_MAX_SEQ == 8, "engine_fields lists TL_MAX_SEQ sequence ids");
+#undef W
+_Static_assert(TTF_ENGINE_MAX_SEQ == 8, "engine_fields lists 8 sequence ids");
 
 #define CODEC(f, t) { f, sizeof(f) / sizeof(f[0]), sizeof(t) }
 const struct rec_codec rec_net_codec = CODEC(net_fields, struct ttf_net_event);
 const struct rec_codec rec_sched_codec = CODEC(sched_fields, struct ttf_sched_event);
-const struct rec_codec rec_engine_codec = CODEC(engine_fields, struct rec_engine);
+const struct rec_codec rec_engine_codec = CODEC(engine_fields, struct ttf_engine_event);
 
 size_t rec_varint__put(uint8_t *out, uint64_t v)
 {
@@ -100,7 +105,8 @@ size_t rec_codec__encode(const struct rec_codec *c, const void *prev, const void
 			n += rec_varint__put(body + n, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
 		} else {
 			memcpy(body + n, q + f->off, f->size);
-			n += f->size;
+			memset(body + n + f->size, 0, f->wire - f->size);
+			n += f->wire;
 		}
 	}
 	m = rec_varint__put(out, mask);
@@ -133,10 +139,13 @@ int rec_codec__decode(const struct rec_codec *c, void *rec, const uint8_t *in, s
 			n += k;
 			continue;
 		}
-		if (len - n < f->size)
+		if (len - n < f->wire)
 			return -EBADMSG;
+		for (k = f->size; k < f->wire; k++)
+			if (in[n + k])
+				return -EBADMSG;	/* does not fit the record's field */
 		memcpy(r + f->off, in + n, f->size);
-		n += f->size;
+		n += f->wire;
 	}
 	return (int)n;
 }
@@ -150,7 +159,7 @@ struct record {
 	/* previous record of each kind, for delta coding */
 	struct ttf_net_event prev_net[8];
 	struct ttf_sched_event prev_sched[8];
-	struct rec_engine prev_engine[2];
+	struct ttf_engine_event prev_engine[2];	/* entry, return */
 	uint8_t *out;
 	size_t n_out;
 };
@@ -308,19 +317,35 @@ int record__sched(struct record *rec, const struct ttf_sched_event *e)
 	return 0;
 }
 
-int record__engine(struct record *rec, const struct tl_event *ev)
+int record__engine(struct record *rec, const struct ttf_engine_event *ev)
 {
-	struct rec_engine re, *prev = &rec->prev_engine[!!ev->is_return];
-	uint8_t *buf = frame_begin(rec, sizeof(re) + 16);
+	int is_return = ev->type == TTF_ENG_RETURN;
+	struct ttf_engine_event *prev = &rec->prev_engine[is_return];
+	uint8_t *buf = frame_begin(rec, sizeof(*ev) + 2 * 4 + 16);
 	size_t n;
 
 	if (!buf)
 		return rec->err;
-	record__engine_pack(ev, &re);
-	buf[16] = !!ev->is_return;
-	n = 1 + rec_codec__encode(&rec_engine_codec, prev, &re, buf + 17);
-	*prev = re;
+	buf[16] = is_return;
+	n = 1 + rec_codec__encode(&rec_engine_codec, prev, ev, buf + 17);
+	*prev = *ev;
 	frame_end(rec, REC_ENGINE, buf, n);
+	return 0;
+}
+
+int record__gpu(struct record *rec, uint32_t pid, uint32_t kind, const void *body, size_t len)
+{
+	uint8_t *buf;
+
+	if (len + 8 > REC_MAX_FRAME)
+		return -E2BIG;
+	buf = frame_begin(rec, len + 8);
+	if (!buf)
+		return rec->err;
+	memcpy(buf + 16, &pid, 4);
+	memcpy(buf + 20, &kind, 4);
+	memcpy(buf + 24, body, len);
+	frame_end(rec, REC_GPU, buf, len + 8);
 	return 0;
 }
 
@@ -393,32 +418,6 @@ uint64_t record__dropped(const struct record *rec)
 	return rec->dropped;
 }
 
-void record__engine_pack(const struct tl_event *ev, struct rec_engine *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->ts_ns = ev->ts_ns;
-	out->tgid = ev->tgid;
-	out->tid = ev->tid;
-	out->role = ev->role;
-	out->is_return = ev->is_return;
-	out->value = ev->value;
-	out->n_seq = ev->n_seq < 0 ? 0 : ev->n_seq > TL_MAX_SEQ ? TL_MAX_SEQ : ev->n_seq;
-	memcpy(out->seq_ids, ev->seq_ids, out->n_seq * sizeof(int32_t));
-}
-
-void record__engine_unpack(const struct rec_engine *in, struct tl_event *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->ts_ns = in->ts_ns;
-	out->tgid = in->tgid;
-	out->tid = in->tid;
-	out->role = (enum tl_role)in->role;
-	out->is_return = in->is_return;
-	out->value = in->value;
-	out->n_seq = in->n_seq > TL_MAX_SEQ ? TL_MAX_SEQ : (int)in->n_seq;
-	memcpy(out->seq_ids, in->seq_ids, out->n_seq * sizeof(int32_t));
-}
-
 /*
  * The sink. Its ctx outlives the record: finish closes the file, destroy
  * (called later by the pipeline) frees what is left.
@@ -443,12 +442,20 @@ static void on_sched(void *ctx, const struct ttf_sched_event *e)
 		record__sched(rs->rec, e);
 }
 
-static void on_engine(void *ctx, const struct tl_event *ev)
+static void on_engine(void *ctx, const struct ttf_engine_event *ev)
 {
 	struct rec_sink *rs = ctx;
 
 	if (rs->rec)
 		record__engine(rs->rec, ev);
+}
+
+static void on_gpu(void *ctx, uint32_t pid, uint32_t kind, const void *body, size_t len)
+{
+	struct rec_sink *rs = ctx;
+
+	if (rs->rec)
+		record__gpu(rs->rec, pid, kind, body, len);
 }
 
 static void on_advance(void *ctx, uint64_t watermark_ns)
@@ -518,6 +525,7 @@ int record_sink__new(const char *path, uint32_t flags, struct ttf_sink *out)
 		.net_event = on_net,
 		.sched_event = on_sched,
 		.engine_event = on_engine,
+		.gpu_event = on_gpu,
 		.advance = on_advance,
 		.tick = on_tick,
 		.finish = on_finish,

@@ -15,14 +15,19 @@
  *   frame: u8 type (enum rec_frame), varint payload bytes, payload.
  *     NET      u8 net record type, delta record (below), cap_len payload bytes
  *     SCHED    u8 sched record type, delta record
- *     ENGINE   u8 is_return, delta record of a struct rec_engine
+ *     ENGINE   u8 is_return, delta record of a struct ttf_engine_event (role and
+ *              n_seq coded as u32; probe_id and flags are not stored)
  *     ADVANCE  u64 watermark ns: the live pipeline advanced here
  *     COUNTERS at the end: u32 n, then n times { u64 value, u8 name bytes,
  *              name } with every drop and health counter of the live run
  *     END      u64 CLOCK_MONOTONIC ns: the trace ended cleanly here
+ *     GPU      u32 pid, u32 kind (TTF_GPU_MSG_RECORDS: one struct ttf_gpu_rec;
+ *              NAME: struct ttf_gpu_name + name bytes; STATS: struct
+ *              ttf_gpu_stats; cupti/gpu_wire.h), as the CUPTI receiver
+ *              delivered them; replays give the same GPU joins
  *
  * Delta records: the record's fields (struct ttf_net_event without payload,
- * struct ttf_sched_event, struct rec_engine; the field lists are in
+ * struct ttf_sched_event, struct ttf_engine_event; the field lists are in
  * record.c) are coded against the previous record of the same frame type
  * and record type (all zero at the start): a varint bit mask of the fields
  * that differ, then those fields in order at their own size, except ts_ns:
@@ -45,8 +50,8 @@
 #include <stdint.h>
 #include "bpf/net.h"
 #include "bpf/sched.h"
-#include "user/core/sink.h"
-#include "user/model/timeline.h"
+#include "bpf/engine.h"
+#include "user/export/sink.h"
 
 #define REC_MAGIC "TTFREC\r\n"
 #define REC_VERSION 1
@@ -62,12 +67,15 @@ enum rec_frame {
 	REC_ADVANCE = 4,
 	REC_COUNTERS = 5,
 	REC_END = 6,
+	REC_GPU = 7,
+	REC_FRAME__MAX = REC_GPU,
 };
 
 enum rec_flags {
 	REC_F_XMIT = 1 << 0,		/* the XMIT probe attached (TTFT ends at the device) */
 	REC_F_ATTRIBUTION = 1 << 1,	/* engine timeline and stage split */
 	REC_F_SCHED = 1 << 2,		/* scheduler overlay */
+	REC_F_GPU = 1 << 3,		/* GPU store: GPU frames follow (older files have none) */
 };
 
 struct rec_header {
@@ -78,19 +86,6 @@ struct rec_header {
 	uint64_t start_real_ns;
 	uint32_t flags;
 	uint32_t bom;
-};
-
-/* struct tl_event in a layout that does not depend on the compiler's enum size. */
-struct rec_engine {
-	uint64_t ts_ns;
-	uint32_t tgid;
-	uint32_t tid;
-	uint32_t role;		/* enum tl_role */
-	uint32_t is_return;
-	int64_t value;
-	uint32_t n_seq;
-	int32_t seq_ids[TL_MAX_SEQ];
-	uint32_t pad;
 };
 
 struct record;
@@ -107,7 +102,9 @@ struct record *record__open(const char *path, uint32_t flags);
  */
 int record__net(struct record *rec, const struct ttf_net_event *e, size_t len);
 int record__sched(struct record *rec, const struct ttf_sched_event *e);
-int record__engine(struct record *rec, const struct tl_event *ev);
+int record__engine(struct record *rec, const struct ttf_engine_event *ev);
+/* One GPU item (see GPU above); -E2BIG when it does not fit a frame. */
+int record__gpu(struct record *rec, uint32_t pid, uint32_t kind, const void *body, size_t len);
 int record__frame(struct record *rec, enum rec_frame type, const void *payload, size_t len);
 /* Z_SYNC_FLUSH: everything so far becomes readable. 0 or negative errno. */
 int record__flush(struct record *rec);
@@ -119,15 +116,12 @@ uint64_t record__dropped(const struct record *rec);
 /* Close without END (error paths); frees rec. */
 void record__abandon(struct record *rec);
 
-/* tl_event <-> rec_engine */
-void record__engine_pack(const struct tl_event *ev, struct rec_engine *out);
-void record__engine_unpack(const struct rec_engine *in, struct tl_event *out);
-
 /* Delta coding of one record type (record.c has the tables). */
 struct rec_field {
 	uint16_t off;
-	uint8_t size;	/* 1, 2, 4, 8 or 16 */
+	uint8_t size;	/* bytes in the struct: 1, 2, 4, 8 or 16 */
 	uint8_t is_ts;	/* coded as a zigzag varint difference */
+	uint8_t wire;	/* bytes in the file (>= size: zero-extended, little-endian) */
 };
 
 struct rec_codec {
@@ -151,11 +145,32 @@ size_t rec_varint__put(uint8_t *out, uint64_t v);
 size_t rec_varint__get(const uint8_t *in, size_t len, uint64_t *v);
 
 /*
- * The `--record FILE` sink: taps net, sched and engine records, the
+ * The `--record FILE` sink: taps net, sched, engine and GPU records, the
  * pipeline's watermarks, flushes about once a second from tick, and writes
  * COUNTERS and END from finish. *out is filled with hooks whose ctx is the
  * record. Returns 0 or negative errno (the file could not be created).
  */
 int record_sink__new(const char *path, uint32_t flags, struct ttf_sink *out);
+
+/* ---- reading (record_read.c) ---- */
+
+struct rec_reader;
+
+/*
+ * Open path and check its header (copied to *h). NULL with *err: -errno
+ * from open, -EISDIR, -EBADMSG (not a recording, bad version or byte
+ * order), -ENOMEM.
+ */
+struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int *err);
+/*
+ * The next frame: returns 1 with *type, *payload (8-byte aligned, valid
+ * until the next call) and *len; 0 after END; -EPIPE when the file ends
+ * without END (killed tracer: everything before is valid); -EBADMSG for a
+ * corrupt frame or gzip stream; -EIO for a read error. NET, SCHED and
+ * ENGINE frames come decoded: a struct ttf_net_event with its payload, a
+ * struct ttf_sched_event, a struct ttf_engine_event.
+ */
+int rec_reader__next(struct rec_reader *rr, uint32_t *type, const void **payload, uint32_t *len);
+void rec_reader__close(struct rec_reader *rr);
 
 #endif /* TTFTRACE_RECORD_H */

@@ -14,6 +14,7 @@
 #include "user/model/metrics.h"
 #include "user/export/report.h"
 #include "user/export/report_stages.h"
+#include "user/export/sink.h"
 #include "user/lib/stats.h"
 
 enum { ST_TTFT, ST_TTFV, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
@@ -48,6 +49,7 @@ struct report {
 	uint64_t samples_lost;   /* stats__add failed (ENOMEM) */
 	uint64_t lines_lost;     /* NDJSON objects not built (ENOMEM) */
 	uint64_t invalid;        /* requests ttf_metrics__compute refused */
+	int summary_err;         /* what report__summary returned from the sink's finish */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	int header_done;
 };
@@ -448,24 +450,18 @@ static int print_json_line(struct report *rp, cJSON *o)
 	return 0;
 }
 
-void report__request_attrib(struct report *rp, const struct ttf_request *r,
-			    const struct ttf_attrib *a)
+void report__request(struct report *rp, const struct ttf_request *r,
+		     const struct ttf_req_metrics *m, const struct ttf_attrib *a)
 {
-	struct ttf_req_metrics m;
-
-	if (ttf_metrics__compute(r, &m)) {
-		rp->invalid++;
-		return;
-	}
-	record(rp, r, &m);
+	record(rp, r, m);
 	if (a && a->valid && !(r->flags & TTF_REQ_UNKNOWN)) {
 		if (!rp->stages)
 			rp->stages = stage_stats__new();
-		if (!rp->stages || stage_stats__add(rp->stages, a, m.ttft_ns))
+		if (!rp->stages || stage_stats__add(rp->stages, a, m->ttft_ns))
 			rp->samples_lost++;
 	}
 	if (rp->opts.json) {
-		cJSON *o = request_json(r, &m);
+		cJSON *o = request_json(r, m);
 		int err = 0;
 
 		if (o && a) {
@@ -479,14 +475,14 @@ void report__request_attrib(struct report *rp, const struct ttf_request *r,
 		print_json_line(rp, o);
 		cJSON_Delete(o);
 	} else {
-		print_text(rp, r, &m);
+		print_text(rp, r, m);
 		report_stages__text_line(rp->opts.out, a, rp->opts.verbose);
 	}
 }
 
-void report__request(struct report *rp, const struct ttf_request *r)
+void report__rejected(struct report *rp, const struct ttf_request *r)
 {
-	report__request_attrib(rp, r, NULL);
+	rp->invalid++;
 }
 
 static const char *const pct_keys[] = { "p50", "p90", "p95", "p99" };
@@ -644,4 +640,36 @@ int report__summary(struct report *rp, const struct report_counter *counters, in
 	if (ferror(out))
 		return -EIO;
 	return 0;
+}
+
+/* ---- the sink ---- */
+
+static void sink_request(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
+			 const struct ttf_attrib *a)
+{
+	report__request(ctx, r, m, a);
+}
+
+static void sink_rejected(void *ctx, const struct ttf_request *r)
+{
+	report__rejected(ctx, r);
+}
+
+static int sink_finish(void *ctx, const struct report_counter *c, int n)
+{
+	struct report *rp = ctx;
+
+	rp->summary_err = report__summary(rp, c, n);
+	return rp->summary_err;
+}
+
+void report__sink(struct report *rp, struct ttf_sink *out)
+{
+	*out = (struct ttf_sink){ .name = "report", .ctx = rp, .request = sink_request,
+				  .rejected = sink_rejected, .finish = sink_finish };
+}
+
+int report__summary_error(const struct report *rp)
+{
+	return rp->summary_err;
 }

@@ -35,7 +35,9 @@
 #include <stdio.h>
 #include <stdint.h>
 #include "user/proto/request.h"
+#include "user/lib/records.h"
 #include "user/model/attrib.h"
+#include "user/model/metrics.h"
 
 struct report;
 
@@ -47,11 +49,6 @@ struct report_opts {
 	uint64_t t0_ns;    /* CLOCK_MONOTONIC at start, for relative timestamps */
 };
 
-/* A name/value pair printed in the summary's drop/health block. */
-struct report_counter {
-	const char *name;
-	uint64_t value;
-};
 
 /* Returns NULL with errno = EINVAL (no opts, opts->out NULL, sz too small) or ENOMEM. */
 struct report *report__new(const struct report_opts *opts);
@@ -59,16 +56,18 @@ void report__free(struct report *rp);
 
 /* Print the column header (text mode only, once). */
 void report__header(struct report *rp);
-/* Record one finished request and print its live line / NDJSON object. */
-void report__request(struct report *rp, const struct ttf_request *r);
 /*
- * The same with the TTFT stage split (a may be NULL): JSON gains stages_ms,
- * stage_sum_ms, attribution, inferred_by, merged, overlay, prefill_steps,
- * prefill_tokens and a cause per outlier; text gains a stages line. The
- * summary then adds per-stage P50/P95/P99 and the tail-dominating stage.
+ * Record one finished request, with the metrics the pipeline computed, and
+ * print its live line / NDJSON object. With the TTFT stage split (a, may be
+ * NULL) JSON gains stages_ms, stage_sum_ms, attribution, inferred_by,
+ * merged, overlay, prefill_steps, prefill_tokens and a cause per outlier;
+ * text gains a stages line. The summary then adds per-stage P50/P95/P99 and
+ * the tail-dominating stage.
  */
-void report__request_attrib(struct report *rp, const struct ttf_request *r,
-			    const struct ttf_attrib *a);
+void report__request(struct report *rp, const struct ttf_request *r,
+		     const struct ttf_req_metrics *m, const struct ttf_attrib *a);
+/* A request whose metrics were refused: counted (report_requests_invalid). */
+void report__rejected(struct report *rp, const struct ttf_request *r);
 /*
  * Print the summary: counts, percentiles of TTFT, TPOT, ITL, E2E, tokens,
  * grades and flags, followed by every counter (drops are printed even when 0
@@ -78,5 +77,17 @@ void report__request_attrib(struct report *rp, const struct ttf_request *r,
  * any write since report__new, live lines included.
  */
 int report__summary(struct report *rp, const struct report_counter *counters, int n_counters);
+
+/*
+ * The report as a pipeline sink (user/export/sink.h): requests and rejected
+ * requests as above, and the summary from its finish hook with the
+ * counters the pipeline hands it. rp stays the caller's (freed after the
+ * pipeline); add it last, so that its summary has the other sinks' final
+ * counters.
+ */
+struct ttf_sink;
+void report__sink(struct report *rp, struct ttf_sink *out);
+/* What the summary returned in the sink's finish (0 before it ran). */
+int report__summary_error(const struct report *rp);
 
 #endif /* TTFTRACE_REPORT_H */

@@ -485,3 +485,37 @@ void gpu_store__expire(struct gpu_store *s, uint64_t before_ns)
 	s->napi = j;
 	s->api_map_dirty = true;
 }
+
+int gpu_store__add_item(struct gpu_store *s, uint32_t pid, uint32_t kind, const void *body,
+			size_t len)
+{
+	switch (kind) {
+	case TTF_GPU_MSG_RECORDS: {
+		struct ttf_gpu_rec r;
+
+		if (len != sizeof(r))
+			return -EINVAL;
+		memcpy(&r, body, sizeof(r));
+		return gpu_store__add(s, pid, &r);
+	}
+	case TTF_GPU_MSG_NAME: {
+		struct ttf_gpu_name n;
+
+		if (len < sizeof(n))
+			return -EINVAL;
+		memcpy(&n, body, sizeof(n));
+		if (n.len > TTF_GPU_NAME_MAX || len != sizeof(n) + n.len)
+			return -EINVAL;
+		return gpu_store__add_name(s, pid, n.name_id, (const char *)body + sizeof(n), n.len);
+	}
+	case TTF_GPU_MSG_STATS: {
+		struct ttf_gpu_stats st;
+
+		if (len != sizeof(st))
+			return -EINVAL;
+		memcpy(&st, body, sizeof(st));
+		return gpu_store__set_stats(s, pid, &st);
+	}
+	}
+	return -EINVAL;
+}

@@ -63,6 +63,14 @@ int gpu_store__add(struct gpu_store *s, uint32_t pid, const struct ttf_gpu_rec *
 /* Remember a kernel name (@len bytes, not NUL-terminated). Returns 0 or -ENOMEM. */
 int gpu_store__add_name(struct gpu_store *s, uint32_t pid, uint64_t name_id, const char *name,
 			size_t len);
+/*
+ * One item of a collector message (kind: TTF_GPU_MSG_RECORDS with one
+ * struct ttf_gpu_rec, NAME with struct ttf_gpu_name + name bytes, STATS
+ * with struct ttf_gpu_stats; len: body bytes) into the matching call
+ * above. Returns 0, -EINVAL (bad kind or size), -ENOMEM.
+ */
+int gpu_store__add_item(struct gpu_store *s, uint32_t pid, uint32_t kind, const void *body,
+			size_t len);
 /* Replace @pid's collector counters (they are cumulative). Returns 0 or -ENOMEM. */
 int gpu_store__set_stats(struct gpu_store *s, uint32_t pid, const struct ttf_gpu_stats *st);
 /* Counters of @pid (pid 0: the sum over all processes). Returns 0 or -ENOENT. */

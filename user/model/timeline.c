@@ -10,15 +10,15 @@
 
 /* A completed call (tokenize or step) waiting for the watermark. */
 struct call {
-	enum tl_role role;
+	int role;			/* enum ttf_engine_role */
 	struct tl_step s;	/* start/end/tid (+ step fields) */
 	int64_t ret;		/* return value */
 };
 
 struct open_call {
 	uint32_t tid;
-	enum tl_role role;
-	struct tl_event entry;
+	int role;			/* enum ttf_engine_role */
+	struct ttf_engine_event entry;
 };
 
 enum seq_state { SEQ_FREE = 0, SEQ_PREFILL, SEQ_DECODE };
@@ -110,16 +110,16 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
 	return 0;
 }
 
-int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev)
+int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event *ev)
 {
 	struct call *c;
 	int i;
 
-	if (ev->role == TL_ROLE_STEP)
+	if (ev->role == TTF_ROLE_STEP)
 		tl->has_steps = 1;
-	else if (ev->role == TL_ROLE_TOKENIZE)
+	else if (ev->role == TTF_ROLE_TOKENIZE)
 		tl->has_tokenize = 1;
-	if (!ev->is_return) {
+	if (ev->type != TTF_ENG_RETURN) {
 		if (tl->n_open == MAX_OPEN) {	/* lost returns: forget the oldest */
 			memmove(tl->open, tl->open + 1, (MAX_OPEN - 1) * sizeof(tl->open[0]));
 			tl->n_open--;
@@ -500,13 +500,13 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 			continue;
 		}
 		switch (c->role) {
-		case TL_ROLE_TOKENIZE:
+		case TTF_ROLE_TOKENIZE:
 			join_tokenize(tl, &c->s, c->ret);
 			break;
-		case TL_ROLE_STEP:
+		case TTF_ROLE_STEP:
 			process_step(tl, &c->s);
 			break;
-		case TL_ROLE_SYNC:
+		case TTF_ROLE_SYNC:
 			process_sync(tl, &c->s);
 			break;
 		default:

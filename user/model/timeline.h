@@ -27,28 +27,10 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "bpf/engine.h"
 
-#define TL_MAX_SEQ 8
-
-enum tl_role {
-	TL_ROLE_STEP = 1,
-	TL_ROLE_TOKENIZE,
-	TL_ROLE_SAMPLE,
-	TL_ROLE_SYNC,
-	TL_ROLE_DETOKENIZE,
-};
-
-/* One decoded uprobe hit (entry or return). */
-struct tl_event {
-	uint64_t ts_ns;
-	uint32_t tgid;
-	uint32_t tid;
-	enum tl_role role;
-	int is_return;
-	int64_t value;		/* entry of a step: n_tokens (-1 unknown) */
-	int n_seq;
-	int32_t seq_ids[TL_MAX_SEQ];
-};
+/* Sequence ids sampled per step (the engine record's). */
+#define TL_MAX_SEQ TTF_ENGINE_MAX_SEQ
 
 struct tl_step {
 	uint64_t start_ns, end_ns;
@@ -101,8 +83,8 @@ struct timeline;
 struct timeline *timeline__new(uint64_t horizon_ns);
 void timeline__free(struct timeline *tl);
 
-/* Feed one uprobe hit. -ENOMEM. */
-int timeline__on_engine_event(struct timeline *tl, const struct tl_event *ev);
+/* Feed one uprobe hit (role and type from the record). -ENOMEM. */
+int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event *ev);
 /* A request was read completely. -ENOMEM. */
 int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
 			      uint32_t rx_tid, uint64_t read_done_ns);

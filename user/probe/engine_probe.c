@@ -102,37 +102,20 @@ static int ring_cb(void *ctx, void *data, size_t len)
 {
 	struct engine_probe *ep = ctx;
 	const struct ttf_engine_event *r = data;
-	const struct ep_attach *a;
-	const struct ep_spec *s;
-	struct engine_event e;
 
-	if (len < sizeof(*r) || r->probe_id >= (uint32_t)ep->n_attaches)
+	/* the BPF side bounds n_seq and sets role from the cookie */
+	if (len < sizeof(*r) || r->probe_id >= (uint32_t)ep->n_attaches ||
+	    r->n_seq > TTF_ENGINE_MAX_SEQ)
 		return 0;
 	if (!tgid_traced(ep, r->tgid)) {
 		ep->foreign++;
 		return 0;
 	}
-	a = &ep->attaches[r->probe_id];
-	s = &ep->specs[a->spec];
-	memset(&e, 0, sizeof(e));
-	e.role = s->spec.role;
-	e.probe = s->spec.name;
-	e.symbol = s->spec.symbol;
-	e.path = ep->targets[a->target].path;
-	e.probe_id = r->probe_id;
-	e.tgid = r->tgid;
-	e.tid = r->tid;
-	e.is_return = r->type == TTF_ENG_RETURN;
-	e.ret_site = e.is_return && a->n_ret_sites > 0;
-	e.ts_ns = r->ts_ns;
-	e.value = r->value;
-	e.n_seq = r->n_seq > TTF_ENGINE_MAX_SEQ ? TTF_ENGINE_MAX_SEQ : r->n_seq;
-	e.seq_ids = r->seq_ids;
-	if (e.is_return)
+	if (r->type == TTF_ENG_RETURN)
 		ep->attaches[r->probe_id].returns++;
 	else
 		ep->attaches[r->probe_id].hits++;
-	return ep->on_event ? ep->on_event(ep->ctx, &e) : 0;
+	return ep->on_event ? ep->on_event(ep->ctx, r) : 0;
 }
 
 struct engine_probe *engine_probe__new(const struct engine_probe_opts *opts, int *err)
@@ -199,7 +182,7 @@ int engine_probe__add_spec(struct engine_probe *ep, const struct probe_spec *spe
 
 	if (ep->n_specs == MAX_SPECS)
 		return -E2BIG;
-	if (!spec->symbol[0] || spec->role < 0 || spec->role >= TTF_ROLE__MAX ||
+	if (!spec->symbol[0] || spec->role < TTF_ROLE_STEP || spec->role >= TTF_ROLE__MAX ||
 	    n_match > PROFILE_MAX_MATCH || (!spec->path[0] && n_match <= 0))
 		return -EINVAL;
 	s = &ep->specs[ep->n_specs++];
@@ -294,6 +277,12 @@ static int find_target(struct engine_probe *ep, const struct stat *st, const cha
 	return ep->n_targets++;
 }
 
+/* The BPF cookie: attachment id and role (bpf/engine.h). */
+static uint64_t cookie_of(const struct ep_spec *s, uint32_t id)
+{
+	return id | (uint64_t)s->spec.role << TTF_ENGINE_COOKIE_ROLE_SHIFT;
+}
+
 static struct bpf_link *attach_one(struct engine_probe *ep, struct bpf_program *prog,
 				   const char *path, uint64_t off, uint64_t cookie, bool ret)
 {
@@ -371,7 +360,7 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	if (err)
 		return err;
 	l = attach_one(ep, ep->skel->progs.handle_entry, t->path,
-		       sym.file_offset + a->entry_offset, id, false);
+		       sym.file_offset + a->entry_offset, cookie_of(s, id), false);
 	if (!l) {
 		err = -errno;
 		ttf_warn("could not attach %s in %s: %s", s->spec.symbol, t->path, strerror(-err));
@@ -381,7 +370,7 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	err = add_link(a, l);
 	for (int i = 0; !err && i < n_rets; i++) {
 		l = attach_one(ep, ep->skel->progs.handle_entry, t->path, sym.file_offset + rets[i],
-			       id | TTF_ENGINE_COOKIE_RET_SITE, false);
+			       cookie_of(s, id) | TTF_ENGINE_COOKIE_RET_SITE, false);
 		if (!l) {
 			err = -errno;
 			break;
@@ -390,8 +379,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 		a->n_ret_sites++;
 	}
 	if (!err && s->spec.want_return && !t->go) {
-		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset, id,
-			       true);
+		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset,
+			       cookie_of(s, id), true);
 		err = l ? add_link(a, l) : -errno;
 	}
 	if (err)

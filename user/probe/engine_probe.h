@@ -28,25 +28,13 @@
 
 struct engine_probe;
 
-struct engine_event {
-	int role;		/* enum ttf_role */
-	const char *probe;	/* probe name (profile section or symbol) */
-	const char *symbol;
-	const char *path;	/* file the probe is attached to (as opened) */
-	uint32_t probe_id;	/* attachment id (the BPF cookie's id) */
-	uint32_t tgid;
-	uint32_t tid;
-	bool is_return;
-	bool ret_site;		/* a return seen at a RET instruction (Go): value is -1 */
-	uint64_t ts_ns;		/* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
-	/* entry: step size from the probe's ARGSPEC (n_tokens), -1 unknown; return: retval */
-	int64_t value;
-	int n_seq;		/* llama_batch sequence ids sampled at entry */
-	const int32_t *seq_ids;
-};
-
-/* Return non-zero to stop the current poll (returned from engine_probe__poll). */
-typedef int (*engine_event_cb)(void *ctx, const struct engine_event *e);
+/*
+ * Every hit of a traced process, as the BPF program wrote it (role from the
+ * probe's spec, probe_id = the attachment id, as engine_probe__stats lists
+ * them). Return non-zero to stop the current poll (returned from
+ * engine_probe__poll).
+ */
+typedef int (*engine_event_cb)(void *ctx, const struct ttf_engine_event *e);
 
 struct engine_probe_opts {
 	size_t sz;		/* sizeof(struct engine_probe_opts) */

@@ -7,7 +7,6 @@
 #include "user/lib/log.h"
 #include "user/probe/proc_maps.h"
 #include "user/probe/profile.h"
-#include "user/model/timeline.h"
 
 #define RESCAN_NS 1000000000ull
 #define MAX_TGIDS 256
@@ -16,7 +15,7 @@ static const char *const builtin_profiles[] = { "llamacpp" };
 #define N_BUILTIN (sizeof(builtin_profiles) / sizeof(builtin_profiles[0]))
 
 struct engine_setup {
-	struct pipeline *pipe;
+	struct ttf_records out;
 	struct engine_probe *ep;
 	/* auto mode: profiles that attach only where their files are mapped */
 	struct engine_profile autos[N_BUILTIN];
@@ -25,33 +24,15 @@ struct engine_setup {
 	uint32_t tgids[MAX_TGIDS];	/* traced processes */
 	int n_tgids;
 	uint64_t next_rescan_ns;
-	uint64_t dropped_engine_events;
 };
 
-static enum tl_role to_tl_role(int role)
-{
-	switch (role) {
-	case TTF_ROLE_STEP: return TL_ROLE_STEP;
-	case TTF_ROLE_TOKENIZE: return TL_ROLE_TOKENIZE;
-	case TTF_ROLE_SAMPLE: return TL_ROLE_SAMPLE;
-	case TTF_ROLE_SYNC: return TL_ROLE_SYNC;
-	default: return TL_ROLE_DETOKENIZE;
-	}
-}
-
-static int on_hit(void *ctx, const struct engine_event *e)
+static int on_hit(void *ctx, const struct ttf_engine_event *e)
 {
 	struct engine_setup *es = ctx;
-	struct tl_event ev = {
-		.ts_ns = e->ts_ns, .tgid = e->tgid, .tid = e->tid, .role = to_tl_role(e->role),
-		.is_return = e->is_return, .value = e->value,
-		.n_seq = e->n_seq > TL_MAX_SEQ ? TL_MAX_SEQ : e->n_seq,
-	};
 
-	if (e->seq_ids && ev.n_seq > 0)
-		memcpy(ev.seq_ids, e->seq_ids, ev.n_seq * sizeof(ev.seq_ids[0]));
-	if (pipeline__on_engine_event(es->pipe, &ev))
-		es->dropped_engine_events++;
+	/* a refused hit is counted by the receiver */
+	if (es->out.engine)
+		es->out.engine(es->out.ctx, e);
 	return 0;
 }
 
@@ -81,7 +62,7 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 	es = calloc(1, sizeof(*es));
 	if (!es)
 		return -ENOMEM;
-	es->pipe = opts->pipe;
+	es->out = opts->out;
 	for (int i = 0; i < opts->n_profiles || i < opts->n_probes; i++) {
 		struct engine_profile p;
 		struct probe_spec spec;
@@ -211,18 +192,37 @@ int engine_setup__poll(struct engine_setup *es)
 	return es && es->ep ? engine_probe__poll(es->ep, 0) : 0;
 }
 
-void engine_setup__counters(struct engine_setup *es, struct report_counter *c, int *n)
+int engine_setup__counters(void *ctx, struct report_counter *c, int cap)
 {
-	if (!es || !es->ep)
-		return;
-	c[(*n)++] = (struct report_counter){ "engine_ringbuf_full", engine_probe__drops(es->ep) };
-	c[(*n)++] = (struct report_counter){ "engine_foreign_hits", engine_probe__foreign(es->ep) };
-	c[(*n)++] = (struct report_counter){ "engine_events_dropped_oom",
-					     es->dropped_engine_events };
+	struct engine_setup *es = ctx;
+
+	if (!es || !es->ep || cap < 2)
+		return 0;
+	c[0] = (struct report_counter){ "engine_ringbuf_full", engine_probe__drops(es->ep) };
+	c[1] = (struct report_counter){ "engine_foreign_hits", engine_probe__foreign(es->ep) };
+	return 2;
 }
 
 void engine_setup__summary(struct engine_setup *es, FILE *f)
 {
 	if (es && es->ep)
 		engine_probe__print_summary(es->ep, f);
+}
+
+/* ---- as a probe source (user/probe/source.h) ---- */
+
+static int src_poll(void *ctx, int timeout_ms)
+{
+	return engine_setup__poll(ctx);
+}
+
+static void src_tick(void *ctx, uint64_t now_ns)
+{
+	engine_setup__tick(ctx, now_ns);
+}
+
+void engine_setup__source(struct engine_setup *es, struct ttf_probe_source *out)
+{
+	*out = (struct ttf_probe_source){ .name = "engine", .ctx = es, .poll = src_poll,
+					  .tick = src_tick, .counters = engine_setup__counters };
 }

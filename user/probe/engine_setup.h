@@ -2,7 +2,8 @@
 /*
  * The tracer's use of engine uprobes (user/probe/engine_probe.h): which profiles
  * and --probe specs apply, attaching to targets and their children, picking
- * up libraries loaded later, and handing decoded hits to the pipeline.
+ * up libraries loaded later, and handing each hit to the records' engine
+ * hook (user/lib/records.h).
  *
  * Profiles given with --profile and --probe specs attach to every target.
  * Without them, the built-in profiles (llamacpp) are tried automatically and
@@ -14,8 +15,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "user/core/pipeline.h"
-#include "user/export/report.h"
+#include "user/lib/records.h"
+#include "user/probe/source.h"
 
 #define TTF_MAX_PROFILE_ARGS 4
 #define TTF_MAX_PROBE_ARGS 16
@@ -28,7 +29,7 @@ struct engine_setup_opts {
 	const char *probes[TTF_MAX_PROBE_ARGS];		/* --probe PATH:SYMBOL=ROLE[:ARGSPEC] */
 	int n_probes;
 	int auto_profiles;				/* 1: try built-in profiles */
-	struct pipeline *pipe;				/* where hits go */
+	struct ttf_records out;				/* where hits go (engine hook) */
 };
 
 /*
@@ -42,10 +43,12 @@ void engine_setup__free(struct engine_setup *es);
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid);
 /* Every ~second: rescan maps for libraries loaded since (dlopen), drain hits. */
 void engine_setup__tick(struct engine_setup *es, uint64_t now_ns);
-/* Drain hits into the pipeline. Returns records drained (0 without probes) or -errno. */
+/* Drain hits to opts.out. Returns records drained (0 without probes) or -errno. */
 int engine_setup__poll(struct engine_setup *es);
-/* Append drop counters to c[*n] (c has room for 4 more). */
-void engine_setup__counters(struct engine_setup *es, struct report_counter *c, int *n);
+/* Drop counters into c[0..cap) (a ttf_counters_fn; ctx is es). Returns how many. */
+int engine_setup__counters(void *es, struct report_counter *c, int cap);
+/* As a source (user/probe/source.h): poll drains, tick rescans (es may be NULL: no-ops). */
+void engine_setup__source(struct engine_setup *es, struct ttf_probe_source *out);
 /* Per-probe hits, rates and estimated cost. */
 void engine_setup__summary(struct engine_setup *es, FILE *f);
 

@@ -14,11 +14,12 @@ struct gpu_rx_client {
 };
 
 struct gpu_rx {
+	struct ttf_records out;	/* where items go (gpu hook) */
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* to unlink; "" if abstract */
 	struct gpu_rx_client *clients;
 	uint32_t nclients, max_clients;
-	uint64_t bad_msgs, store_drops;
+	uint64_t bad_msgs;
 	uint8_t buf[TTF_GPU_MSG_MAX_BYTES + sizeof(struct ttf_gpu_name) + TTF_GPU_NAME_MAX];
 };
 
@@ -81,9 +82,12 @@ uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
 	return rx->bad_msgs;
 }
 
-uint64_t gpu_rx__store_drops(const struct gpu_rx *rx)
+int gpu_rx__counters(void *ctx, struct report_counter *c, int cap)
 {
-	return rx->store_drops;
+	if (cap < 1)
+		return 0;
+	c[0] = (struct report_counter){ "gpu_bad_msgs", gpu_rx__bad_msgs(ctx) };
+	return 1;
 }
 
 static void accept_all(struct gpu_rx *rx)
@@ -106,7 +110,7 @@ static void accept_all(struct gpu_rx *rx)
 
 /* One message; returns records added (>= 0). */
 static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
-		  struct gpu_store *store)
+		  const struct ttf_records *out)
 {
 	const struct ttf_gpu_msg_hdr *h = (const void *)rx->buf;
 	const uint8_t *body = rx->buf + sizeof(*h);
@@ -121,15 +125,10 @@ static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
 	case TTF_GPU_MSG_RECORDS:
 		if (h->count > TTF_GPU_MSG_MAX_RECS || body_len != h->count * sizeof(struct ttf_gpu_rec))
 			goto bad;
-		for (uint32_t i = 0; i < h->count; i++) {
-			struct ttf_gpu_rec r;
-
-			memcpy(&r, body + i * sizeof(r), sizeof(r));
-			if (gpu_store__add(store, pid, &r))
-				rx->store_drops++;
-			else
+		for (uint32_t i = 0; i < h->count; i++)
+			if (!out->gpu(out->ctx, pid, TTF_GPU_MSG_RECORDS,
+				      body + i * sizeof(struct ttf_gpu_rec), sizeof(struct ttf_gpu_rec)))
 				added++;
-		}
 		return added;
 	case TTF_GPU_MSG_NAME: {
 		struct ttf_gpu_name n;
@@ -139,18 +138,13 @@ static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
 		memcpy(&n, body, sizeof(n));
 		if (n.len > TTF_GPU_NAME_MAX || body_len != sizeof(n) + n.len)
 			goto bad;
-		if (gpu_store__add_name(store, pid, n.name_id, (const char *)body + sizeof(n), n.len))
-			rx->store_drops++;
+		out->gpu(out->ctx, pid, TTF_GPU_MSG_NAME, body, body_len);
 		return 0;
 	}
 	case TTF_GPU_MSG_STATS: {
-		struct ttf_gpu_stats st;
-
-		if (body_len != sizeof(st))
+		if (body_len != sizeof(struct ttf_gpu_stats))
 			goto bad;
-		memcpy(&st, body, sizeof(st));
-		if (gpu_store__set_stats(store, pid, &st))
-			rx->store_drops++;
+		out->gpu(out->ctx, pid, TTF_GPU_MSG_STATS, body, body_len);
 		return 0;
 	}
 	}
@@ -159,7 +153,7 @@ bad:
 	return 0;
 }
 
-int gpu_rx__poll(struct gpu_rx *rx, struct gpu_store *store)
+int gpu_rx__poll(struct gpu_rx *rx, const struct ttf_records *out)
 {
 	int total = 0;
 	ssize_t n;
@@ -173,7 +167,7 @@ int gpu_rx__poll(struct gpu_rx *rx, struct gpu_store *store)
 				rx->bad_msgs++;
 				continue;
 			}
-			total += handle(rx, cl, n, store);
+			total += handle(rx, cl, n, out);
 		}
 		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
 			/* The collector's process exited (or the connection broke). */
@@ -197,4 +191,20 @@ void gpu_rx__free(struct gpu_rx *rx)
 		unlink(rx->path);
 	free(rx->clients);
 	free(rx);
+}
+
+/* ---- as a probe source (user/probe/source.h) ---- */
+
+static int src_poll(void *ctx, int timeout_ms)
+{
+	struct gpu_rx *rx = ctx;
+
+	return gpu_rx__poll(rx, &rx->out);
+}
+
+void gpu_rx__source(struct gpu_rx *rx, const struct ttf_records *out, struct ttf_probe_source *src)
+{
+	rx->out = *out;
+	*src = (struct ttf_probe_source){ .name = "gpu", .ctx = rx, .poll = src_poll,
+					  .counters = gpu_rx__counters };
 }

@@ -2,9 +2,11 @@
 /*
  * ttftrace side of the CUPTI transport (cupti/gpu_wire.h): a non-blocking
  * AF_UNIX SOCK_SEQPACKET listener that the main loop polls. Every injected
- * CUDA process connects on its own; records go into a struct gpu_store under
- * the process id that SO_PEERCRED gives (ttftrace's PID namespace, the one
- * BPF reports), or the collector's own pid if that is unavailable.
+ * CUDA process connects on its own; each item of its messages (a record, a
+ * kernel name, its counters) goes to the records' gpu hook
+ * (user/lib/records.h) under the process id that SO_PEERCRED gives
+ * (ttftrace's PID namespace, the one BPF reports), or the collector's own
+ * pid if that is unavailable.
  */
 #ifndef TTFTRACE_GPU_RX_H
 #define TTFTRACE_GPU_RX_H
@@ -12,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "user/model/gpu_store.h"
+#include "cupti/gpu_wire.h"
+#include "user/lib/records.h"
+#include "user/probe/source.h"
 
 struct gpu_rx;
 
@@ -27,14 +31,19 @@ struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts);
 /* The listening fd, for the caller's epoll (readable: a collector connects). */
 int gpu_rx__fd(const struct gpu_rx *rx);
 /*
- * Accept pending collectors and read every pending message into @store,
- * without blocking. Returns the number of records added, or -errno.
- * Malformed messages are dropped and counted (gpu_rx__bad_msgs).
+ * Accept pending collectors and hand every item of every pending message to
+ * out->gpu, without blocking. Returns the number of records the hook took
+ * (returned 0 for), or -errno. Malformed messages are dropped and counted
+ * (gpu_rx__bad_msgs).
  */
-int gpu_rx__poll(struct gpu_rx *rx, struct gpu_store *store);
-/* Messages rejected so far (bad magic/version/size) and records the store could not keep. */
+int gpu_rx__poll(struct gpu_rx *rx, const struct ttf_records *out);
+/* Messages rejected so far (bad magic/version/size). */
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx);
-uint64_t gpu_rx__store_drops(const struct gpu_rx *rx);
+/* gpu_bad_msgs, as a ttf_counters_fn (ctx: the receiver). Returns how many. */
+int gpu_rx__counters(void *rx, struct report_counter *c, int cap);
+/* The receiver as a source (user/probe/source.h) whose poll hands items to out. */
+void gpu_rx__source(struct gpu_rx *rx, const struct ttf_records *out,
+		    struct ttf_probe_source *src);
 /* Close the listener and all collector connections (unlinks a path socket). */
 void gpu_rx__free(struct gpu_rx *rx);
 

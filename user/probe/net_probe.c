@@ -20,6 +20,7 @@ struct net_probe {
 	int n_links;
 	net_event_cb on_event;
 	void *ctx;
+	struct net_probe_status st;	/* as attach found it */
 };
 
 static const char *const counter_names[TTF_CNT__MAX] = {
@@ -154,6 +155,7 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			st->follow = 1;
 	}
 	st->recv_send = st->recv_send == 2;
+	np->st = *st;
 	return st->recv_send ? 0 : -ENOENT;
 }
 
@@ -222,4 +224,47 @@ void net_probe__destroy(struct net_probe *np)
 	ring_buffer__free(np->rb);
 	net_bpf__destroy(np->skel);
 	free(np);
+}
+
+/* ---- as a probe source (user/probe/source.h) ---- */
+
+static int src_poll(void *ctx, int timeout_ms)
+{
+	return net_probe__poll(ctx, timeout_ms);
+}
+
+int net_probe__counter_list(void *ctx, struct report_counter *c, int cap)
+{
+	uint64_t v[TTF_CNT__MAX];
+	int n = 0;
+
+	net_probe__counters(ctx, v);
+	for (int i = 0; i < TTF_CNT__MAX && n < cap; i++)
+		c[n++] = (struct report_counter){ counter_names[i], v[i] };
+	return n;
+}
+
+static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
+{
+	const struct net_probe *np = ctx;
+	const struct ttf_probe_feature all[] = {
+		{ "net_dev_start_xmit", np->st.xmit, "TTFT ends at the write, not at the device" },
+		{ "sk_data_ready", np->st.arrival, "request arrival is taken at the read" },
+		{ "inet_sock_set_state", np->st.close,
+		  "connection closes are seen only when the process exits" },
+		{ "sched_process_fork/exit", np->st.follow,
+		  "children and exits of traced processes are not followed" },
+	};
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < cap; i++)
+		f[n++] = all[i];
+	return n;
+}
+
+void net_probe__source(struct net_probe *np, struct ttf_probe_source *out)
+{
+	*out = (struct ttf_probe_source){ .name = "net", .ctx = np, .poll = src_poll,
+					  .counters = net_probe__counter_list,
+					  .features = src_features };
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bpf/net.h"
+#include "user/probe/source.h"
 
 struct btf;
 
@@ -79,5 +80,12 @@ void net_probe__destroy(struct net_probe *np);
 
 /* Names for enum ttf_counter, for printing. */
 const char *net_probe__counter_name(int idx);
+/* The counters by name (a ttf_counters_fn; ctx is the probe). Returns how many. */
+int net_probe__counter_list(void *np, struct report_counter *c, int cap);
+/*
+ * The probe as a source (user/probe/source.h): poll, counters, and the
+ * optional tracepoints as features (after net_probe__attach).
+ */
+void net_probe__source(struct net_probe *np, struct ttf_probe_source *out);
 
 #endif /* TTFTRACE_NET_PROBE_H */

@@ -18,12 +18,12 @@ static const char *const role_names[TTF_ROLE__MAX] = {
 
 const char *ttf_role__name(int role)
 {
-	return role >= 0 && role < TTF_ROLE__MAX ? role_names[role] : "?";
+	return role >= TTF_ROLE_STEP && role < TTF_ROLE__MAX ? role_names[role] : "?";
 }
 
 int ttf_role__parse(const char *s)
 {
-	for (int i = 0; i < TTF_ROLE__MAX; i++)
+	for (int i = TTF_ROLE_STEP; i < TTF_ROLE__MAX; i++)
 		if (!strcmp(s, role_names[i]))
 			return i;
 	return -EINVAL;

@@ -27,15 +27,6 @@
 #include <stddef.h>
 #include "bpf/engine.h"
 
-enum ttf_role {
-	TTF_ROLE_STEP = 0,	/* one engine step (prefill and/or decode batch) */
-	TTF_ROLE_TOKENIZE,
-	TTF_ROLE_SAMPLE,
-	TTF_ROLE_SYNC,		/* waits for the device: the step's end on GPU (case #17) */
-	TTF_ROLE_DETOKENIZE,
-	TTF_ROLE__MAX,
-};
-
 #define PROFILE_MAX_MATCH 8
 #define PROFILE_MAX_PROBES 16
 #define PROBE_NAME_LEN 128
@@ -46,7 +37,7 @@ struct probe_spec {
 	char symbol[PROBE_SYMBOL_LEN];
 	/* --probe: an absolute path (in the target's mount namespace) or a match glob. */
 	char path[PATH_MAX];
-	int role;			/* enum ttf_role */
+	int role;			/* enum ttf_engine_role (bpf/engine.h) */
 	bool want_return;
 	struct ttf_engine_probe_cfg arg;
 };

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "user/probe/bpf_util.h"
@@ -21,7 +19,6 @@ struct sched_probe {
 	struct ring_buffer *rb;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
-	struct sched_view *view;
 	sched_event_cb on_event;
 	void *ctx;
 };
@@ -38,44 +35,24 @@ const char *sched_probe__counter_name(int idx)
 	return idx >= 0 && idx < TTF_SCHED_CNT__MAX ? counter_names[idx] : "?";
 }
 
-/* /proc/TGID/task/TID/<file>, first line without the newline; "" when unreadable. */
-static void read_task_file(uint32_t tgid, uint32_t tid, const char *file, char *buf, size_t len)
+int sched_probe__counter_list(void *ctx, struct report_counter *c, int cap)
 {
-	char path[64];
-	FILE *f;
+	uint64_t v[TTF_SCHED_CNT__MAX];
+	int n = 0;
 
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%u/task/%u/%s", tgid, tid, file);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (!fgets(buf, len, f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
+	sched_probe__counters(ctx, v);
+	for (int i = 0; i < TTF_SCHED_CNT__MAX && n < cap; i++)
+		c[n++] = (struct report_counter){ counter_names[i], v[i] };
+	return n;
 }
 
 static int ring_cb(void *ctx, void *data, size_t len)
 {
 	struct sched_probe *sp = ctx;
-	const struct ttf_sched_event *e = data;
-	char comm[SCHED_COMM_LEN];
-	int err;
 
-	if (len < sizeof(*e))
+	if (len < sizeof(struct ttf_sched_event))
 		return 0;
-	if (sp->on_event) {
-		err = sp->on_event(sp->ctx, e);
-		if (err)
-			return err;
-	}
-	/* A thread new to the view: its name, while it still exists. */
-	if (sched__add(sp->view, e) == 1) {
-		read_task_file(e->tgid, e->tid, "comm", comm, sizeof(comm));
-		if (comm[0])
-			sched__set_comm(sp->view, e->tid, comm);
-	}
-	return 0;
+	return sp->on_event(sp->ctx, data);
 }
 
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
@@ -85,7 +62,7 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 
 	if (missing_len)
 		missing_tp[0] = '\0';
-	if (!opts->view) {
+	if (!opts->on_event) {
 		*err = -EINVAL;
 		return NULL;
 	}
@@ -94,7 +71,6 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 		*err = -ENOMEM;
 		return NULL;
 	}
-	sp->view = opts->view;
 	sp->on_event = opts->on_event;
 	sp->ctx = opts->ctx;
 	sp->skel = sched_bpf__open();
@@ -164,44 +140,6 @@ int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid)
 				    sizeof(one), BPF_ANY);
 }
 
-int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid)
-{
-	char path[64], stat[512], comm[SCHED_COMM_LEN];
-	struct timespec ts;
-	struct dirent *d;
-	uint64_t now_ns;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%u/task", tgid);
-	dir = opendir(path);
-	if (!dir)
-		return -errno;
-	/* Taken before reading the states: a thread shown sleeping slept from here on. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-	while ((d = readdir(dir))) {
-		uint32_t tid = strtoul(d->d_name, NULL, 10);
-		char *p;
-
-		if (!tid)
-			continue;
-		read_task_file(tgid, tid, "stat", stat, sizeof(stat));
-		/* "pid (comm) S ...": comm may hold spaces and parentheses. */
-		p = strrchr(stat, ')');
-		if (!p || p[1] != ' ' || (p[2] != 'S' && p[2] != 'D'))
-			continue;
-		if (sched__seed(sp->view, tid, tgid, now_ns, SCHED_BLOCKED))
-			continue;
-		read_task_file(tgid, tid, "comm", comm, sizeof(comm));
-		if (comm[0])
-			sched__set_comm(sp->view, tid, comm);
-		n++;
-	}
-	closedir(dir);
-	return n;
-}
-
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
 {
 	int n;
@@ -251,4 +189,17 @@ void sched_probe__destroy(struct sched_probe *sp)
 	ring_buffer__free(sp->rb);
 	sched_bpf__destroy(sp->skel);
 	free(sp);
+}
+
+/* ---- as a probe source (user/probe/source.h) ---- */
+
+static int src_poll(void *ctx, int timeout_ms)
+{
+	return sched_probe__poll(ctx, timeout_ms);
+}
+
+void sched_probe__source(struct sched_probe *sp, struct ttf_probe_source *out)
+{
+	*out = (struct ttf_probe_source){ .name = "sched", .ctx = sp, .poll = src_poll,
+					  .counters = sched_probe__counter_list };
 }

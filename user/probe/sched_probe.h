@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Lifecycle of the scheduler probes (bpf/sched.bpf.c): open, share the
- * traced-tgid map, load, attach, drain the ring buffer into a sched_view,
- * read the drop counters.
+ * traced-tgid map, load, attach, drain the ring buffer into the on_event
+ * hook (the pipeline's sched entry, user/lib/records.h), read the drop
+ * counters.
  *
  * The records are submitted with BPF_RB_NO_WAKEUP (a forced wakeup only when
  * the ring is filling up), so epoll reports nothing for most of them: call
@@ -15,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "bpf/sched.h"
-#include "user/model/sched.h"
+#include "user/lib/records.h"
+#include "user/probe/source.h"
 
 struct sched_probe;
 struct btf;
@@ -32,9 +34,7 @@ struct sched_probe_opts {
 	 * with sched_probe__trace_tgid().
 	 */
 	int tgid_map_fd;
-	/* Records are applied here (sched__add); new threads get their comm from /proc. */
-	struct sched_view *view;
-	sched_event_cb on_event;	/* optional: every record, before the view */
+	sched_event_cb on_event;	/* required: every record */
 	void *ctx;
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
@@ -47,7 +47,7 @@ struct sched_probe_opts {
  * Open and load. Returns NULL with *err = -EPERM (privileges), -ENOENT (a
  * tracepoint or kernel type is missing; missing_tp[missing_len] gets the
  * tracepoint's name when the tp_check found it absent, else ""), -EINVAL (no
- * view) or another negative errno.
+ * on_event) or another negative errno.
  */
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len);
@@ -56,14 +56,7 @@ int sched_probe__attach(struct sched_probe *sp);
 /* Add a process to the probe's traced set (with a shared map: the net probe's set). */
 int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);
 /*
- * Give the threads of tgid that are sleeping now (state S or D in
- * /proc/TGID/task/TID/stat) a BLOCKED state from now, so that their first
- * wakeup starts a known runqueue wait instead of unknown time. Call after
- * attach and a drain. Returns the number of threads seeded or -errno.
- */
-int sched_probe__seed_tgid(struct sched_probe *sp, uint32_t tgid);
-/*
- * Drain the ring buffer into the view; with timeout_ms > 0 first wait up to
+ * Drain the ring buffer into on_event; with timeout_ms > 0 first wait up to
  * that long for a (rare) forced wakeup. Returns records consumed or -errno.
  */
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
@@ -75,6 +68,10 @@ struct ring_buffer *sched_probe__ring(struct sched_probe *sp);
  */
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out);
 const char *sched_probe__counter_name(int idx);
+/* The counters by name (a ttf_counters_fn; ctx is the probe). Returns how many. */
+int sched_probe__counter_list(void *sp, struct report_counter *c, int cap);
+/* The probe as a source (user/probe/source.h). */
+void sched_probe__source(struct sched_probe *sp, struct ttf_probe_source *out);
 /* Per-program BPF run-time stats (needs kernel.bpf_stats_enabled=1). Returns entries written. */
 int sched_probe__prog_stats(struct sched_probe *sp, const char **names, uint64_t *run_cnt,
 			    uint64_t *run_time_ns, int max);

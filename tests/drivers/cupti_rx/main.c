@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * cupti_rx: stand-alone receiver for the injected CUPTI collector, used by
- * tests/gpu/run.sh until ttftrace's main loop polls user/probe/gpu_rx.c itself.
+ * cupti_rx: stand-alone receiver for the injected CUPTI collector (the
+ * receiver ttftrace polls, user/probe/gpu_rx.c, into a GPU store), used by
+ * tests/gpu/run.sh to check the collector without BPF.
  * Collects records until SIGINT/SIGTERM (or -d seconds), then joins them
  * with request prefill windows and writes one JSON object.
  *
@@ -23,6 +24,16 @@
 #include "user/model/gpu_store.h"
 
 static volatile sig_atomic_t stop;
+static uint64_t store_drops;
+
+static int to_store(void *ctx, uint32_t pid, uint32_t kind, const void *body, size_t len)
+{
+	int err = gpu_store__add_item(ctx, pid, kind, body, len);
+
+	if (err)
+		store_drops++;
+	return err;
+}
 
 static void on_signal(int sig)
 {
@@ -140,6 +151,7 @@ int main(int argc, char **argv)
 	struct ttf_gpu_stats st;
 	struct gpu_store *s;
 	struct gpu_rx *rx;
+	struct ttf_records recs_out;
 	uint64_t deadline, recs = 0;
 	FILE *out = stdout;
 	int opt, err = 0;
@@ -165,9 +177,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "HINT: is another ttftrace or cupti_rx running? (TTFTRACE_CUPTI_SOCK)\n");
 		return 1;
 	}
+	recs_out = (struct ttf_records){ .ctx = s, .gpu = to_store };
 	deadline = duration_s > 0 ? mono_ns() + (uint64_t)(duration_s * 1e9) : UINT64_MAX;
 	while (!stop && mono_ns() < deadline) {
-		err = gpu_rx__poll(rx, s);
+		err = gpu_rx__poll(rx, &recs_out);
 		if (err < 0)
 			break;
 		recs += err;
@@ -175,7 +188,7 @@ int main(int argc, char **argv)
 	}
 	/* Collectors flush at exit: keep reading a little after the stop. */
 	for (int i = 0; i < 250; i++) {
-		err = gpu_rx__poll(rx, s);
+		err = gpu_rx__poll(rx, &recs_out);
 		recs += err > 0 ? err : 0;
 		usleep(2000);
 	}
@@ -186,7 +199,7 @@ int main(int argc, char **argv)
 	gpu_store__stats(s, 0, &st);
 	fprintf(out, "{\"records\": %llu, \"bad_msgs\": %llu, \"store_drops\": %llu,\n",
 		(unsigned long long)recs, (unsigned long long)gpu_rx__bad_msgs(rx),
-		(unsigned long long)gpu_rx__store_drops(rx));
+		(unsigned long long)store_drops);
 	fprintf(out, "\"collector\": {\"kernel\": %llu, \"memcpy\": %llu, \"memset\": %llu, "
 		     "\"api\": %llu, \"cupti_dropped\": %llu, \"buffers\": %llu, "
 		     "\"buffers_refused\": %llu, \"duplicates\": %llu, \"invalid_ts\": %llu, "

@@ -124,13 +124,13 @@ static void sched(struct cursor *cu, uint64_t ts, uint32_t tid, uint8_t type, ui
 
 static void engine(struct cursor *cu, uint64_t ts, int ret, int64_t n_tokens, int32_t seq)
 {
-	struct tl_event *e = add(cu, ts, REC_ENGINE, sizeof(*e));
+	struct ttf_engine_event *e = add(cu, ts, REC_ENGINE, sizeof(*e));
 
 	e->ts_ns = ts;
 	e->tgid = TGID;
 	e->tid = ENGINE_TID;
-	e->role = TL_ROLE_STEP;
-	e->is_return = ret;
+	e->role = TTF_ROLE_STEP;
+	e->type = ret ? TTF_ENG_RETURN : TTF_ENG_ENTRY;
 	e->value = ret ? 0 : n_tokens;
 	e->n_seq = 1;
 	e->seq_ids[0] = seq;

@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 #include "user/lib/log.h"
 #include "user/model/sched.h"
+#include "user/probe/proc_task.h"
 #include "user/probe/sched_probe.h"
 
 #define DRAIN_PERIOD_MS 10
@@ -112,6 +113,36 @@ static void answer_queries(struct sched_view *v)
 	}
 }
 
+/* A record for the view; a thread new to it gets its name while it still exists. */
+static int on_record(void *ctx, const struct ttf_sched_event *e)
+{
+	char comm[SCHED_COMM_LEN];
+
+	if (sched__add(ctx, e) == 1) {
+		proc_task__comm(e->tgid, e->tid, comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(ctx, e->tid, comm);
+	}
+	return 0;
+}
+
+/* --seed: threads asleep now are BLOCKED from now, so their first wakeup is a known wait. */
+static void seed_sleepers(struct sched_view *v, uint32_t tgid)
+{
+	uint32_t tids[1024];
+	char comm[SCHED_COMM_LEN];
+	uint64_t now_ns;
+	int n = proc_task__sleeping(tgid, tids, 1024, &now_ns);
+
+	for (int i = 0; i < n; i++) {
+		if (sched__seed(v, tids[i], tgid, now_ns, SCHED_BLOCKED))
+			continue;
+		proc_task__comm(tgid, tids[i], comm, sizeof(comm));
+		if (comm[0])
+			sched__set_comm(v, tids[i], comm);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -153,7 +184,8 @@ int main(int argc, char **argv)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	po.view = v;
+	po.on_event = on_record;
+	po.ctx = v;
 	sp = sched_probe__open_load(&po, &err, NULL, 0);
 	if (!sp) {
 		ttf_error("run as root on a kernel with BTF", "could not load the sched probes: %s",
@@ -169,7 +201,7 @@ int main(int argc, char **argv)
 	}
 	sched_probe__poll(sp, 0);
 	if (seed)
-		sched_probe__seed_tgid(sp, pid);
+		seed_sleepers(v, pid);
 	fprintf(stderr, "attached\n");
 	while (!stop && !process_gone(pid)) {
 		sched_probe__poll(sp, 0);

@@ -64,14 +64,14 @@ static struct stack *stack_for(struct state *s, uint32_t tid, uint32_t id)
 	return &s->stacks[s->n_stacks++];
 }
 
-static int on_event(void *ctx, const struct engine_event *e)
+static int on_event(void *ctx, const struct ttf_engine_event *e)
 {
 	struct state *s = ctx;
 	struct stack *st = stack_for(s, e->tid, e->probe_id);
 
 	if (!st || e->probe_id >= TTF_ENGINE_MAX_PROBES)
 		return 0;
-	if (!e->is_return) {
+	if (e->type != TTF_ENG_RETURN) {
 		s->last_value[e->probe_id] = e->value;
 		if (st->depth < MAX_DEPTH)
 			st->ts[st->depth] = e->ts_ns;
