@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "bpf/engine.h"
+#include "bpf/common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -32,12 +33,10 @@ struct {
 	__uint(max_entries, 1 << 20);
 } engine_events SEC(".maps");
 
+/* The shared counter bump (common.bpf.h), bound to this program's map. */
 static __always_inline void count(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&engine_counters, &idx);
-
-	if (v)
-		(*v)++;
+	ttf_count(&engine_counters, idx);
 }
 
 static __always_inline __s64 reg_arg(struct pt_regs *ctx, int index)
@@ -113,11 +112,9 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 type)
 	__u32 id = cookie & TTF_ENGINE_COOKIE_ID_MASK;
 
 	count(TTF_ENG_CNT_HITS);
-	e = bpf_ringbuf_reserve(&engine_events, sizeof(*e), 0);
-	if (!e) {
-		count(TTF_ENG_CNT_RINGBUF_FULL);
+	e = ttf_rb_reserve(&engine_events, sizeof(*e), &engine_counters, TTF_ENG_CNT_RINGBUF_FULL);
+	if (!e)
 		return 0;
-	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tgid = pid_tgid >> 32;

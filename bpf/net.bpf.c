@@ -23,6 +23,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "bpf/net.h"
+#include "bpf/common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -130,30 +131,22 @@ struct {
 	__uint(max_entries, 16 << 20);	/* resized by user space before load */
 } events SEC(".maps");
 
+/* The shared helpers (common.bpf.h), bound to this program's maps. */
 static __always_inline void count(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		(*v)++;
+	ttf_count(&counters, idx);
 }
 
 static __always_inline bool tgid_traced(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&traced_tgids, &tgid) != NULL;
+	return ttf_tgid_traced(&traced_tgids, tgid);
 }
 
 /* Wake the consumer only when the ring is filling up; it drains on a timer. */
-static __always_inline __u64 rb_flags(void)
-{
-	__u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-
-	return avail > targ_wakeup_bytes ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
 static __always_inline void submit(void *data, __u64 size)
 {
-	if (bpf_ringbuf_output(&events, data, size, rb_flags()))
+	if (bpf_ringbuf_output(&events, data, size,
+			       ttf_rb_wakeup_flags(&events, targ_wakeup_bytes)))
 		count(TTF_CNT_RINGBUF_FULL);
 	else
 		count(TTF_CNT_EVENTS);

@@ -19,6 +19,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "bpf/sched.h"
+#include "bpf/common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -66,29 +67,24 @@ struct {
 	__uint(max_entries, 4 << 20);	/* resized by user space before load */
 } events SEC(".maps");
 
+/* The shared helpers (common.bpf.h), bound to this program's maps. */
 static __always_inline void count(__u32 idx)
 {
-	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
-
-	if (v)
-		(*v)++;
+	ttf_count(&counters, idx);
 }
 
 static __always_inline bool tgid_traced(__u32 tgid)
 {
-	return bpf_map_lookup_elem(&traced_tgids, &tgid) != NULL;
+	return ttf_tgid_traced(&traced_tgids, tgid);
 }
 
 static __always_inline void emit(const struct task_struct *p, __u8 type, __u32 state, __u32 cpu)
 {
 	struct ttf_sched_event *e;
-	__u64 flags;
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count(TTF_SCHED_CNT_RINGBUF_FULL);
+	e = ttf_rb_reserve(&events, sizeof(*e), &counters, TTF_SCHED_CNT_RINGBUF_FULL);
+	if (!e)
 		return;
-	}
 	/* Read the clock after reserving, so ring order follows time closely. */
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tid = p->pid;
@@ -97,9 +93,7 @@ static __always_inline void emit(const struct task_struct *p, __u8 type, __u32 s
 	e->cpu = cpu;
 	e->type = type;
 	e->pad = 0;
-	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > targ_wakeup_bytes ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	bpf_ringbuf_submit(e, ttf_rb_wakeup_flags(&events, targ_wakeup_bytes));
 	count(TTF_SCHED_CNT_EVENTS);
 }
 
