@@ -163,7 +163,7 @@ clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf $(OUTPUT) ttftrace
 
-# --- CUPTI collector tests and bench (issue 4) ---------------------------------
+# --- CUPTI collector tests and bench --------------------------------------------
 # test_cupti_* link the collector's own objects (cupti/*.c is not in LIB_OBJS);
 # the more specific pattern wins over test_% above.
 $(OUTPUT)/tests/unit/test_cupti_%: $(OUTPUT)/tests/unit/test_cupti_%.o $(LIB_OBJS) $(CUPTI_OBJS)

@@ -31,7 +31,7 @@ enum ttf_role {
 	TTF_ROLE_STEP = 0,	/* one engine step (prefill and/or decode batch) */
 	TTF_ROLE_TOKENIZE,
 	TTF_ROLE_SAMPLE,
-	TTF_ROLE_SYNC,		/* waits for the device: the step's end on GPU (case #17) */
+	TTF_ROLE_SYNC,		/* waits for the device: the step's end on GPU (docs/cases.md #17) */
 	TTF_ROLE_DETOKENIZE,
 	TTF_ROLE__MAX,
 };
