@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * cupti_rx: stand-alone receiver for the injected CUPTI collector, used by
- * tests/gpu/run.sh until ttftrace's main loop polls user/probe/gpu_rx.c itself.
+ * `make gpu-check` (tests/gpu/run.sh). ttftrace's own loop reads the same
+ * socket (user/probe/gpu_rx.c); this driver needs no BPF, no root and no
+ * kernel tracepoints, so the GPU check runs on a machine that has only a
+ * compiler, CUDA and PyTorch.
  * Collects records until SIGINT/SIGTERM (or -d seconds), then joins them
  * with request prefill windows and writes one JSON object.
  *
