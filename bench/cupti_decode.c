@@ -4,7 +4,7 @@
  * activity buffers (kernels, API records, copies, memsets) walked by the real
  * cuptiActivityGetNextRecord and decoded by cupti/decode.c, (1) into a
  * counting sink and (2) into the socket sender with nobody listening (the
- * full collector path minus CUPTI). Goal (issue 4): >= 5 M records/s.
+ * full collector path minus CUPTI). Goal: >= 5 M records/s.
  * Usage: cupti_decode [million-records]   (default 20)
  */
 #include <sched.h>

@@ -16,7 +16,7 @@
 /*
  * BPF cookie of an engine uprobe: the probe id in the low 16 bits, plus this
  * flag on a uprobe placed on a RET instruction (used instead of a uretprobe
- * in Go binaries, whose moving stacks break uretprobes: cases/README.md #4).
+ * in Go binaries, whose moving stacks break uretprobes: docs/cases.md #4).
  * Such a hit is reported as TTF_ENG_RETURN (without a return value).
  */
 #define TTF_ENGINE_COOKIE_RET_SITE (1u << 16)

@@ -12,7 +12,7 @@
  *   inet_sock_set_state CLOSE record when a traced socket leaves ESTABLISHED
  *   sched_process_*     follow fork/exec/exit of traced processes
  *
- * Kernel facts (../shared/notes/platform-brief.md, finding 8 and case 11):
+ * Kernel facts (docs/kernel.md B1.1, docs/cases.md #11):
  * sock_{send,recv}_length exist since 6.3, fire in the calling task for every
  * send/recv variant; send flags are always 0; recv passes raw ret and flags,
  * so MSG_PEEK reads must be skipped here.

@@ -5,7 +5,7 @@
  * arrays, so both the BPF side (vmlinux.h) and user space can include it.
  *
  * All timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds
- * (see ../shared/notes/platform-brief.md, finding 1).
+ * (see docs/kernel.md B6).
  */
 #ifndef TTFTRACE_BPF_NET_H
 #define TTFTRACE_BPF_NET_H

@@ -8,7 +8,7 @@
  *   sched_wakeup      WAKEUP
  *   sched_wakeup_new  WAKEUP_NEW
  *
- * Kernel facts (../shared/notes/platform-brief.md, B1 "sched_switch"):
+ * Kernel facts (docs/kernel.md B1.6):
  * tp_btf prototypes on 6.18 are sched_switch(bool preempt, prev, next,
  * unsigned int prev_state) and sched_wakeup(_new)(struct task_struct *p);
  * prev is still runnable when preempt || prev_state == TASK_RUNNING (the

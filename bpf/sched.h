@@ -5,7 +5,7 @@
  * the BPF side (vmlinux.h) and user space can include it.
  *
  * Timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds (see
- * ../shared/notes/platform-brief.md, finding 1), the clock of bpf/net.h.
+ * docs/kernel.md B6), the clock of bpf/net.h.
  */
 #ifndef TTFTRACE_BPF_SCHED_H
 #define TTFTRACE_BPF_SCHED_H

@@ -4,7 +4,7 @@
  * with cupti_clock__mono_ns, so records are CLOCK_MONOTONIC like
  * bpf_ktime_get_ns(). Fallback when the callback is missing or refused:
  * CUPTI stamps with CLOCK_REALTIME on Linux (cupti_activity.h, 13.0), and we
- * add an offset measured by bracketing (platform-brief A4, case 21).
+ * add an offset measured by bracketing (docs/cupti.md A4, docs/cases.md #21).
  */
 #ifndef TTFTRACE_CUPTI_CLOCK_H
 #define TTFTRACE_CUPTI_CLOCK_H

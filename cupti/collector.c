@@ -16,7 +16,7 @@
 #define BUF_HDR_BYTES 64
 #define DISCARD_BYTES (64 * 1024)
 #define STATS_PERIOD_NS 1000000000ull
-/* cuptiGetVersion() from which a NULL buffer may refuse a request (case 22: v27 = CUDA 12.9). */
+/* cuptiGetVersion() from which a NULL buffer may refuse a request (v27 = CUDA 12.9; docs/cupti.md A3). */
 #define CUPTI_VERSION_NULL_BUFFER_OK 27
 
 /* A host activity buffer; CUPTI gets the bytes after this header. */
@@ -143,7 +143,7 @@ static void drain(struct cupti_collector *c)
 		c->outstanding--;
 		pthread_mutex_unlock(&c->lock);
 	}
-	/* Global queue (NULL context): buffers are process-wide since CUDA 6 (A1). */
+	/* Global queue (NULL context): buffers are process-wide since CUDA 6 (docs/cupti.md A3). */
 	if (c->api.get_num_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
 		add_stat(&c->stats.cupti_dropped, dropped);
 	cupti_sender__flush(c->tx);
@@ -234,7 +234,7 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	start_thread_locked(c);
 	pthread_mutex_unlock(&c->lock);
 
-	/* A fresh buffer per request, never shared between threads (case 22a). */
+	/* A fresh buffer per request, never shared between threads (docs/cases.md #22a). */
 	b = aligned_alloc(BUF_HDR_BYTES, BUF_HDR_BYTES + c->opts.buf_bytes);
 	if (!b) {
 		pthread_mutex_lock(&c->lock);
@@ -291,7 +291,7 @@ static void atfork_prepare(void)
 
 /*
  * The child has our memory but neither CUPTI's threads nor ours, and CUDA
- * cannot be used after fork (platform-brief A1 "fork"): go silent and never
+ * cannot be used after fork (docs/cupti.md A1, "fork"): go silent and never
  * touch the parent's buffers, locks or thread.
  */
 static void atfork_child(void)
@@ -405,11 +405,11 @@ int cupti_collector__start(struct cupti_collector *c)
 		return go_inert(c, r, what);
 	}
 	c->subscribed = true;
-	/* gettid() values, joinable with BPF (default is pthread_self(), finding 5). */
+	/* gettid() values, joinable with BPF (default is pthread_self(), docs/cupti.md A8). */
 	r = c->api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
 	if (r != CUPTI_SUCCESS)
 		return go_inert(c, r, "cuptiSetThreadIdType");
-	/* Must precede any enable; records then share bpf_ktime_get_ns()'s clock (case 21). */
+	/* Must precede any enable; records then share bpf_ktime_get_ns()'s clock (docs/cupti.md A4). */
 	r = c->api.register_timestamp_cb ? c->api.register_timestamp_cb(cupti_clock__mono_ns)
 					 : CUPTI_ERROR_NOT_SUPPORTED;
 	if (r == CUPTI_SUCCESS) {
@@ -449,7 +449,7 @@ void cupti_collector__stop(struct cupti_collector *c)
 	if (!c || c->state == CUPTI_COL_CHILD || getpid() != c->pid)
 		return;
 	if (c->state == CUPTI_COL_RUNNING) {
-		/* Forced: also the buffers with incomplete records (case 22c). */
+		/* Forced: also the buffers with incomplete records (docs/cases.md #22c). */
 		c->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 		c->stopping = true;
 	}

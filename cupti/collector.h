@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The CUPTI activity collector inside a CUDA process (style-anchors 12).
+ * The CUPTI activity collector inside a CUDA process (docs/design.md D7).
  * One per process: CUPTI's buffer callbacks carry no user pointer, and
- * activity tracing has a single subscriber on CUDA <= 13.2 (platform-brief
- * finding 2). inject.c drives it from InitializeInjection; tests drive it
+ * activity tracing has a single subscriber on CUDA <= 13.2 (docs/cupti.md
+ * A1). inject.c drives it from InitializeInjection; tests drive it
  * with a fake struct cupti_api.
  *
  * Threads: CUPTI's buffer callbacks only allocate or queue buffers; records
@@ -11,7 +11,7 @@
  * buffer request (a process that never produces activity pays for no thread,
  * no decoder tables, no socket). That thread also calls
  * cuptiActivityFlushAll(0) every flush period, because CUPTI's own periodic
- * flush only returns full buffers (platform-brief A3).
+ * flush only returns full buffers (docs/cupti.md A3).
  */
 #ifndef TTFTRACE_CUPTI_COLLECTOR_H
 #define TTFTRACE_CUPTI_COLLECTOR_H
@@ -55,11 +55,12 @@ int cupti_collector__new(const struct cupti_api *api, const struct cupti_collect
 			 struct cupti_collector **out);
 
 /*
- * Subscribe and enable tracing, in the order of platform-brief A1:
+ * Subscribe and enable tracing, in the order of docs/cupti.md A1:
  * subscribe(_v2) -> thread ids SYSTEM -> MONOTONIC timestamp callback ->
  * fatal-error callback -> buffer callbacks -> CONCURRENT_KERNEL, MEMCPY,
- * MEMSET, RUNTIME, DRIVER. Never KIND_KERNEL: it serialises kernels (case 19).
- * When CUPTI is held by another client or privileges are missing (case 18)
+ * MEMSET, RUNTIME, DRIVER. Never KIND_KERNEL: it serialises kernels
+ * (docs/cases.md #19). When CUPTI is held by another client or privileges
+ * are missing (docs/cases.md #18)
  * it writes one line to the log fd, unsubscribes and goes inert.
  * Returns 0, -EBUSY (another subscriber), -EPERM (privileges), -EIO (other
  * CUPTI error; also inert), -EALREADY if not READY.

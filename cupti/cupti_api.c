@@ -9,7 +9,7 @@
 #define CUPTI_SONAME "libcupti.so.13"
 /*
  * CUDA 12 servers carry libcupti.so.12: its kernel/copy record prefixes are
- * the same (Kernel4..Kernel10, platform-brief finding 4), so it is accepted
+ * the same (Kernel4..Kernel10, docs/cupti.md A2), so it is accepted
  * too, after every CUDA 13 candidate.
  */
 #define CUPTI_SONAME_12 "libcupti.so.12"

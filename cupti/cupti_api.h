@@ -2,7 +2,7 @@
 /*
  * The CUPTI calls the collector makes, as a table of function pointers
  * filled by dlsym() (never linked: a CUDA process usually carries its own
- * libcupti, platform-brief A1 "libcupti loading"). Tests pass a fake table.
+ * libcupti, docs/cupti.md A1 "libcupti loading"). Tests pass a fake table.
  */
 #ifndef TTFTRACE_CUPTI_API_H
 #define TTFTRACE_CUPTI_API_H

@@ -8,7 +8,7 @@
 #include "cupti/decode.h"
 
 /*
- * Offsets of every field read, as measured for CUDA 13.0 (platform-brief A2).
+ * Offsets of every field read, as measured for CUDA 13.0 (docs/cupti.md A2).
  * Newer structs (Kernel11, Kernel12) keep this prefix; if a header moves a
  * field, the build fails here instead of decoding garbage.
  */

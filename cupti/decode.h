@@ -6,7 +6,7 @@
  *
  * Only the stable prefix fields of the CUDA 13.0 record structs are read
  * (CUpti_ActivityKernel10, Memcpy6, Memset4, API; offsets unchanged since
- * Kernel4, platform-brief A2 and finding 4), and records are walked with
+ * Kernel4, docs/cupti.md A2), and records are walked with
  * cuptiActivityGetNextRecord, never by computing sizes ourselves.
  */
 #ifndef TTFTRACE_CUPTI_DECODE_H
@@ -75,7 +75,7 @@ void cupti_decoder__fini(struct cupti_decoder *d);
  * Decode the @valid_bytes of @buf: each kept record goes to the sink, in
  * buffer order. Dropped and counted in stats: duplicates of a recent
  * (kind, correlation id, start), and records with a zero start or end or
- * end < start (parcagpu#23, case 22). A truncated last record ends the walk
+ * end < start (parcagpu#23, docs/cases.md #22). A truncated last record ends the walk
  * (cuptiActivityGetNextRecord returns MAX_LIMIT_REACHED or INVALID_KIND).
  * Returns the number of records passed to the sink.
  */

@@ -11,7 +11,7 @@
  *   NAME:    struct ttf_gpu_name + len bytes (not NUL-terminated)
  *   STATS:   struct ttf_gpu_stats (cumulative since the collector started)
  * Little-endian host order (same machine). All timestamps are CLOCK_MONOTONIC
- * ns, i.e. the bpf_ktime_get_ns() domain (platform-brief finding 1, A4).
+ * ns, i.e. the bpf_ktime_get_ns() domain (docs/kernel.md B6, docs/cupti.md A4).
  */
 #ifndef TTFTRACE_CUPTI_GPU_WIRE_H
 #define TTFTRACE_CUPTI_GPU_WIRE_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Entry point for CUDA_INJECTION64_PATH: the driver dlopens this library at
- * cuInit and calls InitializeInjection (platform-brief A1). Environment:
+ * cuInit and calls InitializeInjection (docs/cupti.md A1). Environment:
  *   TTFTRACE_CUPTI_SOCK         socket of ttftrace ("@name" abstract; default @ttftrace-cupti)
  *   TTFTRACE_CUPTI_LIB          libcupti.so.13 to use if the process has none loaded
  *   TTFTRACE_CUPTI_API=all      keep every runtime/driver API record

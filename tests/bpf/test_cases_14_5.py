@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Field cases 14 and 5 (../shared/cases/README.md), root.
+"""Field cases 14 and 5 (docs/cases.md #14, #5), root.
 
 14: the server's own histogram starts its clock when it reads the request;
     the client's includes the time the request waited in the socket. ttftrace

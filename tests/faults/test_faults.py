@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Faults (issue 7): ttftrace keeps its outputs complete and honest when the
+"""Faults: ttftrace keeps its outputs complete and honest when the
 traced server, the ring buffer, the output files or the CUPTI peer misbehave.
 
 Root tier: each test traces tests/fixtures/sse_server.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The long fuzzing runs recorded in README "Fuzzing": each harness for RUNS
-# executions (default 10 million), one after the other (each uses one core).
+# The long fuzzing runs recorded in README "Robustness tests": each harness
+# (built with `make fuzz`) for RUNS executions (default 10 million), one after
+# the other (each uses one core).
 #   tests/fuzz/long_run.sh [name...]      default: every harness
 # Corpus grows in .output/fuzz/work/<name>, crashes land in
 # .output/fuzz/artifacts/<name>/ (copy them to tests/fuzz/regressions/<name>/),
@@ -15,7 +16,7 @@ if [ ${#names[@]} -eq 0 ]; then
 		n=$(basename "$f" .c); names+=("${n#fuzz_}")
 	done
 fi
-tests/fuzz/build.sh "${names[@]}"
+make --no-print-directory -j2 fuzz FUZZ_NAMES="${names[*]}"
 for h in "${names[@]}"; do
 	mkdir -p .output/fuzz/work/$h .output/fuzz/artifacts/$h
 	args=(-runs="$RUNS" -max_len=8192 -print_final_stats=1 -rss_limit_mb=1024 -close_fd_mask=2

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# GPU check for the CUPTI collector (issue 4). Needs an NVIDIA GPU, PyTorch
-# with CUDA, a C compiler and CUPTI headers; no network, no installs. Runs in
-# well under 6 minutes and writes everything it measured to ONE file:
-#   tests/gpu/run.sh [RESULTS]      (default .output/gpu-check/results.json)
+# GPU check for the CUPTI collector; run it as `make gpu-check` (not part of
+# `make test`). Needs an NVIDIA GPU, PyTorch with CUDA, a C compiler and
+# CUPTI headers; no network, no installs, no BPF toolchain. Runs in well
+# under 6 minutes and writes everything it measured to ONE file:
+#   make gpu-check [GPU_RESULTS=FILE]   (default .output/gpu-check/results.json)
+# The facts it checks are in docs/cupti.md (A4 clocks, A7 graphs, A3 drops).
 # Steps: build libttftrace-cupti.so and cupti_rx with cc (no BPF toolchain
 # needed); serve a small random-weight transformer (tests/gpu/server.py) and
 # load it (tests/gpu/load.py) without, then with CUDA_INJECTION64_PATH;
@@ -174,8 +176,10 @@ res = {
     "collector": col, "clock": clk, "receiver": {k: rx.get(k) for k in ("records", "bad_msgs", "store_drops", "kernels", "graph_kernels", "copies")},
     "server": srv, "torch": torch_info,
     "collector_stderr": [l for l in err.splitlines() if "ttftrace-cupti" in l],
-    "bpf_cross_check": "not run: ttftrace does not poll the CUPTI socket yet; the "
-                       "MONOTONIC domain is checked against time.monotonic_ns() (same clock as bpf_ktime_get_ns)",
+    "bpf_cross_check": "not run: this check receives with tests/drivers/cupti_rx (no BPF, no "
+                       "root), not with ttftrace (which reads the same socket in "
+                       "user/probe/gpu_rx.c); the MONOTONIC domain is checked against "
+                       "time.monotonic_ns() (same clock as bpf_ktime_get_ns)",
 }
 json.dump(res, open(out, "w"), indent=1)
 print(json.dumps({"pass": res["pass"], "checks": checks, "tokens_per_s": res["tokens_per_s"]}, indent=1))

@@ -3,9 +3,9 @@
 
 A small decoder-only transformer with random weights (no download), served
 over HTTP/1.1 as OpenAI-style SSE. Per request: a 32 MiB pinned and an 8 MiB
-pageable host-to-device copy (stand-ins for KV swap-in, case 23), a prefill
+pageable host-to-device copy (stand-ins for KV swap-in, docs/cases.md #23), a prefill
 forward over the prompt, then decode steps replayed from a CUDA graph
-(case 20) when capture works. Each prefill window [start, end] in
+(docs/cases.md #20) when capture works. Each prefill window [start, end] in
 CLOCK_MONOTONIC ns (time.monotonic_ns, the bpf_ktime_get_ns domain) is
 appended to $WINDOWS_FILE as "ID PID START END".
 """

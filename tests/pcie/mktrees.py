@@ -57,7 +57,7 @@ NUMA0 = dict(numa=0, cpus="0-3")
 
 
 def main():
-    # (a) idle: Gen4 x16 card and slot, link downclocked to Gen1 (case 24)
+    # (a) idle: Gen4 x16 card and slot, link downclocked to Gen1 (docs/cases.md #24)
     tree("idle_gen1", [
         (RP, dev(BRIDGE, 1, 16, 4, 16)),
         (RP + "/0000:01:00.0", dev(GPU, 1, 16, 4, 16, **NUMA0)),
@@ -68,13 +68,13 @@ def main():
         (RP, dev(BRIDGE, 4, 16, 4, 16)),
         (RP + "/0000:01:00.0", dev(GPU, 4, 16, 4, 16, **NUMA0)),
     ])
-    # (b) riser: x8 on an x16 card in an x16 slot (case 25)
+    # (b) riser: x8 on an x16 card in an x16 slot (docs/cases.md #25)
     tree("riser_x8", [
         (RP, dev(BRIDGE, 4, 8, 4, 16)),
         (RP + "/0000:01:00.0", dev(VGA, 4, 8, 4, 16, **NUMA0)),
     ])
     # (c) switch: root port -> switch upstream port trained at Gen4 x4; the switch
-    # downstream ports and both GPUs look perfect (case 25, HGX-style)
+    # downstream ports and both GPUs look perfect (docs/cases.md #25, HGX-style)
     sw = RP + "/0000:01:00.0"
     tree("switch_x4", [
         (RP, dev(BRIDGE, 4, 4, 4, 16)),
@@ -89,7 +89,7 @@ def main():
         (RP, dev(BRIDGE, 3, 16, 3, 16, fmt=OLD)),
         (RP + "/0000:01:00.0", dev(GPU, 3, 16, 3, 16, **NUMA0)),
     ])
-    # (e) Gen4 card in a Gen3-max slot running Gen3: not downtrained (case 25 note)
+    # (e) Gen4 card in a Gen3-max slot running Gen3: not downtrained (docs/cases.md #25)
     tree("gen3_slot", [
         (RP, dev(BRIDGE, 3, 16, 3, 16)),
         (RP + "/0000:01:00.0", dev(GPU, 3, 16, 4, 16, **NUMA0)),

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Security and privacy (issue 7).
+"""Security and privacy (README "Privileges and privacy").
 
 - Payload bytes (prompt, headers, query string, generated text) never reach
   an output: a marker planted in the request is searched in every output of

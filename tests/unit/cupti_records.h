@@ -2,7 +2,7 @@
 /*
  * Test helper: synthetic CUPTI activity buffers built from the real CUDA 13.0
  * record structs, laid back to back like CUPTI does (each record's stride is
- * its struct size, a multiple of 8; platform-brief A6).
+ * its struct size, a multiple of 8; docs/cupti.md A6).
  */
 #ifndef TTFTRACE_TESTS_CUPTI_RECORDS_H
 #define TTFTRACE_TESTS_CUPTI_RECORDS_H

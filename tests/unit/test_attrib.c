@@ -236,7 +236,7 @@ static void test_no_engine_probe_merges(void **state)
 	ttf_request__release(&r);
 }
 
-/* A sync call after the step extends the prefill to the sync's return (case 17). */
+/* A sync call after the step extends the prefill to the sync's return (docs/cases.md #17). */
 static void test_sync_extends_step(void **state)
 {
 	struct timeline *tl = timeline__new(60000 * MS);

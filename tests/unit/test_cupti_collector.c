@@ -314,7 +314,7 @@ static void test_init_order(void **state)
 	assert_int_equal(fk.enabled[3], CUPTI_ACTIVITY_KIND_RUNTIME);
 	assert_int_equal(fk.enabled[4], CUPTI_ACTIVITY_KIND_DRIVER);
 	for (int i = 0; i < fk.n_enabled; i++)
-		assert_int_not_equal(fk.enabled[i], CUPTI_ACTIVITY_KIND_KERNEL); /* case 19 */
+		assert_int_not_equal(fk.enabled[i], CUPTI_ACTIVITY_KIND_KERNEL); /* docs/cases.md #19 */
 	assert_int_equal(log_lines(f, text, sizeof(text)), 0);
 	assert_int_equal(cupti_collector__start(f->c), -EALREADY);
 	/* One collector per process. */
@@ -322,7 +322,7 @@ static void test_init_order(void **state)
 	assert_int_equal(cupti_collector__new(&fake_api, &f->opts, &other), -EBUSY);
 }
 
-/* Case 18b: torch.profiler/Kineto already subscribed. */
+/* docs/cases.md #18b: torch.profiler/Kineto already subscribed. */
 static void test_subscriber_conflict(void **state)
 {
 	struct fixture *f = *state;
@@ -343,7 +343,7 @@ static void test_subscriber_conflict(void **state)
 	assert_int_equal(log_lines(f, text, sizeof(text)), 0);
 }
 
-/* Case 18a: profiling restricted to admins. */
+/* docs/cases.md #18a: profiling restricted to admins. */
 static void test_insufficient_privileges(void **state)
 {
 	struct fixture *f = *state;
@@ -429,7 +429,7 @@ static void test_periodic_flush(void **state)
 	gpu_rx__free(rx);
 }
 
-/* Bounded: past max_buffers, CUPTI >= v27 gets a NULL buffer (case 22), older a scratch one. */
+/* Bounded: past max_buffers, CUPTI >= v27 gets a NULL buffer (docs/cupti.md A3), older a scratch one. */
 static void test_buffer_cap(void **state)
 {
 	struct fixture *f = *state;
@@ -491,7 +491,7 @@ static void test_drops_when_nobody_listens(void **state)
 	assert_int_equal(stats.send_dropped, 5);
 }
 
-/* Case 5: a forked child goes silent; the parent's records were flushed before fork. */
+/* docs/cases.md #5: a forked child goes silent; the parent's records were flushed before fork. */
 static void test_fork_child_inert(void **state)
 {
 	struct fixture *f = *state;

@@ -125,7 +125,7 @@ static void test_memcpy_memset(void **state)
 }
 
 /*
- * Case 20: a graph of 3 kernels replayed twice; every kernel carries the
+ * docs/cases.md #20: a graph of 3 kernels replayed twice; every kernel carries the
  * correlation id of its cudaGraphLaunch, and no per-kernel API record exists.
  * All 6 kernels are kept and join to the launching thread.
  */
@@ -159,7 +159,7 @@ static void test_graph_replay(void **state)
 	gpu_store__free(s);
 }
 
-/* Case 22: the same record twice in a buffer, and again in the next buffer. */
+/* docs/cases.md #22: the same record twice in a buffer, and again in the next buffer. */
 static void test_duplicates(void **state)
 {
 	struct fixture *f = *state;
@@ -252,7 +252,7 @@ static void test_api_filter_and_unknown_kind(void **state)
 	assert_int_equal(f->got.recs[0].api.category, TTF_GPU_API_OTHER);
 }
 
-/* Case 21, fallback path: REALTIME-stamped records shifted by the measured offset. */
+/* docs/cases.md #21, fallback path: REALTIME-stamped records shifted by the measured offset. */
 static void test_clock_offset_applied(void **state)
 {
 	struct fixture *f = *state;

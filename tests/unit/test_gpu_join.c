@@ -98,7 +98,7 @@ static void test_prefill_known_schedule(void **state)
 	assert_int_equal(gpu_join__prefill(s, PID, 10, 5, &p, bw, 4), -EINVAL);
 }
 
-/* Case 23: the same 24 MiB pageable copy is flagged, and its rate reported as is. */
+/* docs/cases.md #23: the same 24 MiB pageable copy is flagged, and its rate reported as is. */
 static void test_pageable_copy(void **state)
 {
 	struct gpu_store *s = *state;

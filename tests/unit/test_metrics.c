@@ -32,7 +32,7 @@ static struct ttf_request mkreq(const double *ms, int n, uint32_t tok_per_ev)
 	return r;
 }
 
-/* Case 7: 3 events of 2 tokens each, usage.completion_tokens = 6. */
+/* docs/cases.md #7: 3 events of 2 tokens each, usage.completion_tokens = 6. */
 static void test_tpot_from_usage_case7(void **state)
 {
 	double t[] = { 100, 120, 140 };
@@ -154,7 +154,7 @@ static void test_start_falls_back_to_read(void **state)
 	assert_int_equal(m.e2e_ns, -1);
 }
 
-/* Case 6: a reasoning token comes first; visible content later. */
+/* docs/cases.md #6: a reasoning token comes first; visible content later. */
 static void test_ttfv_first_content_event(void **state)
 {
 	double t[] = { 100, 300, 500 };

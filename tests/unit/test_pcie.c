@@ -140,7 +140,7 @@ static void test_links_capability(void **state)
 	struct pcie_gpu g;
 	int worst;
 
-	/* Gen4 card in a Gen3-max slot, running Gen3: capability is the lower end (case 25) */
+	/* Gen4 card in a Gen3-max slot, running Gen3: capability is the lower end (docs/cases.md #25) */
 	memset(&g, 0, sizeof(g));
 	g.nr_path = 2;
 	set_port(&g.path[0], "0000:00:01.0", 8000, 16, 8000, 16);

@@ -3,9 +3,9 @@
 (and go) into a tmp dir, traced with .output/bin/uprobe-probe, and the hit
 counts and durations it reports are compared with what the programs did.
 
-Cases (../../../shared/cases/README.md): 1 (PIE and non-PIE, stripped, by
-symbol), 2 (a library visible only in another mount namespace; dedupe by
-inode), 4 (Go: RET-site probes, no crash, true durations)."""
+Cases (docs/cases.md): #1 (PIE and non-PIE, stripped, by symbol), #2 (a
+library visible only in another mount namespace; dedupe by inode), #4 (Go:
+RET-site probes, no crash, true durations)."""
 import glob
 import json
 import os

@@ -29,7 +29,7 @@ double lg_req__ttft_ms(const struct lg_req *r)
 	return r->start_ns && r->first_token_ns ? ms(r->start_ns, r->first_token_ns) : NAN;
 }
 
-/* (t_last - t_first) / (tokens - 1), the definition in design.md. */
+/* (t_last - t_first) / (tokens - 1), the definition in docs/metrics.md M8. */
 double lg_req__tpot_ms(const struct lg_req *r)
 {
 	uint32_t n = lg_req__tokens(r);

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* `ttftrace pcie`: audit each NVIDIA GPU's PCIe path; judge it only under load (case 24). */
+/*
+ * `ttftrace pcie`: audit each NVIDIA GPU's PCIe path; judge it only under
+ * load (docs/cases.md #24).
+ */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -113,7 +116,7 @@ static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 			if ((optarg[0] != 'P' && optarg[0] != 'p') ||
 			    subcmd__parse_int(optarg + 1, 0, 15, &pst))
 				return usage_error("bad --pstate '%s' (P0 .. P15)", optarg);
-			/* P0/P2 while working, P5/P8 idle: case 24 (nvtop#6 mapping) */
+			/* P0/P2 while working, P5/P8 idle: docs/cases.md #24 (nvtop#6 mapping) */
 			if (pst <= 2) {
 				a->busy = true;
 				a->busy_source = "--pstate";

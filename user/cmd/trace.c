@@ -167,7 +167,7 @@ static int resolve_targets(struct tracer *t)
 		if (err == -ESRCH)
 			ttf_error("check the port with `ss -ltnp`",
 				  "no process listens on TCP port %u", o->port);
-		/* The owner's children too: engine/worker processes (case 5). */
+		/* The owner's children too: engine/worker processes (docs/cases.md #5). */
 		for (size_t i = 0, n = t->targets.n; !err && i < n; i++)
 			if (target__by_pid(&t->targets, t->targets.tgids[i]) == -ENOMEM)
 				err = -ENOMEM;

@@ -413,11 +413,6 @@ uint64_t record__frames(const struct record *rec)
 	return rec->frames;
 }
 
-uint64_t record__dropped(const struct record *rec)
-{
-	return rec->dropped;
-}
-
 /*
  * The sink. Its ctx outlives the record: finish closes the file, destroy
  * (called later by the pipeline) frees what is left.

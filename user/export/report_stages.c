@@ -175,11 +175,6 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 	return err ? -ENOMEM : 0;
 }
 
-size_t stage_stats__count(const struct stage_stats *ss)
-{
-	return ss->n;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -24,8 +24,6 @@ struct stage_stats *stage_stats__new(void);
 void stage_stats__free(struct stage_stats *ss);
 /* Record one attributed request (a->valid). -ENOMEM. */
 int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t ttft_ns);
-/* Number of requests recorded. */
-size_t stage_stats__count(const struct stage_stats *ss);
 /* Index of the stage dominating P95 TTFT, or -1 when none recorded. */
 int stage_stats__tail_stage(const struct stage_stats *ss);
 

@@ -7,7 +7,7 @@
  * - cudaMemcpy from pageable memory H2D may return once the data is in a staging buffer,
  *   before the DMA ends, so every timed copy is followed by cudaDeviceSynchronize().
  * - Pageable copies are staged through a pinned bounce buffer by the driver: their
- *   throughput reflects memcpy and staging, not the PCIe link (cases 23 and 25).
+ *   throughput reflects memcpy and staging, not the PCIe link (docs/cases.md #23, #25).
  * - enum values used: cudaSuccess 0, cudaMemcpyHostToDevice 1, cudaMemcpyDeviceToHost 2.
  * - cudaDeviceGetPCIBusId() gives "dddd:bb:dd.f", the key into the pcie module.
  */
@@ -71,7 +71,7 @@ int copybw__measure(struct copybw_cuda *cu, int dev, enum copybw_dir dir, bool p
 
 /*
  * Start pinned H2D copies of 64 MiB on dev in a background thread, to hold the link busy
- * while it is read (case 24). Returns 0 or a negative errno.
+ * while it is read (docs/cases.md #24). Returns 0 or a negative errno.
  * copybw__load_stop joins the thread; *gbps (may be NULL) is what the load achieved.
  */
 int copybw__load_start(struct copybw_cuda *cu, int dev, struct copybw_load **out);

@@ -98,7 +98,7 @@ int pcie__read_gpu(const char *sysfs_root, const char *bdf, struct pcie_gpu *gpu
 /*
  * Re-read the current_* attributes of every device on gpu's path and keep the best
  * (highest) speed and width seen so far per device. Idle downclocking flips the link
- * between readings (case 24), so several samples are merged with this. Returns 0 or -errno.
+ * between readings (docs/cases.md #24), so several samples are merged with this. Returns 0 or -errno.
  */
 int pcie__sample_best(const char *sysfs_root, struct pcie_gpu *gpu);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Attribution of one request's TTFT to disjoint stages (../shared/design.md,
- * "Stages of TTFT"), from kernel timestamps (user/proto/request.h), the engine
+ * Attribution of one request's TTFT to disjoint stages (docs/metrics.md M14,
+ * docs/design.md D3), from kernel timestamps (user/proto/request.h), the engine
  * timeline (user/model/timeline.h) and, as an overlay, the scheduler view.
  *
  *   net_in    first request byte arrives -> last request byte arrives
@@ -73,7 +73,7 @@ struct ttf_outlier_cause {
 
 #define TTF_MAX_COPIES 8
 
-/* One host<->device copy inside the prefill window (case 23). */
+/* One host<->device copy inside the prefill window (docs/cases.md #23). */
 struct ttf_copy {
 	uint64_t bytes;
 	uint64_t dur_ns;

@@ -3,8 +3,8 @@
  * Summary of host<->device copies seen inside prefill windows (CUPTI): per
  * direction and host memory kind (pinned or pageable), count, bytes and the
  * achieved GB/s percentiles, next to the PCIe path's theoretical rate
- * (cases 23 and 25: pageable copies are slow by design and never evidence
- * of a bad link).
+ * (docs/cases.md #23 and #25: pageable copies are slow by design and never
+ * evidence of a bad link).
  */
 #ifndef TTFTRACE_COPY_STATS_H
 #define TTFTRACE_COPY_STATS_H

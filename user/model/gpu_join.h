@@ -12,7 +12,7 @@
  * so compute_ns + copy_ns + host_gap_ns == end_ns - start_ns. Spans are
  * clipped to the window. Under continuous batching a step serves several
  * requests, so a request's "prefill GPU time" is the busy time inside its
- * prefill window, not an exclusive share (platform-brief finding 7).
+ * prefill window, not an exclusive share (docs/cupti.md A7).
  */
 #ifndef TTFTRACE_GPU_JOIN_H
 #define TTFTRACE_GPU_JOIN_H
@@ -56,7 +56,7 @@ int gpu_join__step(struct gpu_store *s, uint32_t pid, const struct gpu_step *ste
 int gpu_join__infer_steps(struct gpu_store *s, uint32_t pid, uint32_t tid, uint64_t from_ns,
 			  uint64_t to_ns, uint64_t idle_gap_ns, struct gpu_step *out, size_t max);
 
-/* One copy seen in a prefill window, with its achieved bandwidth (case 23). */
+/* One copy seen in a prefill window, with its achieved bandwidth (docs/cases.md #23). */
 struct gpu_copy_bw {
 	uint64_t start_ns, end_ns, bytes;
 	uint8_t copy_kind;       /* enum ttf_gpu_copy_kind; 0 for a memset */

@@ -8,7 +8,7 @@
  * Kernels and copies are joined to their launching thread through the
  * correlation id of a RUNTIME/DRIVER API record of the same process; a kernel
  * replayed from a CUDA graph carries the id of the graph launch, so one API
- * record may launch many spans (case 20). Records arrive out of order (CUPTI
+ * record may launch many spans (docs/cases.md #20). Records arrive out of order (CUPTI
  * buffers are per thread), so the join is done when a span is read, not when
  * it is stored.
  */
@@ -43,7 +43,7 @@ struct gpu_copy_span {
 	uint8_t copy_kind;       /* enum ttf_gpu_copy_kind (MEMCPY) */
 	uint8_t src_kind;        /* enum ttf_gpu_mem_kind */
 	uint8_t dst_kind;
-	bool pageable;           /* a host side is pageable: staged, synchronous copy (case 23) */
+	bool pageable;           /* a host side is pageable: staged, synchronous copy (docs/cases.md #23) */
 	double gbps;             /* bytes / (end - start), in GB/s (1e9 bytes/s) */
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Per-request token metrics, from the definitions in README.md (and
- * ../shared/design.md "Token-level metrics"):
+ * Per-request token metrics, from the definitions in docs/metrics.md (short
+ * version in README.md "Definitions"):
  *   TTFT  = first token event leaves the server - first request byte arrives
  *   E2E   = last response byte leaves the server - first request byte arrives
  *   ITL   = each gap between consecutive token events

@@ -27,11 +27,6 @@ const char *slo__pct_name(enum slo_pct p)
 	return (unsigned)p < SLO_N_PCTS ? pct_names[p] : NULL;
 }
 
-double slo__pct_value(enum slo_pct p)
-{
-	return (unsigned)p < SLO_N_PCTS ? pct_values[p] : NAN;
-}
-
 static int fail(char *err, size_t err_sz, const char *fmt, ...)
 {
 	va_list ap;

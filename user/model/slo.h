@@ -79,10 +79,9 @@ int slo__check(const struct slo_set *s, const struct slo_values *v, struct slo_r
  */
 void slo__print(FILE *f, const char *prefix, const struct slo_set *s, const struct slo_result *r);
 
-/* "ttft", ... / "p95", ... / 50.0, ...; NULL or NAN when out of range. */
+/* "ttft", ... / "p95", ...; NULL when out of range. */
 const char *slo__metric_name(enum slo_metric m);
 const char *slo__pct_name(enum slo_pct p);
-double slo__pct_value(enum slo_pct p);
 
 /* The HINT line that goes with a parse error. */
 #define SLO_HINT "--slo METRIC_PCT=LIMIT[,...], METRIC ttft|tpot|itl|e2e|ttfv, " \

@@ -573,11 +573,6 @@ int timeline__has_steps(const struct timeline *tl)
 	return tl->has_steps;
 }
 
-int timeline__has_tokenize(const struct timeline *tl)
-{
-	return tl->has_tokenize;
-}
-
 const struct timeline_stats *timeline__stats(const struct timeline *tl)
 {
 	return &tl->stats;

@@ -6,7 +6,7 @@
  *   - tickets: a request was read completely (conn.c on_request_read);
  *   - engine calls from uprobes: tokenize [start,end] on a thread, and
  *     steps (llama_decode-like) [start,end] with n_tokens and sequence ids;
- *     sync calls extend the step they follow (case 17: on a GPU the host
+ *     sync calls extend the step they follow (docs/cases.md #17: on a GPU the host
  *     call returns before the work is done).
  * timeline__advance(watermark) processes everything older than the
  * watermark in time order:
@@ -110,9 +110,8 @@ void timeline__release(struct timeline *tl, uint64_t req_id);
 void timeline__steps_in(const struct timeline *tl, uint64_t start_ns, uint64_t end_ns,
 			int (*cb)(void *ctx, const struct tl_step *s), void *ctx);
 
-/* 1 once any step (resp. tokenize) event was seen. */
+/* 1 once any step event was seen. */
 int timeline__has_steps(const struct timeline *tl);
-int timeline__has_tokenize(const struct timeline *tl);
 const struct timeline_stats *timeline__stats(const struct timeline *tl);
 
 #endif /* TTFTRACE_TIMELINE_H */

@@ -2,10 +2,10 @@
 /*
  * ELF symbol resolution for uprobes: symbol -> virtual address -> file offset
  * through the PT_LOAD segment that contains it (offset = vaddr - p_vaddr +
- * p_offset; cases/README.md #1: correct for PIE, non-PIE and stripped
+ * p_offset; docs/cases.md #1: correct for PIE, non-PIE and stripped
  * binaries that keep .dynsym). Also: classification of the probed
- * instruction (which sets the per-hit cost, platform-brief.md finding 9 and
- * B3), Go binary detection and RET-site discovery for Go (case #4: never
+ * instruction (which sets the per-hit cost, docs/kernel.md B3), Go binary
+ * detection and RET-site discovery for Go (docs/cases.md #4: never
  * uretprobe a Go function), and the load bias for address -> symbol.
  */
 #ifndef TTFTRACE_ELF_SYM_H
@@ -22,7 +22,7 @@ struct elf_file;
  * emulates nop, push reg and relative jmp/call/jcc/ret without leaving the
  * trap handler; everything else is single-stepped out of line, with a
  * second trap (arch/x86/kernel/uprobes.c). Measured on the 2-vCPU test VM
- * (platform-brief.md B3): emulated 0.53-0.99 us, single-stepped 10.1-13.0 us.
+ * (docs/kernel.md B3): emulated 0.53-0.99 us, single-stepped 10.1-13.0 us.
  */
 enum elf_insn_class {
 	ELF_INSN_UNKNOWN = 0,	/* could not decode */
@@ -112,7 +112,7 @@ uint32_t elf_file__entry_offset(struct elf_file *ef, const struct elf_sym_info *
  * Load bias (runtime address - ELF vaddr) from one mapping of this file:
  * [start, end) at file offset pgoff. Only a mapping whose pgoff is the
  * page-aligned start of an executable PT_LOAD segment, and which covers
- * that whole segment, counts (case #1: a partial remap of one text page,
+ * that whole segment, counts (docs/cases.md #1: a partial remap of one text page,
  * such as libffi's trampolines, must not set the bias). 0 or -ENOENT.
  */
 int elf_file__bias_for_mapping(struct elf_file *ef, uint64_t start, uint64_t end, uint64_t pgoff,

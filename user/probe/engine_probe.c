@@ -224,7 +224,7 @@ static const char *role_loss(int role)
 	case TTF_ROLE_STEP: return "no engine steps: queue and prefill merge";
 	case TTF_ROLE_TOKENIZE: return "tokenize stage merges into frontend";
 	case TTF_ROLE_SAMPLE: return "sampling merges into the step";
-	case TTF_ROLE_SYNC: return "step end is the host return of the step call (case 17)";
+	case TTF_ROLE_SYNC: return "step end is the host return of the step call (docs/cases.md #17)";
 	case TTF_ROLE_DETOKENIZE: return "detokenize merges into emit";
 	}
 	return "?";

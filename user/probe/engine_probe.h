@@ -9,12 +9,12 @@
  *   pid -1: a uprobe binds to the inode, so every process mapping that file
  *   traps. Events from processes that were never passed to
  *   engine_probe__attach_pid are counted as foreign and not delivered.
- * - Go binaries never get uretprobes (cases/README.md #4): each RET
+ * - Go binaries never get uretprobes (docs/cases.md #4): each RET
  *   instruction gets a uprobe reported as a return, without a return value.
  * - A symbol found in no candidate file is a warning naming it and what the
  *   attribution loses, never a failure.
  * - Costs: each hit is estimated from the probed instruction's class
- *   (elf_sym.h; platform-brief.md B3), plus the return probe.
+ *   (elf_sym.h; docs/kernel.md B3), plus the return probe.
  */
 #ifndef TTFTRACE_ENGINE_PROBE_H
 #define TTFTRACE_ENGINE_PROBE_H

@@ -72,11 +72,6 @@ fail:
 	return NULL;
 }
 
-int gpu_rx__fd(const struct gpu_rx *rx)
-{
-	return rx->fd;
-}
-
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
 {
 	return rx->bad_msgs;

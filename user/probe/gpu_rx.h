@@ -28,8 +28,6 @@ struct gpu_rx_opts {
 
 /* Bind and listen. Returns NULL with errno set (EADDRINUSE: another ttftrace listens). */
 struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts);
-/* The listening fd, for the caller's epoll (readable: a collector connects). */
-int gpu_rx__fd(const struct gpu_rx *rx);
 /*
  * Accept pending collectors and hand every item of every pending message to
  * out->gpu, without blocking. Returns the number of records the hook took

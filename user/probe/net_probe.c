@@ -33,11 +33,6 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_EVENTS] = "events",
 };
 
-const char *net_probe__counter_name(int idx)
-{
-	return idx >= 0 && idx < TTF_CNT__MAX ? counter_names[idx] : "?";
-}
-
 static int ring_cb(void *ctx, void *data, size_t len)
 {
 	struct net_probe *np = ctx;
@@ -180,20 +175,6 @@ int net_probe__tgids_fd(struct net_probe *np)
 	return bpf_map__fd(np->skel->maps.traced_tgids);
 }
 
-int net_probe__n_tgids(struct net_probe *np)
-{
-	uint32_t key, next;
-	int n = 0, fd = bpf_map__fd(np->skel->maps.traced_tgids);
-	void *prev = NULL;
-
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		key = next;
-		prev = &key;
-		n++;
-	}
-	return n;
-}
-
 int net_probe__poll(struct net_probe *np, int timeout_ms)
 {
 	int n = ring_buffer__poll(np->rb, timeout_ms);
@@ -207,12 +188,6 @@ int net_probe__poll(struct net_probe *np, int timeout_ms)
 void net_probe__counters(struct net_probe *np, uint64_t *out)
 {
 	bpf_util__sum_percpu(np->skel->maps.counters, TTF_CNT__MAX, out);
-}
-
-int net_probe__prog_stats(struct net_probe *np, const char **names, uint64_t *run_cnt,
-			  uint64_t *run_time_ns, int max)
-{
-	return bpf_util__prog_stats(np->skel->obj, names, run_cnt, run_time_ns, max);
 }
 
 void net_probe__destroy(struct net_probe *np)

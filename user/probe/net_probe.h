@@ -67,19 +67,12 @@ int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
 int net_probe__trace_port(struct net_probe *np, uint16_t port);
 /* fd of the traced_tgids map, for other probes to share (bpf_map__reuse_fd). */
 int net_probe__tgids_fd(struct net_probe *np);
-/* Number of tgids still in the kernel's traced set. */
-int net_probe__n_tgids(struct net_probe *np);
 /* Wait up to timeout_ms for a wakeup, then drain everything. Returns records consumed or -errno. */
 int net_probe__poll(struct net_probe *np, int timeout_ms);
 /* Sum the per-CPU counters: out[TTF_CNT__MAX]. */
 void net_probe__counters(struct net_probe *np, uint64_t *out);
-/* Per-program BPF run-time stats (needs kernel.bpf_stats_enabled=1). */
-int net_probe__prog_stats(struct net_probe *np, const char **names, uint64_t *run_cnt,
-			  uint64_t *run_time_ns, int max);
 void net_probe__destroy(struct net_probe *np);
 
-/* Names for enum ttf_counter, for printing. */
-const char *net_probe__counter_name(int idx);
 /* The counters by name (a ttf_counters_fn; ctx is the probe). Returns how many. */
 int net_probe__counter_list(void *np, struct report_counter *c, int cap);
 /*

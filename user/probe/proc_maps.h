@@ -3,7 +3,7 @@
  * /proc/PID/maps parsing and opening the mapped files of another process,
  * also across mount namespaces (containers): through /proc/PID/root/<path>,
  * with the prefix added exactly once, falling back to
- * /proc/PID/map_files/<start>-<end> (cases/README.md #2).
+ * /proc/PID/map_files/<start>-<end> (docs/cases.md #2).
  *
  * maps line format (proc(5)): "start-end perms offset major:minor inode path",
  * where the pathname is the rest of the line after the inode and its padding:

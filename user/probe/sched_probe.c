@@ -152,11 +152,6 @@ int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
 	return ring_buffer__consume(sp->rb);
 }
 
-struct ring_buffer *sched_probe__ring(struct sched_probe *sp)
-{
-	return sp->rb;
-}
-
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
 {
 	int ncpus = libbpf_num_possible_cpus();

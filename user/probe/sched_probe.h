@@ -7,7 +7,7 @@
  *
  * The records are submitted with BPF_RB_NO_WAKEUP (a forced wakeup only when
  * the ring is filling up), so epoll reports nothing for most of them: call
- * sched_probe__poll(sp, 0) about every 10 ms (platform-brief B4: with
+ * sched_probe__poll(sp, 0) about every 10 ms (docs/kernel.md B4: with
  * NO_WAKEUP only ring_buffer__consume() drains).
  */
 #ifndef TTFTRACE_SCHED_PROBE_H
@@ -60,8 +60,6 @@ int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);
  * that long for a (rare) forced wakeup. Returns records consumed or -errno.
  */
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
-/* The ring buffer, for a caller that drains several rings itself (ring_buffer__consume). */
-struct ring_buffer *sched_probe__ring(struct sched_probe *sp);
 /*
  * Sum the per-CPU counters into out[TTF_SCHED_CNT__MAX] (enum ttf_sched_counter;
  * TTF_SCHED_CNT_SWITCHES from the chain map). Unreadable ones read 0.

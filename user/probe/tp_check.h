@@ -11,8 +11,8 @@
  * out and go on without it.
  *
  * Example: sock_recv_length, sock_send_length and sk_data_ready arrived in
- * Linux 6.3 (include/trace/events/sock.h; the platform brief, and the
- * backports project's sock.h, which defines trace_sk_data_ready away below
+ * Linux 6.3 (include/trace/events/sock.h; docs/kernel.md B1, which cites
+ * the backports project's sock.h, defining trace_sk_data_ready away below
  * 6.3).
  */
 #ifndef TTFTRACE_TP_CHECK_H

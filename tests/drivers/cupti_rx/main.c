@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * cupti_rx: stand-alone receiver for the injected CUPTI collector (the
- * receiver ttftrace polls, user/probe/gpu_rx.c, into a GPU store), used by
- * tests/gpu/run.sh to check the collector without BPF.
+ * cupti_rx: stand-alone receiver for the injected CUPTI collector, used by
+ * `make gpu-check` (tests/gpu/run.sh). ttftrace's own loop reads the same
+ * socket (user/probe/gpu_rx.c) into the same GPU store; this driver needs no BPF, no root and no
+ * kernel tracepoints, so the GPU check runs on a machine that has only a
+ * compiler, CUDA and PyTorch.
  * Collects records until SIGINT/SIGTERM (or -d seconds), then joins them
  * with request prefill windows and writes one JSON object.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Case 1 target: after one byte on stdin, calls the exported hot(i) for
+ * docs/cases.md #1 target: after one byte on stdin, calls the exported hot(i) for
  * i = 0 .. N-1 (N = argv[1]) and prints the sum. Built -pie and -no-pie,
  * stripped, with -rdynamic so hot stays in .dynsym.
  */

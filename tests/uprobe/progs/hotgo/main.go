@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Case 4 target: main.hot sleeps and recurses with a 2 KiB frame, so the
+// docs/cases.md #4 target: main.hot sleeps and recurses with a 2 KiB frame, so the
 // goroutine stack grows (and is copied) under active calls. Prints the
 // duration of every call, innermost first, as measured inside hot.
 
