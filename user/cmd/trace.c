@@ -20,6 +20,7 @@
 #include "user/probe/sched_probe.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/live.h"
+#include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
 #include "user/export/report.h"
