@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Bad input: each a clear `Error:` (or argp's usage line) and the
-documented exit code (README "Exit codes", user/cmd/cli.h enum ttf_exit)."""
+documented exit code (README "Exit codes", user/lib/exit.h enum ttf_exit)."""
 import gzip
 import os
 import shutil

@@ -90,8 +90,12 @@ def test_bad_input_and_exit_codes(tmp_path):
     assert p.returncode == 8 and p.stderr.startswith("Error:"), p.stderr
     p = report()
     assert p.returncode == 2
+    assert p.stderr.endswith("\nHINT: see `ttftrace report --help`\n"), p.stderr
+    p = report(SAMPLE_SSE, "--bogus")
+    assert p.returncode == 2 and p.stderr.startswith("Error: "), p.stderr
     h = report("--help")
-    assert h.returncode == 0 and "11 the input is missing" in h.stdout
+    assert h.returncode == 0 and "11  the input is missing" in h.stdout
+    assert "EXAMPLES:" in h.stdout
 
 
 def test_truncated_last_line_is_skipped(tmp_path):

@@ -14,27 +14,71 @@
 const char *argp_program_version = "ttftrace 0.1";
 const char *argp_program_bug_address = "the project's issue tracker";
 
+/* The subcommands (user/main.c's table), for --help and an unknown first word. */
+static const struct ttf_subcmd *subcmds;
+static int n_subcmds;
+
+/* The COMMANDS list at the end of this text is made from subcmds (help_filter). */
 static const char doc[] =
 "Trace TTFT, TPOT and ITL of an LLM inference server's HTTP/SSE requests, "
 "from the kernel, without changing or restarting the server.\n"
 "\n"
-"USAGE: ttftrace [-p PID | --comm NAME | --port PORT | -c CMD] [-d SECONDS] [--json] [-o FILE]\n"
-"       ttftrace pcie [OPTIONS]     PCIe link audit of NVIDIA GPUs\n"
-"       ttftrace copybw [OPTIONS]   host<->device copy bandwidth\n"
-"       ttftrace replay FILE [--json] [-o OUT]   run a --record FILE again, without root\n"
-"       ttftrace report RUN.ndjson -o report.html   HTML report of a --json run\n"
+"USAGE: ttftrace [-p PID | --comm NAME | --port PORT | -c CMD] [OPTIONS]\n"
+"       ttftrace COMMAND [ARGS]   (each COMMAND has --help, with examples)\n"
+"\n"
+"COMMANDS:"
 "\v"
 "EXAMPLES:\n"
 "    ttftrace --port 8080            # trace the server listening on port 8080\n"
-"    ttftrace -p 1234 -d 60          # trace PID 1234 (and later children) for 60 s\n"
+"    ttftrace -p 1234 -d 60          # trace PID 1234 and its children, 60 s\n"
 "    ttftrace --comm llama-server    # trace every process named llama-server\n"
-"    ttftrace -c './server --port 8080'  # start a server and trace it until it exits\n"
+"    ttftrace -c './server --port 8080'  # start a server, trace until it exits\n"
 "    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
-"    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1   # custom engine step\n"
+"    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1  # engine step\n"
 "\n"
-"Exit codes: 0 ok, 2 bad command line, 3 missing privileges, 4 kernel lacks BTF or a\n"
-"tracepoint, 5 no such target, 6 nothing attached, 7 target gone, 8 output\n"
-"error, 9 internal error, 10 an --slo not met (after the summary).";
+"EXIT STATUS: (one table for all commands: README.md \"Exit codes\")\n"
+"  0   ok (also: -c CMD ended, -d ended, Ctrl-C)\n"
+"  2   bad command line\n"
+"  3   missing privileges (CAP_BPF, CAP_PERFMON)\n"
+"  4   the kernel lacks BTF or a tracepoint\n"
+"  5   no such process, or nothing matches --comm/--port\n"
+"  6   nothing attached\n"
+"  7   target gone (the summary is printed first)\n"
+"  8   output cannot be written\n"
+"  9   internal error\n"
+"  10  an --slo not met (after the summary)";
+
+/* Appends "  NAME  ARGS  SUMMARY" per subcommand to the text before \v. */
+static char *help_filter(int key, const char *text, void *input)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)input;
+	if (key != ARGP_KEY_HELP_PRE_DOC || !text || !(f = open_memstream(&out, &len)))
+		return (char *)text;
+	fputs(text, f);
+	for (int i = 0; i < n_subcmds; i++)
+		fprintf(f, "\n  %-7s %-28s %s", subcmds[i].name, subcmds[i].args,
+			subcmds[i].summary);
+	if (fclose(f))
+		return (char *)text;
+	return out;
+}
+
+/* An unknown first word: name the commands. */
+static void unknown_word(const char *arg)
+{
+	char names[128] = "";
+	size_t len = 0;
+
+	for (int i = 0; i < n_subcmds && len < sizeof(names); i++)
+		len += snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+				subcmds[i].name);
+	subcmd__usage_fail("ttftrace", "unexpected argument '%s' (the commands are: %s)", arg,
+			   names);
+}
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
@@ -268,10 +312,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-void cli__parse(int argc, char **argv, struct ttf_opts *o)
+void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subcmd *cmds,
+		int n)
 {
-	static const struct argp argp = { options, parse_opt, NULL, doc };
+	static const struct argp argp = { options, parse_opt, NULL, doc, NULL, help_filter, NULL };
 
+	subcmds = cmds;
+	n_subcmds = n;
+	/* `ttftrace help`, `ttftrace pcei`: a word where a command would be (main
+	 * dispatched the exact names; the tracer takes no argument that is not an option) */
+	if (argc > 1 && argv[1][0] != '-')
+		unknown_word(argv[1]);
 	memset(o, 0, sizeof(*o));
 	o->capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
 	o->capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;

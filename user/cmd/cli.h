@@ -1,27 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Command line of `ttftrace` (the tracer; subcommands parse their own).
- * Exit codes are the TTF_EXIT_* values, documented in README.md.
+ * Exit codes are the TTF_EXIT_* values of user/lib/exit.h (README.md "Exit codes").
  */
 #ifndef TTFTRACE_CLI_H
 #define TTFTRACE_CLI_H
 
 #include <stdint.h>
 #include <sys/types.h>
-
-enum ttf_exit {
-	TTF_EXIT_OK = 0,
-	TTF_EXIT_USAGE = 2,	  /* bad command line */
-	TTF_EXIT_PRIV = 3,	  /* not root / missing CAP_BPF, CAP_PERFMON */
-	TTF_EXIT_KERNEL = 4,	  /* no BTF, or a needed tracepoint is missing */
-	TTF_EXIT_NO_TARGET = 5,	  /* no such PID, or nothing matches --comm/--port */
-	TTF_EXIT_NOT_ATTACHED = 6, /* BPF programs failed to load or attach */
-	TTF_EXIT_TARGET_GONE = 7, /* every traced process exited (-p; --port waits for the next) */
-	TTF_EXIT_OUTPUT = 8,	  /* output file cannot be written */
-	TTF_EXIT_INTERNAL = 9,	  /* anything else (out of memory, ...) */
-	TTF_EXIT_SLO = 10,	  /* --slo not met (user/model/slo.h); the run itself succeeded */
-	TTF_EXIT_BAD_RECORDING = 11, /* replay: not a recording, or corrupt (user/export/record.h) */
-};
+#include "user/lib/exit.h"
 
 enum ttf_target_kind {
 	TTF_TARGET_NONE = 0,
@@ -58,10 +45,21 @@ struct ttf_opts {
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 };
 
+/* A subcommand: `ttftrace NAME ARGS...` runs main(argc - 1, argv + 1). */
+struct ttf_subcmd {
+	const char *name;
+	int (*main)(int argc, char **argv);	/* returns a TTF_EXIT_* code */
+	const char *args;			/* synopsis after the name, for --help */
+	const char *summary;			/* one line, for --help */
+};
+
 /*
- * Parse argv into *o. Exits with TTF_EXIT_USAGE and a message on stderr for
- * bad input (argp convention), and 0 for --help/--version.
+ * Parse argv into *o. cmds[n] are the subcommands (user/main.c), listed in
+ * --help and named when an unknown word comes first. Exits with
+ * TTF_EXIT_USAGE and a message on stderr for bad input (argp convention), and
+ * 0 for --help/--version.
  */
-void cli__parse(int argc, char **argv, struct ttf_opts *o);
+void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subcmd *cmds,
+		int n);
 
 #endif /* TTFTRACE_CLI_H */

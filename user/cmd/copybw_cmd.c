@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* `ttftrace copybw`: H2D/D2H copy bandwidth, pinned and pageable, against the PCIe link. */
+#include <argp.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,38 +11,47 @@
 #include "user/cmd/subcmd.h"
 #include "user/hw/copybw.h"
 #include "user/hw/pcie.h"
+#include "user/lib/exit.h"
 
-#define usage_error(fmt, arg) subcmd__usage_error("copybw", COPYBW_EXIT_USAGE, fmt, arg)
-
-static const char copybw_usage[] =
-"Usage: ttftrace copybw [OPTIONS]\n"
-"Measure host-to-device and device-to-host copy bandwidth from pinned and pageable\n"
-"memory, each as a share of the GPU's theoretical PCIe bandwidth per direction.\n"
-"\n"
-"  -d, --device N        CUDA device index (default 0)\n"
-"  -s, --sizes LIST      comma-separated sizes, suffix K/M/G = KiB/MiB/GiB\n"
-"                        (default 64K,256K,1M,4M,16M,64M,256M)\n"
-"  -n, --iters N         timed copies per size, direction and memory (default 10)\n"
-"  -w, --warmup N        untimed copies before each measurement (default 3)\n"
-"      --ramp-ms MS      pinned H2D load before the first measurement, so that an idle\n"
-"                        link has ramped up (default 300)\n"
-"  -m, --memory KIND     pinned, pageable or both (default both)\n"
-"      --dir DIR         h2d, d2h or both (default both)\n"
-"  -r, --sysfs-root DIR  sysfs to read the link from (default /sys)\n"
-"      --cudart PATH     CUDA runtime library to dlopen (default: search; env TTF_CUDART)\n"
-"  -j, --json            JSON output\n"
-"  -h, --help            this help\n"
-"\n"
-"Pageable copies are staged through a driver bounce buffer: they show what a server\n"
-"copying from pageable memory gets, never how fast the link is. Judge the link by pinned\n"
+static const char copybw_doc[] =
+"Measure host-to-device and device-to-host copy bandwidth from pinned and pageable "
+"memory, each as a share of the GPU's theoretical PCIe bandwidth per direction."
+"\v"
+"Pageable copies are staged through a driver bounce buffer: they show what a server "
+"copying from pageable memory gets, never how fast the link is. Judge the link by pinned "
 "copies of a few MiB or more.\n"
 "\n"
-"EXIT STATUS: 0 ok, 1 a CUDA call failed, 2 usage, 5 no CUDA runtime, driver or device.\n"
+"EXIT STATUS:\n"
+"  0   ok\n"
+"  2   bad command line\n"
+"  5   no NVIDIA GPU, or no CUDA device -d N\n"
+"  9   internal error (out of host memory)\n"
+"  12  the CUDA runtime or driver cannot be loaded\n"
+"  13  a CUDA call failed during the test\n"
 "\n"
 "EXAMPLES:\n"
-"  ttftrace copybw                      # all sizes, both directions, pinned and pageable\n"
+"  ttftrace copybw                      # all sizes, directions and memories\n"
 "  ttftrace copybw -d 1 -m pinned       # pinned only, CUDA device 1\n"
-"  ttftrace copybw -s 16M,256M -n 20 -j # two sizes, 20 copies each, JSON\n";
+"  ttftrace copybw -s 16M,256M -n 20 -j # two sizes, 20 copies each, JSON";
+
+enum { OPT_RAMP = 0x100, OPT_DIR, OPT_CUDART };
+
+static const struct argp_option copybw_options[] = {
+	{ "device", 'd', "N", 0, "CUDA device index (default 0)", 0 },
+	{ "sizes", 's', "LIST", 0, "Comma-separated sizes, suffix K/M/G = KiB/MiB/GiB "
+	  "(default 64K,256K,1M,4M,16M,64M,256M)", 0 },
+	{ "iters", 'n', "N", 0, "Timed copies per size, direction and memory (default 10)", 0 },
+	{ "warmup", 'w', "N", 0, "Untimed copies before each timing (default 3)", 0 },
+	{ "ramp-ms", OPT_RAMP, "MS", 0, "Pinned H2D load before the first measurement, so that "
+	  "an idle link has ramped up (default 300)", 0 },
+	{ "memory", 'm', "KIND", 0, "pinned, pageable or both (default both)", 0 },
+	{ "dir", OPT_DIR, "DIR", 0, "h2d, d2h or both (default both)", 0 },
+	{ "sysfs-root", 'r', "DIR", 0, "sysfs to read the link from (default /sys)", 0 },
+	{ "cudart", OPT_CUDART, "PATH", 0, "CUDA runtime library to dlopen (default: search; "
+	  "env TTF_CUDART)", 0 },
+	{ "json", 'j', NULL, 0, "JSON output", 0 },
+	{},
+};
 
 struct copybw_args {
 	int device;
@@ -57,95 +66,79 @@ struct copybw_args {
 	bool json;
 };
 
+static error_t copybw_parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct copybw_args *a = state->input;
+
+	switch (key) {
+	case 'd':
+		if (subcmd__parse_int(arg, 0, 1023, &a->device))
+			return subcmd__bad("bad --device '%s' (a CUDA index)", arg);
+		break;
+	case 's':
+		a->nr_sizes = copybw__parse_sizes(arg, a->sizes, COPYBW_MAX_SIZES);
+		if (a->nr_sizes < 0)
+			return subcmd__bad("bad --sizes '%s' (e.g. 64K,1M,256M; 1 B .. 4 GiB, "
+					   "at most 32)", arg);
+		break;
+	case 'n':
+		if (subcmd__parse_int(arg, 1, 100000, &a->iters))
+			return subcmd__bad("bad --iters '%s' (1..100000)", arg);
+		break;
+	case 'w':
+		if (subcmd__parse_int(arg, 0, 100000, &a->warmup))
+			return subcmd__bad("bad --warmup '%s' (0..100000)", arg);
+		break;
+	case OPT_RAMP:
+		if (subcmd__parse_int(arg, 0, 60000, &a->ramp_ms))
+			return subcmd__bad("bad --ramp-ms '%s' (0..60000)", arg);
+		break;
+	case 'm':
+		if (!strcmp(arg, "both"))
+			a->pinned = a->pageable = true;
+		else if (!strcmp(arg, "pinned") || !strcmp(arg, "pageable"))
+			a->pinned = !(a->pageable = !strcmp(arg, "pageable"));
+		else
+			return subcmd__bad("bad --memory '%s' (pinned, pageable, both)", arg);
+		break;
+	case OPT_DIR:
+		if (!strcmp(arg, "both"))
+			a->h2d = a->d2h = true;
+		else if (!strcmp(arg, "h2d") || !strcmp(arg, "d2h"))
+			a->h2d = !(a->d2h = !strcmp(arg, "d2h"));
+		else
+			return subcmd__bad("bad --dir '%s' (h2d, d2h, both)", arg);
+		break;
+	case 'r':
+		a->sysfs_root = arg;
+		break;
+	case OPT_CUDART:
+		a->cudart = arg;
+		break;
+	case 'j':
+		a->json = true;
+		break;
+	case ARGP_KEY_ARG:
+		return subcmd__bad("unexpected argument '%s'", arg);
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
 /* Returns -1 to continue, or an exit code (help, usage error). */
 static int copybw_parse_args(int argc, char **argv, struct copybw_args *a)
 {
-	enum { OPT_RAMP = 256, OPT_DIR, OPT_CUDART };
-	static const struct option opts[] = {
-		{ "device", required_argument, NULL, 'd' },
-		{ "sizes", required_argument, NULL, 's' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "ramp-ms", required_argument, NULL, OPT_RAMP },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "dir", required_argument, NULL, OPT_DIR },
-		{ "sysfs-root", required_argument, NULL, 'r' },
-		{ "cudart", required_argument, NULL, OPT_CUDART },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int c;
+	static const struct argp argp = { copybw_options, copybw_parse_opt, NULL, copybw_doc,
+					  NULL, NULL, NULL };
+	int rc;
 
 	*a = (struct copybw_args){ .iters = 10, .warmup = 3, .ramp_ms = 300, .pinned = true,
 				   .pageable = true, .h2d = true, .d2h = true };
 	a->nr_sizes = copybw__parse_sizes("64K,256K,1M,4M,16M,64M,256M", a->sizes,
 					  COPYBW_MAX_SIZES);
-	optind = 0;	/* 0 re-initialises glibc getopt; main() may have parsed before us */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+d:s:n:w:m:r:jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			if (subcmd__parse_int(optarg, 0, 1023, &a->device))
-				return usage_error("bad --device '%s' (a CUDA index)",
-							  optarg);
-			break;
-		case 's':
-			a->nr_sizes = copybw__parse_sizes(optarg, a->sizes, COPYBW_MAX_SIZES);
-			if (a->nr_sizes < 0)
-				return usage_error("bad --sizes '%s' (e.g. 64K,1M,256M; "
-							  "1 B .. 4 GiB, at most 32)", optarg);
-			break;
-		case 'n':
-			if (subcmd__parse_int(optarg, 1, 100000, &a->iters))
-				return usage_error("bad --iters '%s' (1..100000)", optarg);
-			break;
-		case 'w':
-			if (subcmd__parse_int(optarg, 0, 100000, &a->warmup))
-				return usage_error("bad --warmup '%s' (0..100000)", optarg);
-			break;
-		case OPT_RAMP:
-			if (subcmd__parse_int(optarg, 0, 60000, &a->ramp_ms))
-				return usage_error("bad --ramp-ms '%s' (0..60000)", optarg);
-			break;
-		case 'm':
-			if (!strcmp(optarg, "both"))
-				a->pinned = a->pageable = true;
-			else if (!strcmp(optarg, "pinned") || !strcmp(optarg, "pageable"))
-				a->pinned = !(a->pageable = !strcmp(optarg, "pageable"));
-			else
-				return usage_error("bad --memory '%s' "
-							  "(pinned, pageable, both)", optarg);
-			break;
-		case OPT_DIR:
-			if (!strcmp(optarg, "both"))
-				a->h2d = a->d2h = true;
-			else if (!strcmp(optarg, "h2d") || !strcmp(optarg, "d2h"))
-				a->h2d = !(a->d2h = !strcmp(optarg, "d2h"));
-			else
-				return usage_error("bad --dir '%s' (h2d, d2h, both)",
-							  optarg);
-			break;
-		case 'r':
-			a->sysfs_root = optarg;
-			break;
-		case OPT_CUDART:
-			a->cudart = optarg;
-			break;
-		case 'j':
-			a->json = true;
-			break;
-		case 'h':
-			fputs(copybw_usage, stdout);
-			return COPYBW_EXIT_OK;
-		default:
-			return usage_error("unknown or incomplete option '%s'",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	return -1;
+	rc = subcmd__parse(&argp, "ttftrace copybw", argc, argv, a);
+	return rc < 0 ? TTF_EXIT_OK : rc ? rc : -1;
 }
 
 static void copybw_sleep_ms(int ms)
@@ -173,16 +166,21 @@ int copybw_main(int argc, char **argv)
 		return rc;
 
 	err = copybw__open(a.cudart, &cu, &why);
+	if (err == -ENOMEM) {
+		fprintf(stderr, "Error: out of memory\n");
+		return TTF_EXIT_INTERNAL;
+	}
 	if (err) {
 		fprintf(stderr, "Error: no CUDA device: %s\n", why);
 		fprintf(stderr, "HINT: copybw needs an NVIDIA GPU, its driver and libcudart "
 				"(set TTF_CUDART=/path/libcudart.so.N or use --cudart)\n");
-		return COPYBW_EXIT_NO_DEVICE;
+		/* runtime found, no device: nothing to measure; else runtime or driver */
+		return err == -ENODEV ? TTF_EXIT_NO_TARGET : TTF_EXIT_NO_CUDA;
 	}
 	if (a.device >= copybw__device_count(cu)) {
 		fprintf(stderr, "Error: no CUDA device %d (%d present)\n", a.device,
 			copybw__device_count(cu));
-		rc = COPYBW_EXIT_NO_DEVICE;
+		rc = TTF_EXIT_NO_TARGET;
 		goto cleanup;
 	}
 	if (!copybw__device_bdf(cu, a.device, bdf, sizeof(bdf)))
@@ -214,7 +212,7 @@ int copybw_main(int argc, char **argv)
 		printf("%-4s %-9s %8s %9s %7s\n", "DIR", "MEMORY", "SIZE", "GB/s", "%LINK");
 	}
 
-	rc = COPYBW_EXIT_OK;
+	rc = TTF_EXIT_OK;
 	for (d = 0; d < 2; d++) {
 		if ((dirs[d] == COPYBW_H2D && !a.h2d) || (dirs[d] == COPYBW_D2H && !a.d2h))
 			continue;
@@ -235,7 +233,8 @@ int copybw_main(int argc, char **argv)
 						copybw__fmt_size(a.sizes[i], sz, sizeof(sz)),
 						err == -ENOMEM ? "out of host memory"
 							       : copybw__last_error(cu));
-					rc = COPYBW_EXIT_CUDA;
+					rc = err == -ENOMEM ? TTF_EXIT_INTERNAL
+							    : TTF_EXIT_CUDA_FAILED;
 					goto out;
 				}
 				if (results) {
@@ -275,7 +274,7 @@ out:
 			puts(s);
 		free(s);
 		cJSON_Delete(root);
-	} else if (a.pageable && rc == COPYBW_EXIT_OK) {
+	} else if (a.pageable && rc == TTF_EXIT_OK) {
 		printf("note: pageable copies are staged by the driver; they are never evidence "
 		       "of a slow link (judge the link by pinned copies >= 4 MiB)\n");
 	}

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/lib/progress.h"
 #include "user/model/slo.h"

@@ -3,8 +3,8 @@
  * `ttftrace pcie`: audit each NVIDIA GPU's PCIe path; judge it only under
  * load (docs/cases.md #24).
  */
+#include <argp.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,44 +14,46 @@
 #include "user/cmd/subcmd.h"
 #include "user/hw/copybw.h"
 #include "user/hw/pcie.h"
+#include "user/lib/exit.h"
 
-#define usage_error(fmt, arg) subcmd__usage_error("pcie", PCIE_EXIT_USAGE, fmt, arg)
-
-#define PCIE_EXIT_OK		0
-#define PCIE_EXIT_DOWNTRAINED	1
-#define PCIE_EXIT_USAGE		2
-#define PCIE_EXIT_NO_GPU	3
-#define PCIE_EXIT_SYSFS		4
-#define PCIE_EXIT_NO_CUDA	5
 #define PCIE_LOAD_RAMP_MS	300
 
-static const char pcie_usage[] =
-"Usage: ttftrace pcie [OPTIONS]\n"
-"Audit the PCIe path of every NVIDIA GPU: current and maximum speed and width of each\n"
-"link up to the root port, the narrowest link, theoretical bandwidth per direction, NUMA\n"
-"locality. A link is judged only from a reading taken while the GPU is busy: idle GPUs\n"
-"downclock their link (Gen1 on a Gen4 slot is normal power saving).\n"
-"\n"
-"  -r, --sysfs-root DIR   sysfs root (default /sys)\n"
-"      --proc-root DIR    procfs root for -p (default /proc)\n"
-"  -D, --gpu BDF          audit only this GPU (e.g. 0000:3b:00.0)\n"
-"  -p, --pid PID          check whether this server's threads run on the GPU's local CPUs\n"
-"      --busy             the GPU is busy now (e.g. the traced server is serving)\n"
-"      --pstate Pn        the GPU's performance state now (nvidia-smi); P0-P2 = busy\n"
-"      --load copy        hold the link busy with pinned H2D copies while reading (GPU)\n"
-"  -n, --samples N        readings merged per link, best of N (default 5)\n"
-"  -i, --interval-ms MS   time between readings (default 20)\n"
-"  -j, --json             JSON output\n"
-"  -h, --help             this help\n"
-"\n"
-"EXIT STATUS: 0 ok or not judged (idle), 1 downtrained under load, 2 usage,\n"
-"3 no NVIDIA GPU found, 4 sysfs unreadable, 5 --load copy without a CUDA device.\n"
+static const char pcie_doc[] =
+"Audit the PCIe path of every NVIDIA GPU: current and maximum speed and width of each "
+"link up to the root port, the narrowest link, theoretical bandwidth per direction, NUMA "
+"locality. A link is judged only from a reading taken while the GPU is busy: idle GPUs "
+"downclock their link (Gen1 on a Gen4 slot is normal power saving)."
+"\v"
+"EXIT STATUS:\n"
+"  0   ok, or not judged (idle reading)\n"
+"  1   a link is downtrained under load\n"
+"  2   bad command line\n"
+"  4   the sysfs PCI tree is unreadable\n"
+"  5   no NVIDIA GPU (or no --gpu BDF), or no process --pid\n"
+"  9   internal error\n"
+"  12  --load copy: the CUDA runtime or driver cannot be loaded\n"
 "\n"
 "EXAMPLES:\n"
 "  ttftrace pcie                        # topology; links judged only if busy\n"
-"  ttftrace pcie --load copy            # load each GPU with copies and judge its links\n"
-"  ttftrace pcie --busy -p $(pidof llama-server)  # judge while serving, check NUMA\n"
-"  ttftrace pcie --busy -j || echo bad  # gate a deployment on exit status 1\n";
+"  ttftrace pcie --load copy            # load each GPU with copies, judge links\n"
+"  ttftrace pcie --busy -p $(pidof llama-server)  # judge while serving, NUMA\n"
+"  ttftrace pcie --busy -j || echo bad  # gate a deployment on exit status 1";
+
+enum { OPT_PROC = 0x100, OPT_BUSY, OPT_PSTATE, OPT_LOAD };
+
+static const struct argp_option pcie_options[] = {
+	{ "sysfs-root", 'r', "DIR", 0, "sysfs root (default /sys)", 0 },
+	{ "proc-root", OPT_PROC, "DIR", 0, "procfs root for -p (default /proc)", 0 },
+	{ "gpu", 'D', "BDF", 0, "Audit only this GPU (e.g. 0000:3b:00.0)", 0 },
+	{ "pid", 'p', "PID", 0, "Check whether this server's threads run on the GPU's local CPUs", 0 },
+	{ "busy", OPT_BUSY, NULL, 0, "The GPU is busy now (e.g. the traced server is serving)", 0 },
+	{ "pstate", OPT_PSTATE, "Pn", 0, "The GPU's performance state now (nvidia-smi); P0-P2 = busy", 0 },
+	{ "load", OPT_LOAD, "copy", 0, "Hold the link busy with pinned H2D copies while reading (GPU)", 0 },
+	{ "samples", 'n', "N", 0, "Readings merged per link, best of N (default 5)", 0 },
+	{ "interval-ms", 'i', "MS", 0, "Time between readings (default 20)", 0 },
+	{ "json", 'j', NULL, 0, "JSON output", 0 },
+	{},
+};
 
 struct pcie_args {
 	const char *sysfs_root;
@@ -59,6 +61,7 @@ struct pcie_args {
 	char gpu[PCIE_BDF_LEN];
 	int pid;
 	bool busy;
+	bool pstate_idle;	/* --pstate P3..P15 */
 	const char *busy_source;
 	bool load_copy;
 	int samples;
@@ -66,95 +69,81 @@ struct pcie_args {
 	bool json;
 };
 
+static error_t pcie_parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct pcie_args *a = state->input;
+	int pst;
+
+	switch (key) {
+	case 'r':
+		a->sysfs_root = arg;
+		break;
+	case OPT_PROC:
+		a->proc_root = arg;
+		break;
+	case 'D':
+		if (pcie__normalize_bdf(arg, a->gpu, sizeof(a->gpu)))
+			return subcmd__bad("bad --gpu '%s' (e.g. 0000:3b:00.0)", arg);
+		break;
+	case 'p':
+		if (subcmd__parse_int(arg, 1, 1 << 30, &a->pid))
+			return subcmd__bad("bad --pid '%s'", arg);
+		break;
+	case OPT_BUSY:
+		a->busy = true;
+		a->busy_source = "--busy";
+		break;
+	case OPT_PSTATE:
+		if ((arg[0] != 'P' && arg[0] != 'p') || subcmd__parse_int(arg + 1, 0, 15, &pst))
+			return subcmd__bad("bad --pstate '%s' (P0 .. P15)", arg);
+		/* P0/P2 while working, P5/P8 idle: docs/cases.md #24 (nvtop#6 mapping) */
+		if (pst <= 2) {
+			a->busy = true;
+			a->busy_source = "--pstate";
+		} else {
+			a->pstate_idle = true;
+		}
+		break;
+	case OPT_LOAD:
+		if (strcmp(arg, "copy"))
+			return subcmd__bad("bad --load '%s' (only 'copy')", arg);
+		a->load_copy = true;
+		break;
+	case 'n':
+		if (subcmd__parse_int(arg, 1, 1000, &a->samples))
+			return subcmd__bad("bad --samples '%s' (1..1000)", arg);
+		break;
+	case 'i':
+		if (subcmd__parse_int(arg, 0, 10000, &a->interval_ms))
+			return subcmd__bad("bad --interval-ms '%s' (0..10000)", arg);
+		break;
+	case 'j':
+		a->json = true;
+		break;
+	case ARGP_KEY_ARG:
+		return subcmd__bad("unexpected argument '%s'", arg);
+	case ARGP_KEY_END:
+		if (a->pstate_idle && (a->busy || a->load_copy))
+			return subcmd__bad("%s contradicts an idle --pstate (P3..P15)",
+					   a->load_copy ? "--load copy" : "--busy/--pstate P0-P2");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
 /* Returns -1 to continue, or an exit code (help, usage error). */
 static int pcie_parse_args(int argc, char **argv, struct pcie_args *a)
 {
-	enum { OPT_PROC = 256, OPT_BUSY, OPT_PSTATE, OPT_LOAD };
-	static const struct option opts[] = {
-		{ "sysfs-root", required_argument, NULL, 'r' },
-		{ "proc-root", required_argument, NULL, OPT_PROC },
-		{ "gpu", required_argument, NULL, 'D' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "busy", no_argument, NULL, OPT_BUSY },
-		{ "pstate", required_argument, NULL, OPT_PSTATE },
-		{ "load", required_argument, NULL, OPT_LOAD },
-		{ "samples", required_argument, NULL, 'n' },
-		{ "interval-ms", required_argument, NULL, 'i' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	bool pstate_idle = false;
-	int c, pst;
+	static const struct argp argp = { pcie_options, pcie_parse_opt, NULL, pcie_doc,
+					  NULL, NULL, NULL };
+	int rc;
 
 	*a = (struct pcie_args){ .sysfs_root = "/sys", .proc_root = "/proc", .samples = 5,
 				 .interval_ms = 20, .busy_source = "none" };
-	optind = 0;	/* 0 re-initialises glibc getopt; main() may have parsed before us */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+r:D:p:n:i:jh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'r':
-			a->sysfs_root = optarg;
-			break;
-		case OPT_PROC:
-			a->proc_root = optarg;
-			break;
-		case 'D':
-			if (pcie__normalize_bdf(optarg, a->gpu, sizeof(a->gpu)))
-				return usage_error("bad --gpu '%s' (e.g. 0000:3b:00.0)",
-							optarg);
-			break;
-		case 'p':
-			if (subcmd__parse_int(optarg, 1, 1 << 30, &a->pid))
-				return usage_error("bad --pid '%s'", optarg);
-			break;
-		case OPT_BUSY:
-			a->busy = true;
-			a->busy_source = "--busy";
-			break;
-		case OPT_PSTATE:
-			if ((optarg[0] != 'P' && optarg[0] != 'p') ||
-			    subcmd__parse_int(optarg + 1, 0, 15, &pst))
-				return usage_error("bad --pstate '%s' (P0 .. P15)", optarg);
-			/* P0/P2 while working, P5/P8 idle: docs/cases.md #24 (nvtop#6 mapping) */
-			if (pst <= 2) {
-				a->busy = true;
-				a->busy_source = "--pstate";
-			} else {
-				pstate_idle = true;
-			}
-			break;
-		case OPT_LOAD:
-			if (strcmp(optarg, "copy"))
-				return usage_error("bad --load '%s' (only 'copy')", optarg);
-			a->load_copy = true;
-			break;
-		case 'n':
-			if (subcmd__parse_int(optarg, 1, 1000, &a->samples))
-				return usage_error("bad --samples '%s' (1..1000)", optarg);
-			break;
-		case 'i':
-			if (subcmd__parse_int(optarg, 0, 10000, &a->interval_ms))
-				return usage_error("bad --interval-ms '%s' (0..10000)",
-							optarg);
-			break;
-		case 'j':
-			a->json = true;
-			break;
-		case 'h':
-			fputs(pcie_usage, stdout);
-			return PCIE_EXIT_OK;
-		default:
-			return usage_error("unknown or incomplete option '%s'",
-						argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (pstate_idle && (a->busy || a->load_copy))
-		return usage_error("%s contradicts an idle --pstate (P3..P15)",
-					a->load_copy ? "--load copy" : "--busy/--pstate P0-P2");
-	return -1;
+	rc = subcmd__parse(&argp, "ttftrace pcie", argc, argv, a);
+	return rc < 0 ? TTF_EXIT_OK : rc ? rc : -1;
 }
 
 static void pcie_sleep_ms(int ms)
@@ -389,7 +378,7 @@ int pcie_main(int argc, char **argv)
 	res = calloc(PCIE_MAX_GPUS, sizeof(*res));
 	if (!gpus || !res) {
 		fprintf(stderr, "Error: out of memory\n");
-		rc = PCIE_EXIT_SYSFS;
+		rc = TTF_EXIT_INTERNAL;
 		goto cleanup;
 	}
 	if (a.gpu[0]) {
@@ -397,7 +386,7 @@ int pcie_main(int argc, char **argv)
 		if (n == -ENOENT) {
 			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n", a.gpu,
 				a.sysfs_root);
-			rc = PCIE_EXIT_NO_GPU;
+			rc = TTF_EXIT_NO_TARGET;
 			goto cleanup;
 		}
 		n = n ? n : 1;
@@ -408,24 +397,30 @@ int pcie_main(int argc, char **argv)
 		fprintf(stderr, "Error: cannot read %s/bus/pci/devices: %s\n", a.sysfs_root,
 			strerror(-n));
 		fprintf(stderr, "HINT: --sysfs-root must name a sysfs tree (default /sys)\n");
-		rc = PCIE_EXIT_SYSFS;
+		rc = TTF_EXIT_KERNEL;
 		goto cleanup;
 	}
 	if (!n) {
 		fprintf(stderr, "Error: no NVIDIA GPU (vendor 0x10de, class 0x0300/0x0302) under "
 			"%s/bus/pci/devices\n", a.sysfs_root);
-		rc = PCIE_EXIT_NO_GPU;
+		rc = TTF_EXIT_NO_TARGET;
 		goto cleanup;
 	}
-	if (a.load_copy && copybw__open(NULL, &cu, &why)) {
+	if (a.load_copy && (rc = copybw__open(NULL, &cu, &why))) {
+		if (rc == -ENOMEM) {
+			fprintf(stderr, "Error: out of memory\n");
+			rc = TTF_EXIT_INTERNAL;
+			goto cleanup;
+		}
+		/* sysfs shows the GPU: a CUDA runtime that sees none cannot use its driver */
 		fprintf(stderr, "Error: no CUDA device for --load copy: %s\n", why);
 		fprintf(stderr, "HINT: without a GPU runtime, read the link with --busy while "
 				"the server is serving\n");
-		rc = PCIE_EXIT_NO_CUDA;
+		rc = TTF_EXIT_NO_CUDA;
 		goto cleanup;
 	}
 
-	rc = PCIE_EXIT_OK;
+	rc = TTF_EXIT_OK;
 	for (i = 0; i < n; i++) {
 		struct pcie_gpu *g = &gpus[i];
 		struct pcie_result *r = &res[i];
@@ -445,12 +440,12 @@ int pcie_main(int argc, char **argv)
 		}
 		r->verdict = pcie__judge(g, a.busy || r->loaded, &r->worst);
 		if (r->verdict == PCIE_DOWNTRAINED)
-			rc = PCIE_EXIT_DOWNTRAINED;
+			rc = TTF_EXIT_FAULT;
 		if (a.pid && !pcie__parse_cpulist(g->local_cpulist, &local) && g->local_cpulist[0])
 			r->loc_err = pcie__thread_locality(a.proc_root, a.pid, &local, &r->loc);
 		if (r->loc_err == -ESRCH) {
 			fprintf(stderr, "Error: no process %d under %s\n", a.pid, a.proc_root);
-			rc = PCIE_EXIT_USAGE;
+			rc = TTF_EXIT_NO_TARGET;
 			goto cleanup;
 		}
 	}

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "user/cmd/cli.h"
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
 #include "user/cmd/subcmd.h"
+#include "user/lib/exit.h"
 
 struct replay_args {
 	const char *file;
@@ -31,10 +31,20 @@ static const struct argp_option options[] = {
 
 static const char doc[] =
 "Run the user-side pipeline on a recording made with `ttftrace --record FILE`, at full "
-"speed and without root; the output is that of the live trace.\v"
-"Exit codes: 0 ok (also for a recording cut short by a killed tracer: a warning says so), "
-"2 bad command line, 8 output error, 9 internal error, 11 FILE is not a readable "
-"recording or is corrupt (requests before the corruption are still written).";
+"speed and without root; the output is that of the live trace."
+"\v"
+"EXIT STATUS:\n"
+"  0   ok (also for a recording cut short by a killed tracer: a warning says so)\n"
+"  2   bad command line\n"
+"  8   the output cannot be written\n"
+"  9   internal error\n"
+"  11  FILE is not a readable recording or is corrupt (requests before the\n"
+"      corruption are still written)\n"
+"\n"
+"EXAMPLES:\n"
+"  sudo ttftrace --port 8080 --record run.rec -d 60  # trace once, as root\n"
+"  ttftrace replay run.rec                # the same output again, without root\n"
+"  ttftrace replay run.rec --json -o run.ndjson && ttftrace report run.ndjson";
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
@@ -55,12 +65,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (a->file)
-			subcmd__usage_fail("ttftrace replay", "one recording at a time ('%s')", arg);
+			return subcmd__bad("one recording at a time ('%s')", arg);
 		a->file = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!a->file)
-			subcmd__usage_fail("ttftrace replay", "give the recording: ttftrace replay FILE");
+			return subcmd__bad("give the recording: ttftrace replay FILE");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -81,14 +91,15 @@ static void print_stats(const struct replay_stats *st)
 
 int replay_main(int argc, char **argv)
 {
-	static const struct argp argp = { options, parse_opt, "FILE", doc };
+	static const struct argp argp = { options, parse_opt, "FILE", doc, NULL, NULL, NULL };
 	struct replay_args a = { 0 };
 	struct replay_opts o = { .out = stdout };
 	struct replay_stats st;
 	int err, code = TTF_EXIT_OK;
 
-	argp_err_exit_status = TTF_EXIT_USAGE;
-	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	code = subcmd__parse(&argp, "ttftrace replay", argc, argv, &a);
+	if (code)
+		return code < 0 ? TTF_EXIT_OK : code;
 	ttf_verbosity = a.verbose;
 	o.json = a.json;
 	o.verbose = a.verbose;
@@ -107,10 +118,10 @@ int replay_main(int argc, char **argv)
 	if (err == -EBADMSG) {
 		ttf_error("was it written by `ttftrace --record` of this version?",
 			  "%s is not a ttftrace recording or is corrupt", a.file);
-		code = TTF_EXIT_BAD_RECORDING;
+		code = TTF_EXIT_BAD_INPUT;
 	} else if (err == -ENOENT || err == -EACCES || err == -EIO || err == -EISDIR) {
 		ttf_error(NULL, "cannot read %s: %s", a.file, strerror(-err));
-		code = TTF_EXIT_BAD_RECORDING;
+		code = TTF_EXIT_BAD_INPUT;
 	} else if (err == -ENOMEM) {
 		ttf_error(NULL, "out of memory");
 		code = TTF_EXIT_INTERNAL;

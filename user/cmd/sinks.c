@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <string.h>
+#include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/export/otlp.h"
 #include "user/export/perfetto.h"

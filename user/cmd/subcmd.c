@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <argp.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "user/cmd/cli.h"
 #include "user/cmd/subcmd.h"
+#include "user/lib/exit.h"
+
+/* Returned by a parser that has printed its error (and by --help): stops argp. */
+#define SUBCMD_STOP ECANCELED
 
 int subcmd__parse_int(const char *s, int min, int max, int *out)
 {
@@ -19,12 +23,71 @@ int subcmd__parse_int(const char *s, int min, int max, int *out)
 	return 0;
 }
 
-int subcmd__usage_error(const char *cmd, int exit_code, const char *fmt, const char *arg)
+error_t subcmd__bad(const char *fmt, ...)
 {
-	fprintf(stderr, "Error: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nHINT: see `ttftrace %s --help`\n", cmd);
-	return exit_code;
+	va_list ap;
+
+	fputs("Error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return SUBCMD_STOP;
+}
+
+struct subcmd_ctx {
+	void *input;		/* the subcommand parser's */
+	int help;		/* --help seen */
+	int err_next;		/* argp's state->next when parsing failed */
+};
+
+static const struct argp_option help_options[] = {
+	{ "help", 'h', NULL, 0, "Show this help", -1 },
+	{},
+};
+
+/* The parent of the subcommand's argp: --help, and where an error stopped argp. */
+static error_t help_parse(int key, char *arg, struct argp_state *state)
+{
+	struct subcmd_ctx *c = state->input;
+
+	(void)arg;
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = c->input;
+		return 0;
+	case 'h':
+		c->help = 1;
+		return SUBCMD_STOP;
+	case ARGP_KEY_ERROR:
+		c->err_next = state->next;
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+int subcmd__parse(const struct argp *argp, const char *prog, int argc, char **argv,
+		  void *input)
+{
+	const struct argp_child children[] = { { argp, 0, NULL, 0 }, {} };
+	const struct argp root = { help_options, help_parse, NULL, NULL, children, NULL, NULL };
+	struct subcmd_ctx c = { .input = input };
+	error_t err;
+
+	/* argp's own messages and exits are off: errors read "Error: ..." and return */
+	err = argp_parse(&root, argc, argv, ARGP_NO_ERRS | ARGP_NO_EXIT | ARGP_NO_HELP, NULL, &c);
+	if (c.help) {
+		argp_help(&root, stdout, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, (char *)prog);
+		return -1;
+	}
+	if (!err)
+		return 0;
+	if (err != SUBCMD_STOP)
+		fprintf(stderr, "Error: unknown or incomplete option '%s'\n",
+			c.err_next > 0 && c.err_next <= argc ? argv[c.err_next - 1] : "?");
+	fprintf(stderr, "HINT: see `%s --help`\n", prog);
+	return TTF_EXIT_USAGE;
 }
 
 void subcmd__usage_fail(const char *prog, const char *fmt, ...)

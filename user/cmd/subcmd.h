@@ -3,18 +3,33 @@
 #ifndef TTFTRACE_SUBCMD_H
 #define TTFTRACE_SUBCMD_H
 
+#include <argp.h>
+
 /* Decimal integer in [min, max] into *out. Returns 0 or -EINVAL. */
 int subcmd__parse_int(const char *s, int min, int max, int *out);
 
 /*
- * "Error: <fmt with arg>" and "HINT: see `ttftrace <cmd> --help`" on stderr;
- * returns exit_code for the caller to return.
+ * Parse a subcommand's argv (argv[0] the subcommand's name) with argp: the
+ * options of *argp plus -h/--help, which prints the help ("Usage: <prog> ...",
+ * then argp's doc; the part after \v holds EXIT STATUS and EXAMPLES) on
+ * stdout. argp's parser reports a bad value or argument with subcmd__bad().
+ * Returns 0 to go on; -1 after --help (the command exits TTF_EXIT_OK); or
+ * TTF_EXIT_USAGE after "Error: ..." (subcmd__bad's, or "unknown or incomplete
+ * option" for what getopt rejects) and "HINT: see `<prog> --help`" on stderr.
+ * Never exits, so tests can run a subcommand in-process.
  */
-int subcmd__usage_error(const char *cmd, int exit_code, const char *fmt, const char *arg);
+int subcmd__parse(const struct argp *argp, const char *prog, int argc, char **argv,
+		  void *input);
 
 /*
- * For argp parsers: "Error: <printf fmt>" and "HINT: see `<prog> --help`" on
- * stderr, then exit(2) (TTF_EXIT_USAGE). prog: "ttftrace", "ttftrace replay".
+ * For the argp parser of subcmd__parse: "Error: <printf fmt>" on stderr;
+ * returns the error for the parser to return (subcmd__parse adds the HINT).
+ */
+error_t subcmd__bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * For the tracer's argp parser (user/cmd/cli.c): "Error: <printf fmt>" and
+ * "HINT: see `<prog> --help`" on stderr, then exit(TTF_EXIT_USAGE).
  */
 void subcmd__usage_fail(const char *prog, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));

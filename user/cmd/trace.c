@@ -19,6 +19,7 @@
 #include "user/probe/source.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/live.h"
+#include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
 #include "user/export/report.h"

@@ -26,13 +26,6 @@
 #include <stdio.h>
 #include "user/model/slo.h"
 
-/* Exit codes of `ttftrace report` (also in its --help). */
-#define REPORT_EXIT_OK 0
-#define REPORT_EXIT_USAGE 2	/* bad command line or --slo SPEC */
-#define REPORT_EXIT_OUTPUT 8	/* the page cannot be written */
-#define REPORT_EXIT_SLO 10	/* the page was written; an SLO is not met */
-#define REPORT_EXIT_INPUT 11	/* input missing, unreadable, or not ttftrace NDJSON */
-
 struct html_report_opts {
 	const char *title;		/* NULL: "ttftrace report" */
 	const char *source;		/* shown as the run's name (e.g. the input's basename) */
@@ -56,7 +49,10 @@ struct html_report_result {
 int html_report__render(FILE *in, FILE *out, const struct html_report_opts *o,
 			struct html_report_result *res, char *err, size_t err_sz);
 
-/* `ttftrace report RUN.ndjson -o report.html [--slo SPEC] [--title TEXT]`. */
+/*
+ * `ttftrace report RUN.ndjson -o report.html [--slo SPEC] [--title TEXT]`
+ * (user/cmd/report_cmd.c); returns a TTF_EXIT_* code (user/lib/exit.h).
+ */
 int report_main(int argc, char **argv);
 
 #endif /* TTFTRACE_HTML_REPORT_H */

@@ -169,7 +169,8 @@ int copybw__open(const char *lib_path, struct copybw_cuda **out, const char **wh
 	rc = cu->get_device_count(&cu->nr_devices);
 	if (rc || cu->nr_devices <= 0) {
 		*why = rc ? cu->error_string(rc) : "cudaGetDeviceCount reports 0 devices";
-		err = -ENODEV;
+		/* cudaErrorNoDevice (100) or none: no GPU; any other error: the driver */
+		err = !rc || rc == 100 ? -ENODEV : -ELIBACC;
 		goto cleanup;
 	}
 	*out = cu;

@@ -8,7 +8,8 @@
  *   before the DMA ends, so every timed copy is followed by cudaDeviceSynchronize().
  * - Pageable copies are staged through a pinned bounce buffer by the driver: their
  *   throughput reflects memcpy and staging, not the PCIe link (docs/cases.md #23, #25).
- * - enum values used: cudaSuccess 0, cudaMemcpyHostToDevice 1, cudaMemcpyDeviceToHost 2.
+ * - enum values used: cudaSuccess 0, cudaMemcpyHostToDevice 1, cudaMemcpyDeviceToHost 2,
+ *   cudaErrorNoDevice 100.
  * - cudaDeviceGetPCIBusId() gives "dddd:bb:dd.f", the key into the pcie module.
  */
 #ifndef TTF_COPYBW_H
@@ -16,11 +17,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-#define COPYBW_EXIT_OK		0
-#define COPYBW_EXIT_CUDA	1	/* a CUDA call failed during the test */
-#define COPYBW_EXIT_USAGE	2
-#define COPYBW_EXIT_NO_DEVICE	5	/* no CUDA runtime, driver or device */
 
 #define COPYBW_MAX_SIZES	32
 
@@ -49,7 +45,8 @@ const char *copybw__fmt_size(size_t bytes, char *buf, size_t len);
  * TTF_CUDART environment variable, then libcudart.so{,.13,.12,.11.0}, then
  * /usr/local/cuda* and Python nvidia/cuda_runtime wheels). On failure *why points to a
  * static description and the return is -ENOENT (no runtime library), -ENOSYS (a symbol
- * is missing) or -ENODEV (no driver or no device). Returns 0 and *out on success.
+ * is missing), -ELIBACC (the driver cannot be used: none, or older than the runtime),
+ * -ENODEV (cudaErrorNoDevice, or 0 devices) or -ENOMEM. Returns 0 and *out on success.
  */
 int copybw__open(const char *lib_path, struct copybw_cuda **out, const char **why);
 void copybw__close(struct copybw_cuda *cu);
@@ -77,7 +74,7 @@ int copybw__measure(struct copybw_cuda *cu, int dev, enum copybw_dir dir, bool p
 int copybw__load_start(struct copybw_cuda *cu, int dev, struct copybw_load **out);
 int copybw__load_stop(struct copybw_load *load, double *gbps);
 
-/* `ttftrace copybw [OPTIONS]`: the CLI; returns one of the COPYBW_EXIT_* codes. */
+/* `ttftrace copybw [OPTIONS]`: the CLI; returns a TTF_EXIT_* code (user/lib/exit.h). */
 int copybw_main(int argc, char **argv);
 
 #endif /* TTF_COPYBW_H */
