@@ -3,6 +3,8 @@
 
 - A live trace of the fixture server recorded with --record and replayed
   gives the same NDJSON, request for request and summary, exactly.
+- GPU items from a CUPTI collector are recorded and replayed: the same
+  GPU counters and requests come back.
 - SIGINT/SIGTERM leave a complete recording; SIGKILL a readable prefix.
 - Recordings under tests/replay/data replay to their committed output
   (regression tests; tests/replay/make_data.sh made them).
@@ -78,6 +80,55 @@ def test_live_equals_replay(sse_server, tracer, tmp_path, sig):
     assert live.count('"type":"request"') == 6, live
     # Every field of every request, and the summary with its counters, as live.
     assert got.splitlines() == live.splitlines()
+
+
+@pytest.fixture(scope="module")
+def cupti_peer(tmp_path_factory):
+    """tests/faults/cupti_peer.c: the collector's transport pushing kernel records."""
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
+    if not os.path.exists(os.path.join(cuda, "include", "cupti.h")):
+        pytest.skip("CUDA headers not found under %s" % cuda)
+    exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
+    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
+                    "-I", os.path.join(cuda, "include"),
+                    os.path.join(ROOT, "tests/faults/cupti_peer.c"),
+                    os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
+                    "-o", exe], check=True)
+    return exe
+
+
+def summary_of(text):
+    import json
+    for line in text.splitlines():
+        if '"type":"summary"' in line:
+            return json.loads(line)
+    raise AssertionError("no summary in:\n" + text[-2000:])
+
+
+@needs_root
+def test_gpu_items_replay(sse_server, tracer, cupti_peer, tmp_path):
+    """A CUPTI collector sends kernel records while the tracer records: the
+    replay rebuilds the GPU store from the recording (gpu_records is counted
+    again by the pipeline, not copied) and gives the live output exactly."""
+    sock = "@ttftrace-replay-%d" % os.getpid()
+    srv = sse_server("--ttft-ms", "30", "--itl-ms", "5")
+    rec = str(tmp_path / "gpu.rec")
+    t = tracer("--port", srv.port, "--record", rec, env={"TTFTRACE_CUPTI_SOCK": sock})
+    peer = subprocess.run([cupti_peer, sock, "0.5"], capture_output=True, text=True, timeout=30)
+    assert peer.returncode == 0, peer.stderr
+    traffic(srv.port, n_clients=1, n_req=2)
+    time.sleep(0.3)
+    assert t.stop(signal.SIGINT) == 0, t.stderr
+    live = read_text(t.out_path)
+    pushed = int(peer.stdout.split()[1])
+    got_live = summary_of(live)["counters"]["gpu_records"]
+    assert 0 < got_live <= pushed, (got_live, peer.stdout)
+    out = str(tmp_path / "replay.ndjson")
+    p = replay(rec, out)
+    assert p.returncode == 0, p.stderr
+    replayed = read_text(out)
+    assert summary_of(replayed)["counters"]["gpu_records"] == got_live
+    assert replayed.splitlines() == live.splitlines()
 
 
 @needs_root
