@@ -12,14 +12,22 @@
 #include <cjson/cJSON.h>
 #include "report_template.h"	/* generated: const char report_template_html[] */
 #include "user/export/html_report.h"
+#include "user/model/vocab.h"
 #include "user/lib/stats.h"
 
 #define DATA_MARK "/*TTF_DATA*/"
 
-/* Stages in the table's order; tokenize is a part of frontend, server merges frontend..emit. */
-static const char *const stage_keys[] = { "net_in", "read_wait", "frontend", "tokenize", "server",
-					  "queue", "prefill", "copy", "emit", "net_out" };
-#define N_STAGES (sizeof(stage_keys) / sizeof(stage_keys[0]))
+/*
+ * Stages in the table's order, the time order of user/model/vocab.h (tokenize
+ * is a part of frontend, server merges frontend..emit); the NDJSON keys are
+ * their names there.
+ */
+#define N_STAGES TTF_STAGE_ORDER_N
+
+static const char *stage_key(size_t i)
+{
+	return ttf_stage_name(ttf_stage_time_order[i]);
+}
 
 /* Token metrics: stats name, NDJSON field, table label, SLO metric. */
 static const struct {
@@ -86,7 +94,7 @@ static int account(struct acc *a, const cJSON *r)
 		if (cJSON_IsNumber(v))
 			err |= add_sample(a->m[3], v->valuedouble);
 	for (size_t i = 0; stages && i < N_STAGES; i++)
-		err |= add_sample(a->st[i], num_or_nan(stages, stage_keys[i]));
+		err |= add_sample(a->st[i], num_or_nan(stages, stage_key(i)));
 	if (cJSON_IsString(g)) {
 		static const char abc[] = "ABC";
 		const char *k = g->valuestring[0] ? strchr(abc, g->valuestring[0]) : NULL;
@@ -195,8 +203,8 @@ static cJSON *slim_request(const cJSON *r, uint64_t t0_ns)
 		ok = copy_field(o, r, same[i][0], same[i][1]) != NULL;
 	st = ok ? cJSON_AddObjectToObject(o, "stages") : NULL;
 	for (size_t i = 0; st && ok && i < N_STAGES; i++)
-		ok = cJSON_AddItemToObject(st, stage_keys[i],
-					   num_or_null(num_or_nan(stages, stage_keys[i])));
+		ok = cJSON_AddItemToObject(st, stage_key(i),
+					   num_or_null(num_or_nan(stages, stage_key(i))));
 	ok = ok && st;
 	ok = ok && cJSON_AddNumberToObject(o, "n_outliers",
 		cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "outliers")));
@@ -328,8 +336,8 @@ static cJSON *build(struct acc *a, const struct html_report_opts *o,
 							"Token metrics"));
 	for (size_t i = 0; ok && i < N_STAGES; i++)
 		if (stats__count(a->st[i]))
-			ok = cJSON_AddItemToArray(arr, stat_row(a->st[i], stage_keys[i],
-								stage_keys[i], "TTFT stages"));
+			ok = cJSON_AddItemToArray(arr, stat_row(a->st[i], stage_key(i),
+								stage_key(i), "TTFT stages"));
 	grades = ok ? cJSON_AddObjectToObject(data, "grades") : NULL;
 	ok = grades && cJSON_AddNumberToObject(grades, "A", a->grades[0]) &&
 	     cJSON_AddNumberToObject(grades, "B", a->grades[1]) &&

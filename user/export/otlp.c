@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "user/lib/log.h"
+#include "user/model/vocab.h"
 #include "user/export/otlp.h"
 
 #define SPAN_KIND_INTERNAL 1
@@ -33,6 +34,7 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	s->api = r->api;
 	s->server_port = r->addr.lport;
 	s->flags = r->flags;
+	s->vflags = ttf_vocab__flags(r, m);
 	s->start_ns = m->t_start_ns;
 	/* the response end, else the last moment the request was seen */
 	end = m->t_end_ns;
@@ -209,32 +211,10 @@ static cJSON *new_span(cJSON *spans, uint64_t seed, uint64_t req_id, int idx, in
 	return sp;
 }
 
-static int flag_names(const struct otlp_span_src *s, const char **names)
-{
-	static const struct { uint32_t bit; const char *name; } map[] = {
-		{ TTF_REQ_STREAM, "stream" },	  { TTF_REQ_NONSTREAM, "nonstream" },
-		{ TTF_REQ_BUFFERED, "buffered" }, { TTF_REQ_ABORTED, "aborted" },
-		{ TTF_REQ_INCOMPLETE, "incomplete" }, { TTF_REQ_TRUNCATED, "trunc" },
-		{ TTF_REQ_UNKNOWN, "unknown" },	  { TTF_REQ_ERROR, "error" },
-		{ TTF_REQ_USAGE, "usage" },	  { TTF_REQ_NODELAY, "nodelay" },
-	};
-	int n = 0;
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (s->flags & map[i].bit)
-			names[n++] = map[i].name;
-	return n;
-}
-
-static const char *kind_name(enum ttf_attrib_kind k)
-{
-	return k == TTF_ATTR_EXACT ? "exact" : k == TTF_ATTR_INFERRED ? "inferred" : "merged";
-}
-
 static void request_attrs(cJSON *at, const struct otlp_span_src *s, int *err)
 {
-	const char *flags[16], *causes[OTLP_MAX_CAUSES];
-	int nf = flag_names(s, flags);
+	const char *flags[TTF_VF__MAX], *causes[OTLP_MAX_CAUSES];
+	int nf = ttf_vocab__flag_names(s->vflags, flags, TTF_VF__MAX);
 
 	if (s->api == TTF_API_CHAT)
 		attr_str(at, "gen_ai.operation.name", "chat", err);
@@ -255,9 +235,9 @@ static void request_attrs(cJSON *at, const struct otlp_span_src *s, int *err)
 	attr_int(at, "ttftrace.request.id", (int64_t)s->req_id, err);
 	attr_str_array(at, "ttftrace.flags", flags, nf, err);
 	attr_int(at, "ttftrace.token_events", s->n_events, err);
-	attr_str(at, "ttftrace.tokens.source", s->tokens_from_usage ? "usage" : "events", err);
+	attr_str(at, "ttftrace.tokens.source", ttf_token_source_name(s->tokens_from_usage), err);
 	if (s->ttft_ns >= 0)
-		attr_str(at, "ttftrace.ttft_end", s->ttft_end_is_xmit ? "xmit" : "write", err);
+		attr_str(at, "ttftrace.ttft_end", ttf_ttft_end_name(s->ttft_end_is_xmit), err);
 	if (s->e2e_ns >= 0)
 		attr_double(at, "ttftrace.e2e", s->e2e_ns / 1e9, err);
 	if (s->itl_cv >= 0)
@@ -271,19 +251,13 @@ static void request_attrs(cJSON *at, const struct otlp_span_src *s, int *err)
 		attr_str_array(at, "ttftrace.tail_causes", causes, s->n_causes, err);
 	if (!s->have_stages)
 		return;
-	attr_str(at, "ttftrace.attribution", kind_name(s->kind), err);
+	attr_str(at, "ttftrace.attribution", ttf_attrib_kind_name(s->kind), err);
 	if (s->inferred_by[0])
 		attr_str(at, "ttftrace.inferred_by", s->inferred_by, err);
 	if (s->merged[0])
 		attr_str(at, "ttftrace.merged", s->merged, err);
 	attr_int(at, "ttftrace.prefill.steps", s->prefill_steps, err);
 }
-
-/* Stages in time order; server (merged frontend..emit) takes their place. */
-static const enum ttf_stage time_order[] = {
-	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_SERVER, TTF_ST_QUEUE,
-	TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT,
-};
 
 static void stage_span(cJSON *spans, const struct otlp_span_src *s, uint64_t seed, int64_t off,
 		       enum ttf_stage st, int parent_idx, uint64_t start, int *err)
@@ -361,10 +335,12 @@ static void request_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t 
 	}
 	if (!s->have_stages)
 		return;
-	for (size_t i = 0; i < sizeof(time_order) / sizeof(time_order[0]); i++) {
-		enum ttf_stage st = time_order[i];
+	/* time order (vocab.h); server (merged frontend..emit) takes their place */
+	for (size_t i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage st = ttf_stage_time_order[i];
 
-		if (s->stage_ns[st] < 0)
+		/* tokenize is a child of frontend, at its start */
+		if (st == TTF_ST_TOKENIZE || s->stage_ns[st] < 0)
 			continue;
 		stage_span(spans, s, seed, off, st, 0, cursor, err);
 		if (st == TTF_ST_FRONTEND && s->stage_ns[TTF_ST_TOKENIZE] >= 0)

@@ -27,7 +27,9 @@
  *   gen_ai.server.time_to_first_token, gen_ai.server.time_per_output_token
  *   (seconds; semconv names these metrics, we put the request's value on its span);
  *   http.request.method, url.path, http.response.status_code, server.port.
- * ttftrace's own under ttftrace.*: request.id, flags[], attribution,
+ * ttftrace's own under ttftrace.*: request.id, flags[] (the names NDJSON prints,
+ * from user/model/vocab.h: stream, nonstream, buffered, aborted, incomplete,
+ * trunc, unknown, error, usage, write-end, nagle), attribution,
  * inferred_by, merged, grade, itl.cv, outliers, tail_causes[], ttft_end,
  * e2e (s), prefill.steps, token_events. Resource: service.name "ttftrace",
  * host.name, process.pid and process.executable.name of the traced server
@@ -53,6 +55,7 @@ struct otlp_span_src {
 	enum ttf_api api;
 	uint16_t server_port;
 	uint32_t flags;		/* enum ttf_req_flags */
+	uint32_t vflags;	/* printed flags, TTF_VF_BIT() mask (user/model/vocab.h) */
 	uint64_t start_ns;	/* CLOCK_MONOTONIC */
 	uint64_t end_ns;	/* >= start_ns */
 	int64_t ttft_ns;	/* -1 none */

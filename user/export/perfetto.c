@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "user/lib/log.h"
+#include "user/model/vocab.h"
 #include "user/export/perfetto.h"
 
 #define GPU_BATCH 4096
@@ -287,11 +288,21 @@ static void on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 		c->out_bytes);
 }
 
-/* Stages in the order they follow each other inside [start, first token]. */
-static const enum ttf_stage tile_order[] = {
-	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_SERVER, TTF_ST_QUEUE,
-	TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT,
-};
+/* The request's flags as NDJSON names them (vocab.h): ,"flags":[...] inside args. */
+static void flags_arg(struct perfetto *pf, const struct ttf_request *r,
+		      const struct ttf_req_metrics *m)
+{
+	const char *names[TTF_VF__MAX];
+	int n = ttf_vocab__flag_names(ttf_vocab__flags(r, m), names, TTF_VF__MAX);
+
+	fputs(",\"flags\":[", pf->f);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(',', pf->f);
+		jstr(pf->f, names[i]);
+	}
+	fputc(']', pf->f);
+}
 
 static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
 		       const struct ttf_attrib *a)
@@ -311,15 +322,19 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	meta(pf, PERFETTO_PID_REQUESTS, tid, "thread_name", name);
 	complete(pf, PERFETTO_PID_REQUESTS, tid, start, end - start, name, "request");
 	fprintf(pf->f, ",\"args\":{\"ttft_ms\":%.3f,\"e2e_ms\":%.3f,\"tpot_ms\":%.3f,"
-		"\"tokens\":%u,\"grade\":\"%c\",\"conn_cookie\":%" PRIu64 "}}",
+		"\"tokens\":%u,\"grade\":\"%c\",\"conn_cookie\":%" PRIu64,
 		m->ttft_ns / 1e6, m->e2e_ns / 1e6, m->tpot_ns / 1e6, m->n_tokens, m->grade,
 		r->sock_cookie);
+	flags_arg(pf, r, m);
+	fputs("}}", pf->f);
 	t = start;
-	for (size_t i = 0; a && a->valid && i < sizeof(tile_order) / sizeof(tile_order[0]); i++) {
-		enum ttf_stage s = tile_order[i];
+	/* stages in the order they follow each other inside [start, first token] (vocab.h) */
+	for (size_t i = 0; a && a->valid && i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage s = ttf_stage_time_order[i];
 		int64_t d = a->stage_ns[s];
 
-		if (d < 0)
+		/* tokenize is drawn inside frontend, below */
+		if (s == TTF_ST_TOKENIZE || d < 0)
 			continue;
 		complete(pf, PERFETTO_PID_REQUESTS, tid, t, d, ttf_stage_name(s), "stage");
 		fputs("}", pf->f);
@@ -328,7 +343,8 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 		if (s == TTF_ST_FRONTEND && a->stage_ns[TTF_ST_TOKENIZE] > 0 &&
 		    a->stage_ns[TTF_ST_TOKENIZE] <= d) {
 			complete(pf, PERFETTO_PID_REQUESTS, tid, t - a->stage_ns[TTF_ST_TOKENIZE],
-				 a->stage_ns[TTF_ST_TOKENIZE], "tokenize", "substage");
+				 a->stage_ns[TTF_ST_TOKENIZE], ttf_stage_name(TTF_ST_TOKENIZE),
+				 "substage");
 			fputs("}", pf->f);
 		}
 	}

@@ -9,7 +9,9 @@
  * with ns precision (three decimals), the clock of every tap. Tracks, named
  * with "M" process_name/thread_name metadata events:
  *   - "Requests" (pid PERFETTO_PID_REQUESTS, tid = request id): a complete
- *     ("X") event for the whole request, one per TTFT stage (cat "stage";
+ *     ("X") event for the whole request (args: ttft_ms, e2e_ms, tpot_ms,
+ *     tokens, grade, conn_cookie and flags[], the names NDJSON prints,
+ *     user/model/vocab.h), one per TTFT stage (cat "stage";
  *     they tile [start, first token] and sum to TTFT exactly), tokenize as
  *     a nested sub-stage (cat "substage"), an instant ("i") per token event;
  *   - each traced server thread (pid = tgid, tid = tid): running, runnable

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "user/lib/histo.h"
 #include "user/lib/log.h"
+#include "user/model/vocab.h"
 #include "user/export/prom.h"
 #include "user/export/prom_pcie.h"
 
@@ -23,17 +24,11 @@ static const double bounds_s[] = {
 };
 #define N_BOUNDS ((int)(sizeof(bounds_s) / sizeof(bounds_s[0])))
 
-enum outcome { OUT_OK, OUT_ABORTED, OUT_ERROR, OUT_INCOMPLETE, OUT_UNKNOWN, OUT__MAX };
-static const char *const outcome_names[OUT__MAX] = {
-	"ok", "aborted", "error", "incomplete", "unknown",
+/* Exclusive outcomes (the first that applies, see outcome_of), in exposition order. */
+static const enum ttf_outcome outcome_order[] = {
+	TTF_OC_OK, TTF_OC_ABORTED, TTF_OC_ERROR, TTF_OC_INCOMPLETE, TTF_OC_UNKNOWN,
 };
-
-/* Stages in exposition order (user/export/report_stages.c order). */
-static const enum ttf_stage stage_order[] = {
-	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_QUEUE,
-	TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT, TTF_ST_SERVER,
-};
-#define N_STAGES ((int)(sizeof(stage_order) / sizeof(stage_order[0])))
+#define N_OUTCOMES ((int)(sizeof(outcome_order) / sizeof(outcome_order[0])))
 
 #define MAX_COUNTERS 128
 
@@ -45,7 +40,7 @@ struct prom_counter {
 struct prom_metrics {
 	struct histo ttft, tpot, itl, e2e;
 	struct histo stage[TTF_ST__ALL];
-	uint64_t requests[OUT__MAX];
+	uint64_t requests[TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
 	uint64_t tokens;
 	uint64_t uprobe_hits;
 	int n_counters;
@@ -74,26 +69,26 @@ void prom_metrics__free(struct prom_metrics *pm)
 	free(pm);
 }
 
-static enum outcome outcome_of(uint32_t flags)
+static enum ttf_outcome outcome_of(uint32_t flags)
 {
 	if (flags & TTF_REQ_UNKNOWN)
-		return OUT_UNKNOWN;
+		return TTF_OC_UNKNOWN;
 	if (flags & TTF_REQ_ABORTED)
-		return OUT_ABORTED;
+		return TTF_OC_ABORTED;
 	if (flags & TTF_REQ_INCOMPLETE)
-		return OUT_INCOMPLETE;
+		return TTF_OC_INCOMPLETE;
 	if (flags & TTF_REQ_ERROR)
-		return OUT_ERROR;
-	return OUT_OK;
+		return TTF_OC_ERROR;
+	return TTF_OC_OK;
 }
 
 void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 			   const struct ttf_req_metrics *m, const struct ttf_attrib *a)
 {
-	enum outcome o = outcome_of(r->flags);
+	enum ttf_outcome o = outcome_of(r->flags);
 
 	pm->requests[o]++;
-	if (o == OUT_UNKNOWN)
+	if (o == TTF_OC_UNKNOWN)
 		return;
 	pm->tokens += m->n_tokens;
 	if (m->ttft_ns >= 0)
@@ -242,9 +237,11 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 	put_histo(f, "ttftrace_ttft_seconds", "", &pm->ttft);
 	put_head(f, "ttftrace_ttft_stage_seconds", "histogram",
 		 "TTFT split into disjoint stages (server = merged frontend..emit)");
-	for (int i = 0; i < N_STAGES; i++) {
-		snprintf(label, sizeof(label), "stage=\"%s\",", ttf_stage_name(stage_order[i]));
-		put_histo(f, "ttftrace_ttft_stage_seconds", label, &pm->stage[stage_order[i]]);
+	for (int i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage st = ttf_stage_order[i];
+
+		snprintf(label, sizeof(label), "stage=\"%s\",", ttf_stage_name(st));
+		put_histo(f, "ttftrace_ttft_stage_seconds", label, &pm->stage[st]);
 	}
 	put_head(f, "ttftrace_tpot_seconds", "histogram",
 		 "Time per output token: (last token - first token) / (tokens - 1)");
@@ -257,9 +254,10 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 	put_histo(f, "ttftrace_e2e_seconds", "", &pm->e2e);
 	put_head(f, "ttftrace_requests_total", "counter",
 		 "Finished requests by outcome (unknown, aborted, incomplete, error, ok)");
-	for (int i = 0; i < OUT__MAX; i++)
-		fprintf(f, "ttftrace_requests_total{outcome=\"%s\"} %llu\n", outcome_names[i],
-			(unsigned long long)pm->requests[i]);
+	for (int i = 0; i < N_OUTCOMES; i++)
+		fprintf(f, "ttftrace_requests_total{outcome=\"%s\"} %llu\n",
+			ttf_outcome_name(outcome_order[i]),
+			(unsigned long long)pm->requests[outcome_order[i]]);
 	put_head(f, "ttftrace_tokens_total", "counter",
 		 "Output tokens (the server's usage report, else token events)");
 	fprintf(f, "ttftrace_tokens_total %llu\n", (unsigned long long)pm->tokens);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "user/model/metrics.h"
+#include "user/model/vocab.h"
 #include "user/export/report.h"
 #include "user/export/report_stages.h"
 #include "user/export/sink.h"
@@ -31,18 +32,11 @@ static const struct {
 	[ST_TOKENS] = { "tokens/req", "tokens" },
 };
 
-enum { OC_OK, OC_ABORTED, OC_INCOMPLETE, OC_ERROR, OC_UNKNOWN, OC_NONSTREAM, OC_BUFFERED,
-       OC_TRUNCATED, OC_NR };
-
-static const char *const outcome_names[OC_NR] = {
-	"ok", "aborted", "incomplete", "error", "unknown", "nonstream", "buffered", "truncated",
-};
-
 struct report {
 	struct report_opts opts;
 	struct stats *st[ST_NR];
 	uint64_t n_requests;
-	uint64_t outcomes[OC_NR];
+	uint64_t outcomes[TTF_OC__MAX]; /* by enum ttf_outcome (vocab.h) */
 	uint64_t grades[4];      /* A, B, C, '-' */
 	uint64_t n_ttft_xmit;    /* TTFT ended at device transmit */
 	uint64_t n_ttft_write;   /* ... at the write */
@@ -123,43 +117,19 @@ static void format_conn(const struct ttf_conn_addr *a, char *buf, size_t len)
 		snprintf(buf, len, "%s:%u<-%s:%u", l, a->lport, r, a->rport);
 }
 
+#define MAX_FLAGS TTF_VF__MAX
+
 static int is_buffered(const struct ttf_request *r, const struct ttf_req_metrics *m)
 {
 	return m->buffered || (r->flags & TTF_REQ_BUFFERED);
 }
 
-/* Short flag names, in a fixed order; the same names in text and JSON. */
+/* Flag names in the vocabulary's order (vocab.h); the same names in text and JSON. */
 static int flag_names(const struct ttf_request *r, const struct ttf_req_metrics *m,
 		      const char **names)
 {
-	int n = 0;
-
-	if (r->flags & TTF_REQ_STREAM)
-		names[n++] = "stream";
-	if (r->flags & TTF_REQ_NONSTREAM)
-		names[n++] = "nonstream";
-	if (is_buffered(r, m))
-		names[n++] = "buffered";
-	if (r->flags & TTF_REQ_ABORTED)
-		names[n++] = "aborted";
-	if (r->flags & TTF_REQ_INCOMPLETE)
-		names[n++] = "incomplete";
-	if (r->flags & TTF_REQ_TRUNCATED)
-		names[n++] = "trunc";
-	if (r->flags & TTF_REQ_UNKNOWN)
-		names[n++] = "unknown";
-	if (r->flags & TTF_REQ_ERROR)
-		names[n++] = "error";
-	if (m->tokens_from_usage)
-		names[n++] = "usage";
-	if (m->ttft_ns >= 0 && !m->ttft_end_is_xmit)
-		names[n++] = "write-end";
-	/* Nagle can hold a small SSE write back until the previous one is acked. */
-	if (r->flags & TTF_REQ_STREAM && m->ttft_ns >= 0 && !(r->flags & TTF_REQ_NODELAY))
-		names[n++] = "nagle";
-	return n;
+	return ttf_vocab__flag_names(ttf_vocab__flags(r, m), names, MAX_FLAGS);
 }
-#define MAX_FLAGS 12
 
 static double ns_to_ms(double ns)
 {
@@ -174,21 +144,21 @@ static void record(struct report *rp, const struct ttf_request *r, const struct 
 
 	rp->n_requests++;
 	if (r->flags & TTF_REQ_ABORTED)
-		rp->outcomes[OC_ABORTED]++;
+		rp->outcomes[TTF_OC_ABORTED]++;
 	if (r->flags & TTF_REQ_INCOMPLETE)
-		rp->outcomes[OC_INCOMPLETE]++;
+		rp->outcomes[TTF_OC_INCOMPLETE]++;
 	if (r->flags & TTF_REQ_ERROR)
-		rp->outcomes[OC_ERROR]++;
+		rp->outcomes[TTF_OC_ERROR]++;
 	if (r->flags & TTF_REQ_UNKNOWN)
-		rp->outcomes[OC_UNKNOWN]++;
+		rp->outcomes[TTF_OC_UNKNOWN]++;
 	if (!(r->flags & (TTF_REQ_ABORTED | TTF_REQ_INCOMPLETE | TTF_REQ_ERROR | TTF_REQ_UNKNOWN)))
-		rp->outcomes[OC_OK]++;
+		rp->outcomes[TTF_OC_OK]++;
 	if (r->flags & TTF_REQ_NONSTREAM)
-		rp->outcomes[OC_NONSTREAM]++;
+		rp->outcomes[TTF_OC_NONSTREAM]++;
 	if (is_buffered(r, m))
-		rp->outcomes[OC_BUFFERED]++;
+		rp->outcomes[TTF_OC_BUFFERED]++;
 	if (r->flags & TTF_REQ_TRUNCATED)
-		rp->outcomes[OC_TRUNCATED]++;
+		rp->outcomes[TTF_OC_TRUNCATED]++;
 
 	/* A request that lost sync is counted but never feeds the percentiles. */
 	if (r->flags & TTF_REQ_UNKNOWN)
@@ -312,20 +282,6 @@ static void j_str(cJSON *o, const char *k, const char *s, int *err)
 	*err |= !(s ? cJSON_AddStringToObject(o, k, s) : cJSON_AddNullToObject(o, k));
 }
 
-static const char *api_name(enum ttf_api api)
-{
-	switch (api) {
-	case TTF_API_CHAT:
-		return "chat";
-	case TTF_API_COMPLETION:
-		return "completion";
-	case TTF_API_LLAMACPP:
-		return "llamacpp";
-	default:
-		return "unknown";
-	}
-}
-
 static void j_itls(cJSON *o, const struct ttf_request *r, const struct ttf_req_metrics *m,
 		   int *err)
 {
@@ -383,10 +339,10 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 		j_num(o, "status", r->status, &err);
 	else
 		err |= !cJSON_AddNullToObject(o, "status");
-	j_str(o, "api", api_name(r->api), &err);
+	j_str(o, "api", ttf_api_name(r->api), &err);
 
 	j_ms(o, "ttft_ms", m->ttft_ns, &err);
-	j_str(o, "ttft_end", m->ttft_ns < 0 ? NULL : m->ttft_end_is_xmit ? "xmit" : "write", &err);
+	j_str(o, "ttft_end", m->ttft_ns < 0 ? NULL : ttf_ttft_end_name(m->ttft_end_is_xmit), &err);
 	j_ms(o, "ttfv_ms", m->ttfv_ns, &err);
 	j_ms(o, "e2e_ms", m->e2e_ns, &err);
 	j_ms(o, "tpot_ms", m->tpot_ns, &err);
@@ -405,7 +361,7 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 		j_num(o, "tokens_per_event", round(m->tokens_per_event * 1e3) / 1e3, &err);
 	else
 		err |= !cJSON_AddNullToObject(o, "tokens_per_event");
-	j_str(o, "token_source", m->tokens_from_usage ? "usage" : "events", &err);
+	j_str(o, "token_source", ttf_token_source_name(m->tokens_from_usage), &err);
 	if (r->flags & TTF_REQ_USAGE)
 		j_num(o, "prompt_tokens", r->usage_prompt_tokens, &err);
 	else
@@ -522,8 +478,8 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 	fprintf(out, "ITL: every gap between token events, over all requests (%zu samples); "
 		"TPOT counts tokens from usage when reported.\n", stats__count(rp->st[ST_ITL]));
 	fprintf(out, "Outcomes:");
-	for (i = 0; i < OC_NR; i++)
-		fprintf(out, " %s=%" PRIu64, outcome_names[i], rp->outcomes[i]);
+	for (i = 0; i < TTF_OC__MAX; i++)
+		fprintf(out, " %s=%" PRIu64, ttf_outcome_name(i), rp->outcomes[i]);
 	fprintf(out, "\nGrades (ITL CV: A < %.2f <= B < %.2f <= C): A=%" PRIu64 " B=%" PRIu64
 		" C=%" PRIu64 " -=%" PRIu64 "\n", TTF_CV_GRADE_A, TTF_CV_GRADE_B, rp->grades[0],
 		rp->grades[1], rp->grades[2], rp->grades[3]);
@@ -586,16 +542,16 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	j_str(o, "type", "summary", &err);
 	j_u64(o, "requests", rp->n_requests, 0, &err);
 	sub = cJSON_AddObjectToObject(o, "outcomes");
-	for (i = 0; sub && i < OC_NR; i++)
-		j_u64(sub, outcome_names[i], rp->outcomes[i], 0, &err);
+	for (i = 0; sub && i < TTF_OC__MAX; i++)
+		j_u64(sub, ttf_outcome_name(i), rp->outcomes[i], 0, &err);
 	err |= !sub;
 	for (i = 0; i < ST_NR; i++)
 		j_stat(o, stat_names[i].json, rp->st[i], &err);
 	sub = cJSON_AddObjectToObject(o, "ttft_end");
 	err |= !sub;
 	if (sub) {
-		j_u64(sub, "xmit", rp->n_ttft_xmit, 0, &err);
-		j_u64(sub, "write", rp->n_ttft_write, 0, &err);
+		j_u64(sub, ttf_ttft_end_name(1), rp->n_ttft_xmit, 0, &err);
+		j_u64(sub, ttf_ttft_end_name(0), rp->n_ttft_write, 0, &err);
 	}
 	sub = cJSON_AddObjectToObject(o, "grades");
 	for (i = 0; sub && i < 4; i++)

@@ -5,21 +5,9 @@
 #include <string.h>
 #include "user/export/report_stages.h"
 #include "user/model/copy_stats.h"
+#include "user/model/vocab.h"
 #include "user/lib/fit.h"
 #include "user/lib/stats.h"
-
-/* Stages in output order; TOKENIZE is a part of FRONTEND, SERVER a merge. */
-static const enum ttf_stage order[] = {
-	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_QUEUE,
-	TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT, TTF_ST_SERVER,
-};
-#define N_ORDER (sizeof(order) / sizeof(order[0]))
-
-/* The live line reads in time order: server (a merge of frontend..emit) before net_out. */
-static const enum ttf_stage time_order[] = {
-	TTF_ST_NET_IN, TTF_ST_READ_WAIT, TTF_ST_FRONTEND, TTF_ST_TOKENIZE, TTF_ST_SERVER,
-	TTF_ST_QUEUE, TTF_ST_PREFILL, TTF_ST_COPY, TTF_ST_EMIT, TTF_ST_NET_OUT,
-};
 
 struct row {
 	int64_t ttft_ns;
@@ -230,11 +218,6 @@ pick:
 	return best;
 }
 
-static const char *kind_name(enum ttf_attrib_kind k)
-{
-	return k == TTF_ATTR_EXACT ? "exact" : k == TTF_ATTR_INFERRED ? "inferred" : "merged";
-}
-
 static void add_ms(cJSON *o, const char *k, int64_t ns, int *err)
 {
 	*err |= !(ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ms(ns)));
@@ -307,8 +290,11 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 		*err = 1;
 		return;
 	}
-	for (size_t i = 0; i < N_ORDER; i++)
-		add_ms(st, ttf_stage_name(order[i]), a->stage_ns[order[i]], err);
+	for (size_t i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage s = ttf_stage_order[i];
+
+		add_ms(st, ttf_stage_name(s), a->stage_ns[s], err);
+	}
 	for (int i = 0; i < TTF_ST__MAX; i++)
 		if (a->stage_ns[i] > 0)
 			sum += a->stage_ns[i];
@@ -318,7 +304,7 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 		sum += a->stage_ns[TTF_ST_COPY];
 	add_ms(o, "stage_sum_ms", sum, err);
 	gpu_json(o, &a->gpu, err);
-	*err |= !cJSON_AddStringToObject(o, "attribution", kind_name(a->kind));
+	*err |= !cJSON_AddStringToObject(o, "attribution", ttf_attrib_kind_name(a->kind));
 	*err |= !(a->inferred_by[0] ? cJSON_AddStringToObject(o, "inferred_by", a->inferred_by)
 				    : cJSON_AddNullToObject(o, "inferred_by"));
 	*err |= !(a->merged[0] ? cJSON_AddStringToObject(o, "merged", a->merged)
@@ -370,8 +356,8 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 	if (!a || !a->valid)
 		return;
 	fprintf(out, "    stages(ms):");
-	for (size_t i = 0; i < sizeof(time_order) / sizeof(time_order[0]); i++) {
-		enum ttf_stage s = time_order[i];
+	for (size_t i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage s = ttf_stage_time_order[i];
 
 		if (a->stage_ns[s] < 0)
 			continue;
@@ -382,7 +368,7 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 		if (s < TTF_ST__MAX && a->have_overlay[s] && a->overlay[s].runnable_ns >= 1000000)
 			fprintf(out, " [runnable %.1f]", a->overlay[s].runnable_ns / 1e6);
 	}
-	fprintf(out, " [%s%s%s]\n", kind_name(a->kind), a->inferred_by[0] ? ": " : "",
+	fprintf(out, " [%s%s%s]\n", ttf_attrib_kind_name(a->kind), a->inferred_by[0] ? ": " : "",
 		a->inferred_by);
 	if (a->gpu.have) {
 		fprintf(out, "    gpu: prefill busy %.2f ms, copies on path %.2f ms, host gaps %.2f ms,"
@@ -416,12 +402,12 @@ void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
 		return;
 	fprintf(out, "\nTTFT stages over %zu requests (ms):\n", ss->n);
 	fprintf(out, "%-12s %8s %10s %10s %10s\n", "stage", "n", "P50", "P95", "P99");
-	for (size_t i = 0; i < N_ORDER; i++) {
-		struct stats *s = ss->st[order[i]];
+	for (size_t i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		struct stats *s = ss->st[ttf_stage_order[i]];
 
 		if (!stats__count(s))
 			continue;
-		fprintf(out, "%-12s %8zu", ttf_stage_name(order[i]), stats__count(s));
+		fprintf(out, "%-12s %8zu", ttf_stage_name(ttf_stage_order[i]), stats__count(s));
 		for (int p = 0; p < 3; p++)
 			fprintf(out, " %10.3f", stats__percentile(s, pcts[p]));
 		fputc('\n', out);
@@ -454,13 +440,13 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 		*err = 1;
 		return;
 	}
-	for (size_t i = 0; i < N_ORDER; i++) {
-		struct stats *s = ss->st[order[i]];
+	for (size_t i = 0; i < TTF_STAGE_ORDER_N; i++) {
+		struct stats *s = ss->st[ttf_stage_order[i]];
 		cJSON *x;
 
 		if (!stats__count(s))
 			continue;
-		x = cJSON_AddObjectToObject(st, ttf_stage_name(order[i]));
+		x = cJSON_AddObjectToObject(st, ttf_stage_name(ttf_stage_order[i]));
 		if (!x) {
 			*err = 1;
 			continue;

@@ -4,20 +4,8 @@
 #include <string.h>
 #include "user/model/attrib.h"
 #include "user/model/gpu_join.h"
+#include "user/model/vocab.h"
 #include "user/lib/log.h"
-
-static const char *const stage_names[TTF_ST__ALL] = {
-	[TTF_ST_NET_IN] = "net_in",	[TTF_ST_READ_WAIT] = "read_wait",
-	[TTF_ST_FRONTEND] = "frontend", [TTF_ST_QUEUE] = "queue",
-	[TTF_ST_PREFILL] = "prefill",	[TTF_ST_EMIT] = "emit",
-	[TTF_ST_NET_OUT] = "net_out",	[TTF_ST_TOKENIZE] = "tokenize",
-	[TTF_ST_SERVER] = "server",	[TTF_ST_COPY] = "copy",
-};
-
-const char *ttf_stage_name(enum ttf_stage s)
-{
-	return s >= 0 && s < TTF_ST__ALL ? stage_names[s] : "?";
-}
 
 static void set_inferred(struct ttf_attrib *a, const char *why)
 {
@@ -240,7 +228,9 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		a->stage_ns[TTF_ST_FRONTEND] = a->stage_ns[TTF_ST_QUEUE] = -1;
 		a->stage_ns[TTF_ST_PREFILL] = a->stage_ns[TTF_ST_EMIT] = -1;
 		a->kind = TTF_ATTR_MERGED;
-		snprintf(a->merged, sizeof(a->merged), "frontend+queue+prefill+emit");
+		snprintf(a->merged, sizeof(a->merged), "%s+%s+%s+%s",
+			 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE),
+			 ttf_stage_name(TTF_ST_PREFILL), ttf_stage_name(TTF_ST_EMIT));
 		snprintf(a->inferred_by, sizeof(a->inferred_by), "%s",
 			 !src->tl || !timeline__has_steps(src->tl) ?
 			 "no engine step probe" : "no prompt step matched this request");
@@ -255,7 +245,8 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		if (!have_tok) {
 			a->stage_ns[TTF_ST_FRONTEND] = -1;
 			a->kind = TTF_ATTR_MERGED;
-			snprintf(a->merged, sizeof(a->merged), "frontend+queue");
+			snprintf(a->merged, sizeof(a->merged), "%s+%s",
+				 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE));
 		} else {
 			uint64_t ts = k->tok_start_ns < b[2] ? b[2] : k->tok_start_ns;
 

@@ -141,7 +141,7 @@ struct attrib_sources {
 int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
 			const struct attrib_sources *src, struct ttf_attrib *a);
 
-/* "net_in", "read_wait", ..., "tokenize", "server". */
+/* "net_in", "read_wait", ..., "tokenize", "server": the table is in vocab.c (vocab.h). */
 const char *ttf_stage_name(enum ttf_stage s);
 
 #endif /* TTFTRACE_ATTRIB_H */
