@@ -184,7 +184,7 @@ static void run_outputs(const struct ttf_request *r, const struct ttf_attrib *a,
 	ro.out = f;
 	rp = report__new(&ro);
 	assert_non_null(rp);
-	report__request_attrib(rp, r, a);
+	report__request(rp, r, &m, a);
 	report__free(rp);
 	fclose(f);
 	sn->ndjson = buf;
