@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
-      libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev pkg-config
+      libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev uthash-dev pkg-config
       python3 python3-pytest make gcc iproute2 procps golang-go
       bpftrace	# bench/overhead.sh: the bpftrace baseline
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "user/lib/hash.h"
 #include "user/lib/log.h"
 #include "user/model/vocab.h"
 #include "user/export/otlp.h"
@@ -74,23 +75,15 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 			 a->causes[i].index, a->causes[i].itl_ns / 1e6, a->causes[i].cause);
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	/* splitmix64 finaliser: spreads sequential ids over the whole id space */
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 void otlp__ids(uint64_t seed, uint64_t req_id, int idx, char trace_hex[33], char span_hex[17])
 {
-	uint64_t hi = mix64(seed), lo = mix64(seed ^ mix64(req_id)), sp;
+	/* splitmix64 spreads sequential ids over the whole id space */
+	uint64_t hi = ttf_mix64(seed), lo = ttf_mix64(seed ^ ttf_mix64(req_id)), sp;
 
 	if (trace_hex)
 		snprintf(trace_hex, 33, "%016llx%016llx", (unsigned long long)hi,
 			 (unsigned long long)(lo ? lo : 1));
-	sp = mix64(lo ^ ((uint64_t)idx << 56 | (uint64_t)idx));
+	sp = ttf_mix64(lo ^ ((uint64_t)idx << 56 | (uint64_t)idx));
 	if (span_hex)
 		snprintf(span_hex, 17, "%016llx", (unsigned long long)(sp ? sp : 1));
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "user/lib/hash.h"
 #include "user/model/gpu_store.h"
 
 struct gpu_span {
@@ -10,10 +11,16 @@ struct gpu_span {
 	uint32_t pid;
 };
 
-struct gpu_name {
+struct name_key {
 	uint64_t id;
 	uint32_t pid;
+	uint32_t zero;		/* no padding: the key is hashed and compared as bytes */
+};
+
+struct gpu_name {
+	struct name_key key;
 	char *str;
+	UT_hash_handle hh;	/* gpu_store.names */
 };
 
 struct gpu_pid_stats {
@@ -21,11 +28,23 @@ struct gpu_pid_stats {
 	struct ttf_gpu_stats st;
 };
 
-/* Open-addressing map from a nonzero 64-bit key to an index. */
-struct u64map {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t slots, used;
+/*
+ * (pid, corr) -> apis[] index. A uthash table whose entries live in chunks
+ * that are never moved, so that emptying and refilling it after apis[] was
+ * sorted or compacted reuses their memory.
+ */
+#define INDEX_CHUNK 1024
+
+struct index_ent {
+	uint64_t key;
+	uint32_t val;
+	UT_hash_handle hh;
+};
+
+struct api_index {
+	struct index_ent *head;		/* uthash */
+	struct index_ent **chunks;
+	size_t n, n_chunks;		/* entries in use, chunks allocated */
 };
 
 struct gpu_store {
@@ -36,94 +55,80 @@ struct gpu_store {
 	struct gpu_span *apis;
 	size_t napi, capapi;
 	bool api_sorted;
-	struct u64map api_map;   /* (pid, corr) -> apis[] index; rebuilt after sorting */
+	struct api_index api_map; /* (pid, corr) -> apis[] index; rebuilt after sorting */
 	bool api_map_dirty;
-	struct gpu_name *names;
-	size_t nnames, capnames;
-	struct u64map name_map;  /* mix(pid, id) -> names[] index */
+	struct gpu_name *names;  /* uthash by (name id, pid) */
 	struct gpu_pid_stats *stats;
 	size_t nstats;
 };
 
-static uint64_t mix64(uint64_t x)
+/* Map key to val, replacing the value of a key already there. */
+static int map_put(struct api_index *m, uint64_t key, uint32_t val)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return x;
-}
+	struct index_ent *e;
 
-static int map_put(struct u64map *m, uint64_t key, uint32_t val);
-
-static int map_grow(struct u64map *m)
-{
-	struct u64map old = *m;
-	size_t slots = old.slots ? old.slots * 2 : 1024;
-
-	m->keys = calloc(slots, sizeof(*m->keys));
-	m->vals = calloc(slots, sizeof(*m->vals));
-	if (!m->keys || !m->vals) {
-		free(m->keys);
-		free(m->vals);
-		*m = old;
-		return -ENOMEM;
+	HASH_FIND(hh, m->head, &key, sizeof(key), e);
+	if (e) {
+		e->val = val;
+		return 0;
 	}
-	m->slots = slots;
-	m->used = 0;
-	for (size_t i = 0; i < old.slots; i++)
-		if (old.keys[i])
-			map_put(m, old.keys[i], old.vals[i]);
-	free(old.keys);
-	free(old.vals);
+	if (m->n == m->n_chunks * INDEX_CHUNK) {
+		struct index_ent **c = realloc(m->chunks, (m->n_chunks + 1) * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		m->chunks = c;
+		c[m->n_chunks] = malloc(INDEX_CHUNK * sizeof(**c));
+		if (!c[m->n_chunks])
+			return -ENOMEM;
+		m->n_chunks++;
+	}
+	e = &m->chunks[m->n / INDEX_CHUNK][m->n % INDEX_CHUNK];
+	e->key = key;
+	e->val = val;
+	HASH_ADD(hh, m->head, key, sizeof(e->key), e);
+	if (!ttf_hash_added(e))
+		return -ENOMEM;
+	m->n++;
 	return 0;
 }
 
-static int map_put(struct u64map *m, uint64_t key, uint32_t val)
+static bool map_get(const struct api_index *m, uint64_t key, uint32_t *val)
 {
-	size_t i;
+	struct index_ent *e;
 
-	if ((m->used + 1) * 4 > m->slots * 3 && map_grow(m))
-		return -ENOMEM;
-	for (i = mix64(key) & (m->slots - 1); m->keys[i] && m->keys[i] != key;
-	     i = (i + 1) & (m->slots - 1))
-		;
-	if (!m->keys[i])
-		m->used++;
-	m->keys[i] = key;
-	m->vals[i] = val;
-	return 0;
+	HASH_FIND(hh, m->head, &key, sizeof(key), e);
+	if (e)
+		*val = e->val;
+	return e != NULL;
 }
 
-static bool map_get(const struct u64map *m, uint64_t key, uint32_t *val)
+static void map_clear(struct api_index *m)
 {
-	if (!m->slots)
-		return false;
-	for (size_t i = mix64(key) & (m->slots - 1); m->keys[i]; i = (i + 1) & (m->slots - 1)) {
-		if (m->keys[i] == key) {
-			*val = m->vals[i];
-			return true;
-		}
-	}
-	return false;
+	HASH_CLEAR(hh, m->head);
+	m->n = 0;
 }
 
-static void map_clear(struct u64map *m)
+static void map_free(struct api_index *m)
 {
-	if (m->keys)
-		memset(m->keys, 0, m->slots * sizeof(*m->keys));
-	m->used = 0;
+	map_clear(m);
+	for (size_t i = 0; i < m->n_chunks; i++)
+		free(m->chunks[i]);
+	free(m->chunks);
 }
 
 static uint64_t api_key(uint32_t pid, uint32_t corr)
 {
-	return (1ull << 63) | ((uint64_t)pid << 32) | corr;
+	return ((uint64_t)pid << 32) | corr;
 }
 
-static uint64_t name_key(uint32_t pid, uint64_t id)
+static struct gpu_name *find_name(const struct gpu_store *s, uint32_t pid, uint64_t id)
 {
-	uint64_t k = id ^ mix64(pid);
+	struct name_key k = { .id = id, .pid = pid };
+	struct gpu_name *n;
 
-	return k ? k : 1;
+	HASH_FIND(hh, s->names, &k, sizeof(k), n);
+	return n;
 }
 
 struct gpu_store *gpu_store__new(void)
@@ -133,17 +138,18 @@ struct gpu_store *gpu_store__new(void)
 
 void gpu_store__free(struct gpu_store *s)
 {
+	struct gpu_name *n, *tmp;
+
 	if (!s)
 		return;
 	free(s->spans);
 	free(s->apis);
-	free(s->api_map.keys);
-	free(s->api_map.vals);
-	for (size_t i = 0; i < s->nnames; i++)
-		free(s->names[i].str);
-	free(s->names);
-	free(s->name_map.keys);
-	free(s->name_map.vals);
+	map_free(&s->api_map);
+	HASH_ITER(hh, s->names, n, tmp) {
+		HASH_DEL(s->names, n);
+		free(n->str);
+		free(n);
+	}
 	free(s->stats);
 	free(s);
 }
@@ -202,40 +208,30 @@ int gpu_store__add(struct gpu_store *s, uint32_t pid, const struct ttf_gpu_rec *
 int gpu_store__add_name(struct gpu_store *s, uint32_t pid, uint64_t name_id, const char *name,
 			size_t len)
 {
-	struct gpu_name *p;
-	uint32_t idx;
-	char *copy;
+	struct gpu_name *n;
 
-	if (map_get(&s->name_map, name_key(pid, name_id), &idx))
+	if (find_name(s, pid, name_id))
 		return 0;
-	if (s->nnames == s->capnames) {
-		size_t ncap = s->capnames ? s->capnames * 2 : 256;
-
-		p = realloc(s->names, ncap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		s->names = p;
-		s->capnames = ncap;
-	}
-	copy = strndup(name, len);
-	if (!copy)
+	n = calloc(1, sizeof(*n));
+	if (!n)
 		return -ENOMEM;
-	if (map_put(&s->name_map, name_key(pid, name_id), s->nnames)) {
-		free(copy);
+	n->key = (struct name_key){ .id = name_id, .pid = pid };
+	n->str = strndup(name, len);
+	if (n->str)
+		HASH_ADD(hh, s->names, key, sizeof(n->key), n);
+	if (!n->str || !ttf_hash_added(n)) {
+		free(n->str);
+		free(n);
 		return -ENOMEM;
 	}
-	s->names[s->nnames++] = (struct gpu_name){ .id = name_id, .pid = pid, .str = copy };
 	return 0;
 }
 
 static const char *name_of(const struct gpu_store *s, uint32_t pid, uint64_t id)
 {
-	uint32_t idx;
+	const struct gpu_name *n = id ? find_name(s, pid, id) : NULL;
 
-	if (id && map_get(&s->name_map, name_key(pid, id), &idx) && s->names[idx].id == id &&
-	    s->names[idx].pid == pid)
-		return s->names[idx].str;
-	return "?";
+	return n ? n->str : "?";
 }
 
 int gpu_store__set_stats(struct gpu_store *s, uint32_t pid, const struct ttf_gpu_stats *st)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/lib/hash.h"
 #include "user/model/attrib.h"
 #include "user/model/sched.h"
 
@@ -10,7 +11,6 @@
 #define DEF_MAX_MARKS 65536
 #define DEF_MAX_THREADS 65536
 #define MIN_MARKS 16
-#define N_BUCKETS 4096		/* thread hash buckets, power of two */
 #define GC_PERIOD_NS 1000000000ULL
 #define N_RETIRED 16
 
@@ -22,17 +22,17 @@ struct mark {
 };
 
 struct thread {
-	struct thread *next;	/* hash chain */
 	struct mark *marks;	/* ring: oldest at head */
 	uint32_t head, n, cap;
 	uint64_t last_ns;	/* newest record applied (reorder clamp) */
 	uint64_t exit_ns;
-	struct sched_thread_summary sum;	/* closed intervals only */
+	struct sched_thread_summary sum;	/* closed intervals only; sum.tid is the key */
+	UT_hash_handle hh;	/* sched_view.threads */
 };
 
 struct sched_view {
 	struct sched_view_opts opts;
-	struct thread *buckets[N_BUCKETS];
+	struct thread *threads;	/* uthash by tid */
 	struct sched_thread_summary retired[N_RETIRED];
 	int n_retired;
 	uint64_t last_ns;
@@ -77,16 +77,14 @@ struct sched_view *sched__new(const struct sched_view_opts *opts)
 
 void sched__free(struct sched_view *v)
 {
+	struct thread *t, *tmp;
+
 	if (!v)
 		return;
-	for (int b = 0; b < N_BUCKETS; b++) {
-		struct thread *t = v->buckets[b], *next;
-
-		for (; t; t = next) {
-			next = t->next;
-			free(t->marks);
-			free(t);
-		}
+	HASH_ITER(hh, v->threads, t, tmp) {
+		HASH_DEL(v->threads, t);
+		free(t->marks);
+		free(t);
 	}
 	free(v);
 }
@@ -108,10 +106,9 @@ static enum sched_state cur_state(const struct thread *t)
 
 static struct thread *find(const struct sched_view *v, uint32_t tid)
 {
-	struct thread *t = v->buckets[tid & (N_BUCKETS - 1)];
+	struct thread *t;
 
-	while (t && t->sum.tid != tid)
-		t = t->next;
+	HASH_FIND(hh, v->threads, &tid, sizeof(tid), t);
 	return t;
 }
 
@@ -132,8 +129,13 @@ static struct thread *create(struct sched_view *v, uint32_t tid, uint32_t tgid, 
 	}
 	t->sum.tid = tid;
 	t->sum.tgid = tgid;
-	t->next = v->buckets[tid & (N_BUCKETS - 1)];
-	v->buckets[tid & (N_BUCKETS - 1)] = t;
+	HASH_ADD(hh, v->threads, sum.tid, sizeof(t->sum.tid), t);
+	if (!ttf_hash_added(t)) {
+		free(t);
+		v->st.alloc_failed++;
+		*err = -ENOMEM;
+		return NULL;
+	}
 	v->st.threads++;
 	return t;
 }
@@ -254,25 +256,18 @@ static void retire(struct sched_view *v, const struct sched_thread_summary *s)
 
 static void gc(struct sched_view *v, uint64_t now_ns)
 {
-	for (int b = 0; b < N_BUCKETS; b++) {
-		struct thread **pp = &v->buckets[b];
+	struct thread *t, *tmp;
 
-		while (*pp) {
-			struct thread *t = *pp;
-
-			trim(v, t, now_ns);
-			if (cur_state(t) == SCHED_EXITED &&
-			    t->exit_ns + v->opts.horizon_ns < now_ns) {
-				t->sum.exited = true;
-				retire(v, &t->sum);
-				*pp = t->next;
-				free(t->marks);
-				free(t);
-				v->st.threads--;
-				v->st.threads_freed++;
-				continue;
-			}
-			pp = &t->next;
+	HASH_ITER(hh, v->threads, t, tmp) {
+		trim(v, t, now_ns);
+		if (cur_state(t) == SCHED_EXITED && t->exit_ns + v->opts.horizon_ns < now_ns) {
+			t->sum.exited = true;
+			retire(v, &t->sum);
+			HASH_DEL(v->threads, t);
+			free(t->marks);
+			free(t);
+			v->st.threads--;
+			v->st.threads_freed++;
 		}
 	}
 	v->next_gc_ns = now_ns + GC_PERIOD_NS;
@@ -391,16 +386,14 @@ int sched__set_comm(struct sched_view *v, uint32_t tid, const char *comm)
 
 void sched__forget_tgid(struct sched_view *v, uint32_t tgid, uint64_t ts_ns)
 {
-	for (int b = 0; b < N_BUCKETS; b++) {
-		for (struct thread *t = v->buckets[b]; t; t = t->next) {
-			uint64_t ts = ts_ns > t->last_ns ? ts_ns : t->last_ns;
+	for (struct thread *t = v->threads; t; t = t->hh.next) {
+		uint64_t ts = ts_ns > t->last_ns ? ts_ns : t->last_ns;
 
-			if (t->sum.tgid != tgid || cur_state(t) == SCHED_EXITED)
-				continue;
-			if (!set_state(v, t, ts, SCHED_EXITED, false)) {
-				t->last_ns = ts;
-				t->exit_ns = ts;
-			}
+		if (t->sum.tgid != tgid || cur_state(t) == SCHED_EXITED)
+			continue;
+		if (!set_state(v, t, ts, SCHED_EXITED, false)) {
+			t->last_ns = ts;
+			t->exit_ns = ts;
 		}
 	}
 	if (ts_ns > v->last_ns)
@@ -546,9 +539,8 @@ size_t sched__top_runq(const struct sched_view *v, struct sched_thread_summary *
 
 	if (!all)
 		return 0;
-	for (int b = 0; b < N_BUCKETS; b++)
-		for (const struct thread *t = v->buckets[b]; t; t = t->next)
-			summarize(v, t, &all[n++]);
+	for (const struct thread *t = v->threads; t; t = t->hh.next)
+		summarize(v, t, &all[n++]);
 	for (int i = 0; i < v->n_retired; i++)
 		all[n++] = v->retired[i];
 	qsort(all, n, sizeof(*all), cmp_runq);

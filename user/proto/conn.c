@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/lib/hash.h"
 #include "user/proto/conn.h"
 #include "user/proto/http.h"
 #include "user/proto/sse.h"
@@ -86,13 +87,13 @@ struct conn {
 	uint64_t sse_lost_seen;
 	bool have_tx_seq;
 	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
+	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
 struct conn_table {
 	struct conn_table_opts opts;
 	struct conn_stats stats;
-	struct conn **slots;		/* open addressing, linear probing */
-	size_t n_slots, n_used;
+	struct conn *conns;		/* uthash by cookie, oldest first */
 	uint64_t tomb[TOMBSTONES];
 	unsigned int tomb_next;
 	struct creq *wait_head, *wait_tail;
@@ -104,72 +105,14 @@ static bool seq_ge(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) >= 0;
 }
 
-/* ---- hash table ---- */
-
-static size_t slot_of(const struct conn_table *t, uint64_t cookie)
-{
-	uint64_t h = cookie * 0x9e3779b97f4a7c15ull;
-
-	return (h >> 32) & (t->n_slots - 1);
-}
+/* ---- connections by cookie ---- */
 
 static struct conn *conn_lookup(const struct conn_table *t, uint64_t cookie)
 {
-	for (size_t i = slot_of(t, cookie);; i = (i + 1) & (t->n_slots - 1)) {
-		if (!t->slots[i])
-			return NULL;
-		if (t->slots[i]->cookie == cookie)
-			return t->slots[i];
-	}
-}
+	struct conn *c;
 
-static void slot_put(struct conn_table *t, struct conn *c)
-{
-	size_t i = slot_of(t, c->cookie);
-
-	while (t->slots[i])
-		i = (i + 1) & (t->n_slots - 1);
-	t->slots[i] = c;
-}
-
-static int table_grow(struct conn_table *t)
-{
-	struct conn **old = t->slots;
-	size_t n_old = t->n_slots;
-
-	t->slots = calloc(n_old * 2, sizeof(*t->slots));
-	if (!t->slots) {
-		t->slots = old;
-		return -ENOMEM;
-	}
-	t->n_slots = n_old * 2;
-	for (size_t i = 0; i < n_old; i++)
-		if (old[i])
-			slot_put(t, old[i]);
-	free(old);
-	return 0;
-}
-
-/* Backward-shift deletion keeps probe chains intact without tombstones. */
-static void slot_del(struct conn_table *t, uint64_t cookie)
-{
-	size_t mask = t->n_slots - 1, i = slot_of(t, cookie), j, k;
-
-	while (t->slots[i] && t->slots[i]->cookie != cookie)
-		i = (i + 1) & mask;
-	if (!t->slots[i])
-		return;
-	t->slots[i] = NULL;
-	t->n_used--;
-	for (j = (i + 1) & mask; t->slots[j]; j = (j + 1) & mask) {
-		k = slot_of(t, t->slots[j]->cookie);
-		/* move j back to i unless its home k lies cyclically in (i, j] */
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			t->slots[i] = t->slots[j];
-			t->slots[j] = NULL;
-			i = j;
-		}
-	}
+	HASH_FIND(hh, t->conns, &cookie, sizeof(cookie), c);
+	return c;
 }
 
 static bool tomb_has(const struct conn_table *t, uint64_t cookie)
@@ -650,11 +593,8 @@ static const struct http_parser_cbs resp_cbs = {
 
 static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e)
 {
-	struct conn *c;
+	struct conn *c = calloc(1, sizeof(*c));
 
-	if ((t->n_used + 1) * 2 > t->n_slots && table_grow(t))
-		return NULL;
-	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	c->cookie = e->sock_cookie;
@@ -665,8 +605,11 @@ static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e
 	c->addr.rport = e->rport;
 	memcpy(c->addr.laddr, e->laddr, sizeof(c->addr.laddr));
 	memcpy(c->addr.raddr, e->raddr, sizeof(c->addr.raddr));
-	slot_put(t, c);
-	t->n_used++;
+	HASH_ADD(hh, t->conns, cookie, sizeof(c->cookie), c);
+	if (!ttf_hash_added(c)) {
+		free(c);
+		return NULL;
+	}
 	t->stats.connections++;
 	return c;
 }
@@ -694,7 +637,7 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 		}
 		emit(t, q);
 	}
-	slot_del(t, c->cookie);
+	HASH_DEL(t->conns, c);
 	t->tomb[t->tomb_next] = c->cookie;
 	t->tomb_next = (t->tomb_next + 1) % TOMBSTONES;
 	http_parser__free(c->reqp);
@@ -823,13 +766,6 @@ struct conn_table *conn_table__new(const struct conn_table_opts *opts)
 	if (!t)
 		return NULL;
 	t->opts = *opts;
-	t->n_slots = 64;
-	t->slots = calloc(t->n_slots, sizeof(*t->slots));
-	if (!t->slots) {
-		free(t);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return t;
 }
 
@@ -837,12 +773,12 @@ void conn_table__free(struct conn_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->n_slots; i++) {
-		struct conn *c = t->slots[i];
+	struct conn *c, *tmp;
+
+	HASH_ITER(hh, t->conns, c, tmp) {
 		struct creq *q, *n;
 
-		if (!c)
-			continue;
+		HASH_DEL(t->conns, c);
 		for (q = c->head; q; q = n) {
 			n = q->next;
 			ttf_request__release(&q->r);
@@ -854,7 +790,6 @@ void conn_table__free(struct conn_table *t)
 		sse_splitter__free(c->sse);
 		free(c);
 	}
-	free(t->slots);
 	free(t);
 }
 
@@ -866,7 +801,7 @@ static void expire_waiting(struct conn_table *t, uint64_t now_ns)
 
 int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, size_t len)
 {
-	struct conn *c;
+	struct conn *c, *tmp;
 
 	if (len < sizeof(*e) || len < sizeof(*e) + e->cap_len ||
 	    ((e->type == TTF_EV_RECV || e->type == TTF_EV_SEND) && e->cap_len > e->bytes)) {
@@ -908,14 +843,9 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_EXIT:
-		for (size_t i = 0; i < t->n_slots;) {
-			c = t->slots[i];
-			/* slot_del may shift a later entry into i: look at i again */
-			if (c && c->tgid == e->tgid)
+		HASH_ITER(hh, t->conns, c, tmp)
+			if (c->tgid == e->tgid)
 				conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
-			else
-				i++;
-		}
 		return 0;
 	case TTF_EV_FORK:
 		return 0;
@@ -927,19 +857,14 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 
 void conn_table__finish(struct conn_table *t, uint64_t now_ns)
 {
+	struct conn *c, *tmp;
+
 	expire_waiting(t, now_ns);
 	while (t->wait_head)
 		emit(t, t->wait_head);
-	for (size_t i = 0; i < t->n_slots;) {
-		struct conn *c = t->slots[i];
-
-		if (!c) {
-			i++;
-			continue;
-		}
-		/* tracing stops, the connection lives on: an until-close body is cut, not ended */
+	/* tracing stops, the connection lives on: an until-close body is cut, not ended */
+	HASH_ITER(hh, t->conns, c, tmp)
 		conn_close(t, c, TTF_REQ_INCOMPLETE, false, 0);
-	}
 }
 
 const struct conn_stats *conn_table__stats(const struct conn_table *t)
