@@ -7,12 +7,14 @@
 # wall time and per second of the process's CPU time (the machine may be
 # shared: CPU time is what one core spends), as a ratio against the goal of
 # 2 million events/s. No root. Usage: bench/replay_throughput.sh [REQUESTS] [ROUNDS]
+# TTFTRACE=PATH replays with another build (e.g. the one before a change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
 ROUNDS=${2:-3}
 GOAL=2000000
-for b in ./ttftrace .output/bin/mkrec; do
+TTFTRACE=${TTFTRACE:-./ttftrace}
+for b in "$TTFTRACE" .output/bin/mkrec; do
 	[ -x "$b" ] || { echo "Error: $b not built" >&2; echo "HINT: run make" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -23,7 +25,7 @@ for mode in text json; do
 	args=()
 	[ "$mode" = json ] && args=(--json)
 	for r in $(seq "$ROUNDS"); do
-		taskset -c 0 ./ttftrace replay "$tmp/bench.rec" "${args[@]}" -o /dev/null \
+		taskset -c 0 "$TTFTRACE" replay "$tmp/bench.rec" "${args[@]}" -o /dev/null \
 			2>>"$tmp/$mode.err"
 	done
 done
