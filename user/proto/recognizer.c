@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The protocol recognizers the connection tracker tries, in order (recognizer.h). */
+#include "user/proto/recognizer.h"
+
+const struct proto_recognizer *const proto_recognizers[] = {
+	&proto_http1,
+};
+
+const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);
