@@ -459,7 +459,7 @@ static void test_non_http_exit_finish(void **state)
 
 /*
  * No recognizer says yes to text that is not a request line: the connection
- * stays undecided for UNDECIDED_MAX (16) payload records, then is not HTTP.
+ * stays undecided for PROTO_UNDECIDED_MAX (16) payload records, then is not HTTP.
  */
 static void test_undecided_limit(void **state)
 {

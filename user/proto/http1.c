@@ -121,7 +121,7 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 {
 	struct http1 *s = ctx;
 	struct track_req *q = s->tx;
-	const struct ttf_net_event *cur = track_cur(s->tc);
+	const struct ttf_net_event *cur;
 	struct sse_event_info info;
 	struct ttf_token_event ev = {};
 
@@ -131,6 +131,7 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 	usage_of(q, &info);
 	switch (info.kind) {
 	case SSE_EV_TOKEN:
+		cur = track_cur(s->tc);
 		ev.write_ns = tag;
 		ev.write_start_ns = cur && cur->ts_ns == tag ? cur->enter_ns : 0;
 		ev.n_tokens = info.n_tokens;

@@ -7,3 +7,7 @@ const struct proto_recognizer *const proto_recognizers[] = {
 };
 
 const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);
+
+/* conn.c remembers which recognizers said no in 32 bits */
+_Static_assert(sizeof(proto_recognizers) / sizeof(proto_recognizers[0]) <= 32,
+	       "at most 32 recognizers");
