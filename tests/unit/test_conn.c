@@ -457,6 +457,37 @@ static void test_non_http_exit_finish(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * No recognizer says yes to text that is not a request line: the connection
+ * stays undecided for PROTO_UNDECIDED_MAX (16) payload records, then is not HTTP.
+ */
+static void test_undecided_limit(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+	int i;
+
+	for (i = 0; i < 16; i++)
+		recv_(t, (1 + i) * MS, "hello\r\n", 0, 0);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	recv_(t, 20 * MS, CHAT_REQ, 0, 0);
+	conn_table__finish(t, 30 * MS);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_CHAT);
+	assert_int_equal(o.r[0].conn_seq, 0);
+	conn_table__free(t);
+
+	t = mktable(&o, 0);
+	for (i = 0; i < 17; i++)
+		recv_(t, (1 + i) * MS, "hello\r\n", 0, 0);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	recv_(t, 20 * MS, CHAT_REQ, 0, 0);
+	conn_table__finish(t, 30 * MS);
+	assert_int_equal(o.n, 0);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -472,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
+		cmocka_unit_test(test_undecided_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

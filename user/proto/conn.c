@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Connection tracker: ring-buffer records -> HTTP requests with token events.
+ * Connection tracker: ring-buffer records -> requests with token events.
  *
  * Per connection: a role (server: requests arrive on RECV; client: requests
- * leave on SEND), one HTTP parser per direction, the requests in flight in
- * arrival order, and a short memory of XMIT records and of writes still
- * waiting for one. XMIT happens inside the write syscall on loopback, so it
- * usually reaches the ring before the SEND record of the same write; both
- * orders are handled.
+ * leave on SEND), the protocol recognizer that parses its bytes and reports
+ * through track.h (recognizer.h; HTTP/1.1 in http1.c), the requests in
+ * flight in arrival order, and a short memory of XMIT records and of writes
+ * still waiting for one. XMIT happens inside the write syscall on loopback,
+ * so it usually reaches the ring before the SEND record of the same write;
+ * both orders are handled.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -15,18 +16,17 @@
 #include <string.h>
 #include "user/lib/hash.h"
 #include "user/proto/conn.h"
-#include "user/proto/http.h"
-#include "user/proto/sse.h"
+#include "user/proto/recognizer.h"
+#include "user/proto/track.h"
 
 /* How long (in later event timestamps) an ended request waits for its last XMIT. */
 #define XMIT_WAIT_NS (200ull * 1000 * 1000)
 #define XMIT_RING 16		/* recent XMITs kept per connection */
 #define PENDING_WRITES 32	/* writes waiting for their XMIT per connection */
 #define TOMBSTONES 256		/* recently closed cookies whose late records are ignored */
-#define UNDECIDED_MAX 16	/* payload records without a request line before "not HTTP" */
-#define BODY_MAX_BYTES (64u * 1024) /* non-streamed body kept to read its usage */
 #define TOUCHED_MAX 4
 
+/* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
 
 struct conn;
@@ -43,9 +43,6 @@ struct creq {
 	uint32_t last_seq_end;		/* seq_end of the latest response write */
 	uint64_t last_xmit_ns;		/* XMIT of that write; 0 unknown */
 	uint64_t deadline_ns;
-	bool body_incomplete;		/* non-streamed body not fully kept */
-	char *body;
-	size_t body_len;
 };
 
 struct xmit_rec {
@@ -70,13 +67,12 @@ struct conn {
 	enum conn_role role;
 	uint32_t tgid;
 	uint32_t undecided;
+	uint32_t ruled_out;		/* bit i: proto_recognizers[i] said no */
 	uint32_t next_seq;
 	struct ttf_conn_addr addr;
-	struct http_parser *reqp, *respp;
-	struct sse_splitter *sse;
+	const struct proto_recognizer *rec;	/* set with the role */
+	void *st;			/* rec's state */
 	struct creq *head, *tail;	/* all live requests, oldest first */
-	struct creq *rx_req;		/* request whose bytes are being parsed */
-	struct creq *tx_req;		/* request whose response is being parsed */
 	const struct ttf_net_event *cur;	/* record being fed */
 	struct touched touched[TOUCHED_MAX];
 	int n_touched;
@@ -84,7 +80,6 @@ struct conn {
 	unsigned int xmit_head, n_xmits;	/* ring, oldest at xmit_head */
 	struct pending_write pend[PENDING_WRITES];
 	unsigned int n_pend;
-	uint64_t sse_lost_seen;
 	bool have_tx_seq;
 	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
@@ -147,6 +142,8 @@ static void emit(struct conn_table *t, struct creq *q)
 	unsigned int i, n = 0;
 
 	wait_unlink(t, q);
+	if (c->st)
+		c->rec->forget(c->st, (struct track_req *)q);
 	if (q->prev)
 		q->prev->next = q->next;
 	else
@@ -155,10 +152,6 @@ static void emit(struct conn_table *t, struct creq *q)
 		q->next->prev = q->prev;
 	else
 		c->tail = q->prev;
-	if (c->rx_req == q)
-		c->rx_req = NULL;
-	if (c->tx_req == q)
-		c->tx_req = NULL;
 	for (i = 0; i < c->n_pend; i++)
 		if (c->pend[i].req != q)
 			c->pend[n++] = c->pend[i];
@@ -175,19 +168,7 @@ static void emit(struct conn_table *t, struct creq *q)
 	if (t->opts.on_request)
 		t->opts.on_request(t->opts.ctx, &q->r);
 	ttf_request__release(&q->r);
-	free(q->body);
 	free(q);
-}
-
-static enum ttf_api api_of(const char *path)
-{
-	if (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/chat/completions"))
-		return TTF_API_CHAT;
-	if (!strcmp(path, "/v1/completions"))
-		return TTF_API_COMPLETION;
-	if (!strcmp(path, "/completion") || !strcmp(path, "/completions"))
-		return TTF_API_LLAMACPP;
-	return TTF_API_UNKNOWN;
 }
 
 static uint64_t or_ts(uint64_t v, uint64_t ts)
@@ -308,41 +289,40 @@ static void touch(struct conn *c, struct creq *q)
 	c->touched[c->n_touched++] = (struct touched){ .req = q, .ev_from = q->r.n_events };
 }
 
-/* ---- request side ---- */
+/* ---- what recognizers call (track.h) ---- */
 
-static void force_end(struct conn_table *t, struct conn *c, struct creq *q)
+/* struct track_conn and struct track_req are struct conn and struct creq. */
+static struct conn *conn_of(struct track_conn *tc)
 {
-	/* the response ends where its last byte was seen */
-	if (c->respp && c->tx_req == q && http_parser__in_message(c->respp))
-		q->r.resp_bytes = http_parser__msg_bytes(c->respp);
-	if (c->respp)
-		http_parser__resync(c->respp);
-	if (c->sse)
-		sse_splitter__reset(c->sse);
-	c->tx_req = NULL;
-	q->resp_ended = true;
-	maybe_emit(t, q);
+	return (struct conn *)tc;
 }
 
-static void req_begin(void *ctx)
+static struct creq *creq_of(struct track_req *q)
 {
-	struct conn *c = ctx;
+	return (struct creq *)q;
+}
+
+const struct ttf_net_event *track_cur(const struct track_conn *tc)
+{
+	return ((const struct conn *)tc)->cur;
+}
+
+const struct ttf_request *track_req_info(const struct track_req *q)
+{
+	return &((const struct creq *)q)->r;
+}
+
+struct track_req *track_req_begin(struct track_conn *tc)
+{
+	struct conn *c = conn_of(tc);
 	struct conn_table *t = c->t;
 	const struct ttf_net_event *e = c->cur;
-	struct creq *q, *tx = c->tx_req;
-
-	/*
-	 * A new request while the previous response can only end at close, lost
-	 * sync, or already said [DONE]: the client is done reading it.
-	 */
-	if (tx && (tx->r.flags & TTF_REQ_DONE_MARKER || http_parser__lost(c->respp) ||
-		   http_parser__body_mode(c->respp) == HTTP_BODY_CLOSE))
-		force_end(t, c, tx);
+	struct creq *q;
 
 	q = calloc(1, sizeof(*q));
 	if (!q) {
 		t->stats.events_dropped_oom++;
-		return;
+		return NULL;
 	}
 	q->conn = c;
 	q->r.id = ++t->next_id;
@@ -365,231 +345,165 @@ static void req_begin(void *ctx)
 	else
 		c->head = q;
 	c->tail = q;
-	c->rx_req = q;
+	return (struct track_req *)q;
 }
 
-static void req_head(void *ctx, struct http_head *h)
+void track_req_head(struct track_req *tq, const char *method, const char *path,
+		    enum ttf_api api)
 {
-	struct conn *c = ctx;
-	struct creq *q = c->rx_req;
+	struct creq *q = creq_of(tq);
 
-	if (!q)
-		return;
-	snprintf(q->r.method, sizeof(q->r.method), "%s", h->method);
-	snprintf(q->r.path, sizeof(q->r.path), "%s", h->path);
-	q->r.api = api_of(q->r.path);
+	snprintf(q->r.method, sizeof(q->r.method), "%s", method);
+	snprintf(q->r.path, sizeof(q->r.path), "%s", path);
+	q->r.api = api;
 }
 
-static void req_end(void *ctx, uint64_t msg_bytes)
+void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 {
-	struct conn *c = ctx;
+	struct conn *c = conn_of(tc);
 	struct conn_table *t = c->t;
-	struct creq *q = c->rx_req;
+	struct creq *q = creq_of(tq);
 	const struct ttf_net_event *e = c->cur;
 
-	if (!q)
-		return;
-	q->r.req_bytes = msg_bytes;
+	q->r.req_bytes = bytes;
 	q->r.read_done_ns = e->ts_ns;
 	if (c->role == ROLE_SERVER)
 		q->r.arrival_last_ns = or_ts(e->arrival_last_ns, e->ts_ns);
-	c->rx_req = NULL;
 	if (t->opts.on_request_read)
 		t->opts.on_request_read(t->opts.ctx, &q->r);
 }
 
-/* ---- response side ---- */
-
-static void resp_begin(void *ctx)
+void track_req_bytes(struct track_req *q, uint64_t bytes)
 {
-	struct conn *c = ctx;
+	creq_of(q)->r.req_bytes = bytes;
+}
+
+struct track_req *track_resp_begin(struct track_conn *tc)
+{
+	struct conn *c = conn_of(tc);
 	struct creq *q;
 
 	for (q = c->head; q && q->resp_started; q = q->next)
 		;
-	c->tx_req = q;
 	if (!q)
-		return;
+		return NULL;
 	q->resp_started = true;
 	q->r.resp_first_write_ns = c->cur->ts_ns;
 	touch(c, q);
+	return (struct track_req *)q;
 }
 
-static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
+void track_resp_touch(struct track_conn *tc, struct track_req *q)
 {
-	struct conn *c = ctx;
-	struct creq *q = c->tx_req;
-	struct sse_event_info info;
-	struct ttf_token_event ev = {};
+	touch(conn_of(tc), creq_of(q));
+}
 
-	if (!q)
-		return;
+void track_resp_interim(struct track_conn *tc, struct track_req *tq)
+{
+	struct creq *q = creq_of(tq);
+
+	q->resp_started = false;
+	q->r.resp_first_write_ns = 0;
+	q->r.end_write_ns = 0;
+}
+
+void track_resp_head(struct track_req *tq, int status, bool streamed)
+{
+	struct creq *q = creq_of(tq);
+
+	q->r.status = status;
+	q->r.flags |= streamed ? TTF_REQ_STREAM : TTF_REQ_NONSTREAM;
+}
+
+void track_resp_event(struct track_conn *tc, struct track_req *tq,
+		      const struct ttf_token_event *tok)
+{
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
+
 	q->r.n_sse_events++;
-	sse_classify(data, len, &info);
-	if (info.has_usage) {
-		q->r.flags |= TTF_REQ_USAGE;
-		q->r.usage_completion_tokens = info.completion_tokens;
-		q->r.usage_prompt_tokens = info.prompt_tokens;
+	if (!tok)
+		return;
+	if (!q->r.n_events) {
+		q->r.tx_tid = c->cur ? c->cur->tid : 0;
+		if (c->cur && (c->cur->flags & TTF_EVF_NODELAY))
+			q->r.flags |= TTF_REQ_NODELAY;
 	}
-	switch (info.kind) {
-	case SSE_EV_TOKEN:
-		ev.write_ns = tag;
-		ev.write_start_ns = c->cur && c->cur->ts_ns == tag ? c->cur->enter_ns : 0;
-		ev.n_tokens = info.n_tokens;
-		ev.flags = info.token_flags;
-		if (!q->r.n_events) {
-			q->r.tx_tid = c->cur ? c->cur->tid : 0;
-			if (c->cur && (c->cur->flags & TTF_EVF_NODELAY))
-				q->r.flags |= TTF_REQ_NODELAY;
-		}
-		if (ttf_request__add_event(&q->r, &ev))
-			c->t->stats.events_dropped_oom++;
-		break;
-	case SSE_EV_DONE:
-		q->r.flags |= TTF_REQ_DONE_MARKER;
-		break;
-	case SSE_EV_ERROR:
-		q->r.flags |= TTF_REQ_ERROR;
-		break;
-	default:
-		break;
-	}
+	if (ttf_request__add_event(&q->r, tok))
+		c->t->stats.events_dropped_oom++;
 }
 
-static void resp_head(void *ctx, struct http_head *h)
+void track_resp_whole(struct track_conn *tc, struct track_req *tq)
 {
-	struct conn *c = ctx;
-	struct creq *q = c->tx_req;
-
-	if (!q)
-		return;
-	if (h->status < 200) {
-		/* interim (100 Continue): the real response is still to come */
-		q->resp_started = false;
-		q->r.resp_first_write_ns = 0;
-		q->r.end_write_ns = 0;
-		c->tx_req = NULL;
-		return;
-	}
-	q->r.status = h->status;
-	if (h->status >= 400)
-		q->r.flags |= TTF_REQ_ERROR;
-	if (!strcmp(q->r.method, "HEAD"))
-		h->no_body = true;
-	if (h->event_stream) {
-		q->r.flags |= TTF_REQ_STREAM;
-		if (!c->sse) {
-			c->sse = sse_splitter__new(sse_event, c);
-			if (!c->sse)
-				c->t->stats.events_dropped_oom++;
-		} else {
-			sse_splitter__reset(c->sse);
-		}
-	} else {
-		q->r.flags |= TTF_REQ_NONSTREAM;
-	}
-}
-
-static void resp_body(void *ctx, const char *data, size_t len)
-{
-	struct conn *c = ctx;
-	struct creq *q = c->tx_req;
-	char *b;
-
-	if (!q)
-		return;
-	if (q->r.flags & TTF_REQ_STREAM) {
-		if (c->sse && sse_splitter__feed(c->sse, data, len, c->cur->ts_ns))
-			c->t->stats.events_dropped_oom++;
-		return;
-	}
-	if (q->body_incomplete)
-		return;
-	if (q->body_len + len > BODY_MAX_BYTES) {
-		q->body_incomplete = true;
-		return;
-	}
-	b = realloc(q->body, q->body_len + len);
-	if (!b) {
-		q->body_incomplete = true;
-		return;
-	}
-	memcpy(b + q->body_len, data, len);
-	q->body = b;
-	q->body_len += len;
-}
-
-static void resp_body_gap(void *ctx, size_t len)
-{
-	struct conn *c = ctx;
-	struct creq *q = c->tx_req;
-
-	if (!q)
-		return;
-	q->r.flags |= TTF_REQ_TRUNCATED;
-	if (q->r.flags & TTF_REQ_STREAM) {
-		if (c->sse)
-			sse_splitter__gap(c->sse, len);
-	} else {
-		q->body_incomplete = true;
-	}
-}
-
-static void resp_end(void *ctx, uint64_t msg_bytes)
-{
-	struct conn *c = ctx;
-	struct creq *q = c->tx_req;
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
 	struct ttf_token_event ev = { .n_tokens = 1, .flags = TTF_TOK_CONTENT };
-	struct sse_event_info info;
 
-	if (!q)
-		return;
-	q->r.resp_bytes = msg_bytes;
+	ev.write_ns = c->cur ? c->cur->ts_ns : q->r.end_write_ns;
+	ev.write_start_ns = c->cur ? c->cur->enter_ns : 0;
+	q->r.tx_tid = c->cur ? c->cur->tid : q->r.tx_tid;
+	if (ttf_request__add_event(&q->r, &ev))
+		c->t->stats.events_dropped_oom++;
+}
+
+void track_req_usage(struct track_req *tq, uint32_t completion_tokens, uint32_t prompt_tokens)
+{
+	struct creq *q = creq_of(tq);
+
+	q->r.flags |= TTF_REQ_USAGE;
+	q->r.usage_completion_tokens = completion_tokens;
+	q->r.usage_prompt_tokens = prompt_tokens;
+}
+
+void track_resp_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
+{
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
+
+	q->r.resp_bytes = bytes;
 	if (c->cur)
 		q->r.end_write_ns = c->cur->ts_ns;
-	if (q->r.flags & TTF_REQ_NONSTREAM) {
-		if (!q->body_incomplete && q->body_len) {
-			sse_classify(q->body, q->body_len, &info);
-			if (info.has_usage) {
-				q->r.flags |= TTF_REQ_USAGE;
-				q->r.usage_completion_tokens = info.completion_tokens;
-				q->r.usage_prompt_tokens = info.prompt_tokens;
-			}
-			if (info.kind == SSE_EV_ERROR)
-				q->r.flags |= TTF_REQ_ERROR;
-		}
-		if (q->r.status < 400 && q->r.status != 0) {
-			ev.write_ns = q->r.end_write_ns;
-			ev.write_start_ns = c->cur ? c->cur->enter_ns : 0;
-			q->r.tx_tid = c->cur ? c->cur->tid : q->r.tx_tid;
-			if (ttf_request__add_event(&q->r, &ev))
-				c->t->stats.events_dropped_oom++;
-		}
-	} else if (c->sse) {
-		sse_splitter__reset(c->sse);
-	}
-	free(q->body);
-	q->body = NULL;
-	q->body_len = 0;
 	q->resp_ended = true;
-	c->tx_req = NULL;
+}
+
+void track_resp_cut(struct track_conn *tc, struct track_req *tq)
+{
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
+
+	q->resp_ended = true;
+	maybe_emit(c->t, q);
+}
+
+void track_resp_bytes(struct track_req *q, uint64_t bytes)
+{
+	creq_of(q)->r.resp_bytes = bytes;
+}
+
+void track_req_flag(struct track_req *q, uint32_t flags)
+{
+	creq_of(q)->r.flags |= flags;
+}
+
+void track_lost_sync(struct track_conn *tc)
+{
+	conn_of(tc)->t->stats.lost_sync++;
+}
+
+void track_oom(struct track_conn *tc)
+{
+	conn_of(tc)->t->stats.events_dropped_oom++;
+}
+
+/* The recognizer's state, if it has one. */
+static void conn_free_state(struct conn *c)
+{
+	if (c->st)
+		c->rec->free(c->st);
+	c->st = NULL;
 }
 
 /* ---- connections ---- */
-
-static const struct http_parser_cbs req_cbs = {
-	.on_begin = req_begin,
-	.on_head = req_head,
-	.on_end = req_end,
-};
-
-static const struct http_parser_cbs resp_cbs = {
-	.on_begin = resp_begin,
-	.on_head = resp_head,
-	.on_body = resp_body,
-	.on_body_gap = resp_body_gap,
-	.on_end = resp_end,
-};
 
 static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e)
 {
@@ -621,15 +535,8 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 	struct creq *q;
 
 	c->cur = NULL;
-	/* byte counts of the messages cut short, before eof forgets them */
-	if (c->tx_req && http_parser__in_message(c->respp))
-		c->tx_req->r.resp_bytes = http_parser__msg_bytes(c->respp);
-	if (c->rx_req && http_parser__in_message(c->reqp))
-		c->rx_req->r.req_bytes = http_parser__msg_bytes(c->reqp);
-	if (c->respp && !until_close_ends)
-		http_parser__resync(c->respp);
-	if (c->respp)
-		http_parser__eof(c->respp);	/* a body that lasts until close ends here */
+	if (c->st)
+		c->rec->close(c->st, until_close_ends);
 	while ((q = c->head)) {
 		if (!q->resp_ended) {
 			q->r.flags |= open_flag;
@@ -640,36 +547,48 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 	HASH_DEL(t->conns, c);
 	t->tomb[t->tomb_next] = c->cookie;
 	t->tomb_next = (t->tomb_next + 1) % TOMBSTONES;
-	http_parser__free(c->reqp);
-	http_parser__free(c->respp);
-	sse_splitter__free(c->sse);
+	conn_free_state(c);
 	free(c);
 }
 
-static bool looks_binary(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n && i < 16; i++)
-		if (p[i] < 0x20 && p[i] != '\r' && p[i] != '\n' && p[i] != '\t')
-			return true;
-	return false;
-}
-
+/*
+ * Ask the recognizers not yet ruled out about this record; the first yes
+ * decides the role and opens its state. 0, or -EAGAIN (undecided, or not
+ * recognized: ROLE_NON_HTTP), or -ENOMEM.
+ */
 static int decide_role(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
 {
 	const char *pl = (const char *)e->payload;
+	const struct proto_recognizer *rec = NULL;
+	enum track_role role = TRACK_ROLE_SERVER;
+	bool maybe = false;
 
-	if (e->cap_len && http_looks_like_request(pl, e->cap_len))
-		c->role = e->type == TTF_EV_RECV ? ROLE_SERVER : ROLE_CLIENT;
-	else if ((e->cap_len && looks_binary((const uint8_t *)e->payload, e->cap_len)) ||
-		 ++c->undecided > UNDECIDED_MAX)
+	for (unsigned int i = 0; i < proto_n_recognizers; i++) {
+		enum proto_verdict v;
+
+		if (c->ruled_out & (1u << i))
+			continue;
+		v = proto_recognizers[i]->detect(pl, e->cap_len, e->type == TTF_EV_RECV, &role);
+		if (v == PROTO_YES) {
+			rec = proto_recognizers[i];
+			break;
+		}
+		if (v == PROTO_NO)
+			c->ruled_out |= 1u << i;
+		else
+			maybe = true;
+	}
+	if (rec)
+		c->role = role == TRACK_ROLE_SERVER ? ROLE_SERVER : ROLE_CLIENT;
+	else if (!maybe || ++c->undecided > PROTO_UNDECIDED_MAX)
 		c->role = ROLE_NON_HTTP;
 	if (c->role == ROLE_NON_HTTP)
 		t->stats.non_http++;
 	if (c->role != ROLE_SERVER && c->role != ROLE_CLIENT)
 		return -EAGAIN;
-	c->reqp = http_parser__new(true, &req_cbs, c);
-	c->respp = http_parser__new(false, &resp_cbs, c);
-	if (!c->reqp || !c->respp) {
+	c->rec = rec;
+	c->st = rec->open((struct track_conn *)c, role);
+	if (!c->st) {
 		t->stats.events_dropped_oom++;
 		c->role = ROLE_NON_HTTP;
 		return -ENOMEM;
@@ -680,12 +599,9 @@ static int decide_role(struct conn_table *t, struct conn *c, const struct ttf_ne
 static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
 {
 	bool req_side = (e->type == TTF_EV_RECV) == (c->role == ROLE_SERVER);
-	struct http_parser *p = req_side ? c->reqp : c->respp;
-	const char *pl = (const char *)e->payload;
 	size_t missing = e->bytes > e->cap_len ? e->bytes - e->cap_len : 0;
 	uint32_t unseen = 0;
-	struct creq *victim;
-	int err = 0, i;
+	int i;
 
 	/*
 	 * Bytes written between the previous SEND and this one that no record
@@ -703,44 +619,13 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 		c->have_tx_seq = true;
 	}
 	c->cur = e;
-	if (http_parser__lost(p)) {
-		if (req_side ? !http_looks_like_request(pl, e->cap_len) :
-			       !http_looks_like_response(pl, e->cap_len))
-			return;
-		if (req_side) {
-			c->rx_req = NULL;
-		} else if (c->tx_req) {
-			force_end(t, c, c->tx_req);
-		}
-		http_parser__resync(p);
-		unseen = 0;	/* the parser starts over at this record */
-	}
-
 	c->n_touched = 0;
-	if (!req_side && c->tx_req)
-		touch(c, c->tx_req);
-	if (unseen && !http_parser__lost(p)) {
-		victim = req_side ? c->rx_req : c->tx_req;
-		if (victim)
-			victim->r.flags |= TTF_REQ_TRUNCATED;
-		err = http_parser__gap(p, unseen);
-	}
-	if (!err)
-		err = http_parser__feed(p, pl, e->cap_len);
-	if (!err && missing)
-		err = http_parser__gap(p, missing);
-	if (err) {
-		t->stats.lost_sync++;
-		victim = req_side ? c->rx_req : c->tx_req;
-		if (victim) {
-			victim->r.flags |= TTF_REQ_UNKNOWN;
-			if (missing)
-				victim->r.flags |= TTF_REQ_TRUNCATED;
-		}
-	}
+	c->rec->feed(c->st, req_side ? TRACK_SIDE_REQ : TRACK_SIDE_RESP, unseen,
+		     (const char *)e->payload, e->cap_len, missing);
 	if (req_side)
 		return;
 
+	/* the requests whose response this record wrote: XMIT matching, emit the ended */
 	for (i = 0; i < c->n_touched; i++) {
 		struct creq *q = c->touched[i].req;
 
@@ -782,12 +667,9 @@ void conn_table__free(struct conn_table *t)
 		for (q = c->head; q; q = n) {
 			n = q->next;
 			ttf_request__release(&q->r);
-			free(q->body);
 			free(q);
 		}
-		http_parser__free(c->reqp);
-		http_parser__free(c->respp);
-		sse_splitter__free(c->sse);
+		conn_free_state(c);
 		free(c);
 	}
 	free(t);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Connection tracker: turns the ring-buffer records of bpf/net.h into HTTP
- * requests (struct ttf_request). Keys connections by socket cookie; keeps
- * HTTP/1.1 and SSE parser state per connection and direction; matches SEND
- * records to XMIT records by TCP sequence number.
+ * Connection tracker: turns the ring-buffer records of bpf/net.h into
+ * requests (struct ttf_request). Keys connections by socket cookie; hands
+ * each connection's bytes to the protocol recognizer that took it
+ * (recognizer.h: HTTP/1.1 with SSE today), which parses both directions;
+ * matches SEND records to XMIT records by TCP sequence number.
  *
  * Works on partial captures: each SEND/RECV carries the first cap_len of
  * `bytes` bytes; the rest is a gap the parsers skip by count.
@@ -53,7 +54,7 @@ struct conn_stats {
 	uint64_t requests;          /* requests finished */
 	uint64_t truncated_events;  /* payloads shorter than the bytes moved */
 	uint64_t lost_sync;         /* times a parser lost the byte stream and resynced */
-	uint64_t non_http;          /* connections whose bytes never looked like HTTP */
+	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP) */
 	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
 };

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * HTTP/1.1 recognizer (recognizer.h): one HTTP parser per direction (http.c),
+ * requests and responses matched in order, text/event-stream bodies split
+ * into events and classified (sse.c), a non-streamed body kept (bounded) to
+ * read its usage report.
+ *
+ * A parser that lost sync skips records until one starts like a message of
+ * its direction, and starts over there.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/proto/http.h"
+#include "user/proto/recognizer.h"
+#include "user/proto/sse.h"
+
+#define BODY_MAX_BYTES (64u * 1024) /* non-streamed body kept to read its usage */
+
+struct http1 {
+	struct track_conn *tc;
+	struct http_parser *reqp, *respp;
+	struct sse_splitter *sse;
+	struct track_req *rx;		/* request whose bytes are being parsed */
+	struct track_req *tx;		/* request whose response is being parsed */
+	bool body_incomplete;		/* tx's non-streamed body not fully kept */
+	char *body;
+	size_t body_len;
+};
+
+static enum ttf_api api_of(const char *path)
+{
+	if (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/chat/completions"))
+		return TTF_API_CHAT;
+	if (!strcmp(path, "/v1/completions"))
+		return TTF_API_COMPLETION;
+	if (!strcmp(path, "/completion") || !strcmp(path, "/completions"))
+		return TTF_API_LLAMACPP;
+	return TTF_API_UNKNOWN;
+}
+
+static void body_reset(struct http1 *s)
+{
+	free(s->body);
+	s->body = NULL;
+	s->body_len = 0;
+	s->body_incomplete = false;
+}
+
+static void usage_of(struct track_req *q, const struct sse_event_info *info)
+{
+	if (info->has_usage)
+		track_req_usage(q, info->completion_tokens, info->prompt_tokens);
+}
+
+/* The response ends where its last byte was seen. */
+static void force_end(struct http1 *s, struct track_req *q)
+{
+	if (s->tx == q && http_parser__in_message(s->respp))
+		track_resp_bytes(q, http_parser__msg_bytes(s->respp));
+	http_parser__resync(s->respp);
+	if (s->sse)
+		sse_splitter__reset(s->sse);
+	s->tx = NULL;
+	body_reset(s);
+	track_resp_cut(s->tc, q);
+}
+
+/* ---- request side ---- */
+
+static void req_begin(void *ctx)
+{
+	struct http1 *s = ctx;
+	struct track_req *q, *tx = s->tx;
+
+	/*
+	 * A new request while the previous response can only end at close, lost
+	 * sync, or already said [DONE]: the client is done reading it.
+	 */
+	if (tx && (track_req_info(tx)->flags & TTF_REQ_DONE_MARKER ||
+		   http_parser__lost(s->respp) ||
+		   http_parser__body_mode(s->respp) == HTTP_BODY_CLOSE))
+		force_end(s, tx);
+
+	q = track_req_begin(s->tc);
+	if (q)
+		s->rx = q;
+}
+
+static void req_head(void *ctx, struct http_head *h)
+{
+	struct http1 *s = ctx;
+
+	if (s->rx)
+		track_req_head(s->rx, h->method, h->path, api_of(h->path));
+}
+
+static void req_end(void *ctx, uint64_t msg_bytes)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->rx;
+
+	if (!q)
+		return;
+	s->rx = NULL;
+	track_req_end(s->tc, q, msg_bytes);
+}
+
+/* ---- response side ---- */
+
+static void resp_begin(void *ctx)
+{
+	struct http1 *s = ctx;
+
+	s->tx = track_resp_begin(s->tc);
+}
+
+static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+	const struct ttf_net_event *cur;
+	struct sse_event_info info;
+	struct ttf_token_event ev = {};
+
+	if (!q)
+		return;
+	sse_classify(data, len, &info);
+	usage_of(q, &info);
+	switch (info.kind) {
+	case SSE_EV_TOKEN:
+		cur = track_cur(s->tc);
+		ev.write_ns = tag;
+		ev.write_start_ns = cur && cur->ts_ns == tag ? cur->enter_ns : 0;
+		ev.n_tokens = info.n_tokens;
+		ev.flags = info.token_flags;
+		track_resp_event(s->tc, q, &ev);
+		break;
+	case SSE_EV_DONE:
+		track_resp_event(s->tc, q, NULL);
+		track_req_flag(q, TTF_REQ_DONE_MARKER);
+		break;
+	case SSE_EV_ERROR:
+		track_resp_event(s->tc, q, NULL);
+		track_req_flag(q, TTF_REQ_ERROR);
+		break;
+	default:
+		track_resp_event(s->tc, q, NULL);
+		break;
+	}
+}
+
+static void resp_head(void *ctx, struct http_head *h)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+
+	if (!q)
+		return;
+	if (h->status < 200) {
+		/* interim (100 Continue): the real response is still to come */
+		s->tx = NULL;
+		body_reset(s);
+		track_resp_interim(s->tc, q);
+		return;
+	}
+	track_resp_head(q, h->status, h->event_stream);
+	if (h->status >= 400)
+		track_req_flag(q, TTF_REQ_ERROR);
+	if (!strcmp(track_req_info(q)->method, "HEAD"))
+		h->no_body = true;
+	if (h->event_stream) {
+		if (!s->sse) {
+			s->sse = sse_splitter__new(sse_event, s);
+			if (!s->sse)
+				track_oom(s->tc);
+		} else {
+			sse_splitter__reset(s->sse);
+		}
+	}
+}
+
+static void resp_body(void *ctx, const char *data, size_t len)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+	char *b;
+
+	if (!q)
+		return;
+	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
+		if (s->sse && sse_splitter__feed(s->sse, data, len, track_cur(s->tc)->ts_ns))
+			track_oom(s->tc);
+		return;
+	}
+	if (s->body_incomplete)
+		return;
+	if (s->body_len + len > BODY_MAX_BYTES) {
+		s->body_incomplete = true;
+		return;
+	}
+	b = realloc(s->body, s->body_len + len);
+	if (!b) {
+		s->body_incomplete = true;
+		return;
+	}
+	memcpy(b + s->body_len, data, len);
+	s->body = b;
+	s->body_len += len;
+}
+
+static void resp_body_gap(void *ctx, size_t len)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+
+	if (!q)
+		return;
+	track_req_flag(q, TTF_REQ_TRUNCATED);
+	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
+		if (s->sse)
+			sse_splitter__gap(s->sse, len);
+	} else {
+		s->body_incomplete = true;
+	}
+}
+
+static void resp_end(void *ctx, uint64_t msg_bytes)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+	const struct ttf_request *r;
+	struct sse_event_info info;
+
+	if (!q)
+		return;
+	r = track_req_info(q);
+	if (r->flags & TTF_REQ_NONSTREAM) {
+		if (!s->body_incomplete && s->body_len) {
+			sse_classify(s->body, s->body_len, &info);
+			usage_of(q, &info);
+			if (info.kind == SSE_EV_ERROR)
+				track_req_flag(q, TTF_REQ_ERROR);
+		}
+		if (r->status < 400 && r->status != 0)
+			track_resp_whole(s->tc, q);
+	} else if (s->sse) {
+		sse_splitter__reset(s->sse);
+	}
+	body_reset(s);
+	s->tx = NULL;
+	track_resp_end(s->tc, q, msg_bytes);
+}
+
+static const struct http_parser_cbs req_cbs = {
+	.on_begin = req_begin,
+	.on_head = req_head,
+	.on_end = req_end,
+};
+
+static const struct http_parser_cbs resp_cbs = {
+	.on_begin = resp_begin,
+	.on_head = resp_head,
+	.on_body = resp_body,
+	.on_body_gap = resp_body_gap,
+	.on_end = resp_end,
+};
+
+/* ---- recognizer ---- */
+
+static bool looks_binary(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n && i < 16; i++)
+		if (p[i] < 0x20 && p[i] != '\r' && p[i] != '\n' && p[i] != '\t')
+			return true;
+	return false;
+}
+
+static enum proto_verdict http1_detect(const char *buf, size_t len, bool is_read,
+				       enum track_role *role)
+{
+	if (len && http_looks_like_request(buf, len)) {
+		*role = is_read ? TRACK_ROLE_SERVER : TRACK_ROLE_CLIENT;
+		return PROTO_YES;
+	}
+	if (len && looks_binary((const uint8_t *)buf, len))
+		return PROTO_NO;
+	return PROTO_MAYBE;
+}
+
+static void http1_free(void *st)
+{
+	struct http1 *s = st;
+
+	if (!s)
+		return;
+	http_parser__free(s->reqp);
+	http_parser__free(s->respp);
+	sse_splitter__free(s->sse);
+	free(s->body);
+	free(s);
+}
+
+static void *http1_open(struct track_conn *tc, enum track_role role)
+{
+	struct http1 *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->tc = tc;
+	s->reqp = http_parser__new(true, &req_cbs, s);
+	s->respp = http_parser__new(false, &resp_cbs, s);
+	if (!s->reqp || !s->respp) {
+		http1_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void http1_feed(void *st, enum track_side side, uint32_t gap_before, const char *buf,
+		       size_t len, size_t gap_after)
+{
+	struct http1 *s = st;
+	bool req_side = side == TRACK_SIDE_REQ;
+	struct http_parser *p = req_side ? s->reqp : s->respp;
+	struct track_req *victim;
+	int err = 0;
+
+	if (http_parser__lost(p)) {
+		if (req_side ? !http_looks_like_request(buf, len) :
+			       !http_looks_like_response(buf, len))
+			return;
+		if (req_side)
+			s->rx = NULL;
+		else if (s->tx)
+			force_end(s, s->tx);
+		http_parser__resync(p);
+		gap_before = 0;	/* the parser starts over at this record */
+	}
+
+	if (!req_side && s->tx)
+		track_resp_touch(s->tc, s->tx);
+	if (gap_before && !http_parser__lost(p)) {
+		victim = req_side ? s->rx : s->tx;
+		if (victim)
+			track_req_flag(victim, TTF_REQ_TRUNCATED);
+		err = http_parser__gap(p, gap_before);
+	}
+	if (!err)
+		err = http_parser__feed(p, buf, len);
+	if (!err && gap_after)
+		err = http_parser__gap(p, gap_after);
+	if (err) {
+		track_lost_sync(s->tc);
+		victim = req_side ? s->rx : s->tx;
+		if (victim)
+			track_req_flag(victim, TTF_REQ_UNKNOWN |
+					       (gap_after ? TTF_REQ_TRUNCATED : 0));
+	}
+}
+
+static void http1_forget(void *st, struct track_req *q)
+{
+	struct http1 *s = st;
+
+	if (s->rx == q)
+		s->rx = NULL;
+	if (s->tx == q) {
+		s->tx = NULL;
+		body_reset(s);
+	}
+}
+
+static void http1_close(void *st, bool until_close_ends)
+{
+	struct http1 *s = st;
+
+	/* byte counts of the messages cut short, before eof forgets them */
+	if (s->tx && http_parser__in_message(s->respp))
+		track_resp_bytes(s->tx, http_parser__msg_bytes(s->respp));
+	if (s->rx && http_parser__in_message(s->reqp))
+		track_req_bytes(s->rx, http_parser__msg_bytes(s->reqp));
+	if (!until_close_ends)
+		http_parser__resync(s->respp);
+	http_parser__eof(s->respp);	/* a body that lasts until close ends here */
+}
+
+const struct proto_recognizer proto_http1 = {
+	.name = "http/1.1",
+	.detect = http1_detect,
+	.open = http1_open,
+	.feed = http1_feed,
+	.forget = http1_forget,
+	.close = http1_close,
+	.free = http1_free,
+};

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The protocol recognizers the connection tracker tries, in order (recognizer.h). */
+#include "user/proto/recognizer.h"
+
+const struct proto_recognizer *const proto_recognizers[] = {
+	&proto_http1,
+};
+
+const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);
+
+/* conn.c remembers which recognizers said no in 32 bits */
+_Static_assert(sizeof(proto_recognizers) / sizeof(proto_recognizers[0]) <= 32,
+	       "at most 32 recognizers");

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What a protocol recognizer (recognizer.h) calls to build requests on the
+ * connection it parses. The tracker (conn.c) owns connections and requests:
+ * it assigns ids, copies addresses and record times, matches response writes
+ * to XMIT records, and emits a request once its response ended (or the
+ * connection closed). A recognizer only says what the bytes mean.
+ *
+ * Handles are opaque. A struct track_req stays valid until the tracker emits
+ * it, and the tracker tells the recognizer first (proto_recognizer.forget);
+ * a request whose response ended may be emitted at the end of the record.
+ *
+ * "The current record" is the RECV/SEND record being fed (track_cur()); it
+ * is NULL while the connection closes (proto_recognizer.close), and the
+ * functions that take times from it then keep what they had.
+ */
+#ifndef TTFTRACE_TRACK_H
+#define TTFTRACE_TRACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "bpf/net.h"
+#include "user/proto/request.h"
+
+struct track_conn;
+struct track_req;
+
+/* Which way requests travel on a connection, from the traced process's view. */
+enum track_role {
+	TRACK_ROLE_SERVER,	/* requests arrive on reads (RECV), responses leave on writes */
+	TRACK_ROLE_CLIENT,	/* requests leave on writes (SEND), responses arrive on reads */
+};
+
+/* The direction a record belongs to, given the role. */
+enum track_side {
+	TRACK_SIDE_REQ,		/* request bytes */
+	TRACK_SIDE_RESP,	/* response bytes */
+};
+
+/* The record being fed; NULL during close. */
+const struct ttf_net_event *track_cur(const struct track_conn *tc);
+/* Read-only view of the request being built (method, flags, status, events ...). */
+const struct ttf_request *track_req_info(const struct track_req *q);
+
+/* ---- request side ---- */
+
+/*
+ * A request begins in the current record: the tracker creates it (id,
+ * connection order, addresses, process, thread, read and arrival times) as
+ * the newest of the connection. NULL when out of memory (counted).
+ */
+struct track_req *track_req_begin(struct track_conn *tc);
+/* Its head: method and path (truncated to fit), and the API the path names. */
+void track_req_head(struct track_req *q, const char *method, const char *path,
+		    enum ttf_api api);
+/* It was read completely in the current record (bytes: all of it); fires on_request_read. */
+void track_req_end(struct track_conn *tc, struct track_req *q, uint64_t bytes);
+/* Bytes of a request cut short (the connection closed inside it). */
+void track_req_bytes(struct track_req *q, uint64_t bytes);
+
+/* ---- response side ---- */
+
+/*
+ * A response begins in the current record, for the oldest request whose
+ * response has not begun (requests answered in order); returns it, or NULL
+ * when there is none. The request is touched (below).
+ */
+struct track_req *track_resp_begin(struct track_conn *tc);
+/*
+ * The current record carries bytes of q's response: its write ends the
+ * response so far (end_write_ns), is matched to its XMIT, and q is emitted
+ * after the record if its response ended. Call once per record, before
+ * feeding, for a response already in progress (track_resp_begin touches).
+ */
+void track_resp_touch(struct track_conn *tc, struct track_req *q);
+/* An interim response (HTTP 1xx) ended: q's real response is still to come. */
+void track_resp_interim(struct track_conn *tc, struct track_req *q);
+/* The final response's head: status (0 unknown) and whether it streams tokens. */
+void track_resp_head(struct track_req *q, int status, bool streamed);
+/*
+ * One event of a streamed response (an SSE event ...), counted in
+ * n_sse_events; tok: the token event it carries, NULL for none. The first
+ * token event takes tx_tid and TTF_REQ_NODELAY from the current record.
+ */
+void track_resp_event(struct track_conn *tc, struct track_req *q,
+		      const struct ttf_token_event *tok);
+/*
+ * A non-streamed response counts as one content token written by the
+ * current record (the write of its last byte).
+ */
+void track_resp_whole(struct track_conn *tc, struct track_req *q);
+/* The server's token usage report. */
+void track_req_usage(struct track_req *q, uint32_t completion_tokens, uint32_t prompt_tokens);
+/*
+ * The response ended with its last byte in the current record (bytes: all
+ * of it). Emitted after the record, once its write is matched to an XMIT.
+ */
+void track_resp_end(struct track_conn *tc, struct track_req *q, uint64_t bytes);
+/*
+ * The response ends where its last byte was seen, not at a message
+ * boundary (a new request came while it could only end at close, or sync
+ * was lost). Emitted now, or waits for the XMIT of its last write.
+ */
+void track_resp_cut(struct track_conn *tc, struct track_req *q);
+/* Bytes of a response cut short. */
+void track_resp_bytes(struct track_req *q, uint64_t bytes);
+
+/* ---- flags and counters ---- */
+
+/* OR enum ttf_req_flags into q (TTF_REQ_TRUNCATED, _UNKNOWN, _ERROR, _DONE_MARKER ...). */
+void track_req_flag(struct track_req *q, uint32_t flags);
+/* The parser lost the byte stream (conn_stats.lost_sync). */
+void track_lost_sync(struct track_conn *tc);
+/* An allocation failed: an event or request is lost (conn_stats.events_dropped_oom). */
+void track_oom(struct track_conn *tc);
+
+#endif /* TTFTRACE_TRACK_H */
