@@ -43,6 +43,7 @@ struct timeline {
 	size_t n_tickets, cap_tickets;
 	struct tl_step *steps;		/* ring of processed steps, by start time */
 	size_t steps_head, n_steps;
+	uint64_t max_step_ns;		/* longest step ever stored: bounds the search in steps_in */
 	struct seq_slot seqs[MAX_SEQ_STATE];
 	int n_seqs;
 	int has_steps, has_tokenize;
@@ -187,6 +188,8 @@ static void store_step(struct timeline *tl, const struct tl_step *s)
 		i--;
 	}
 	*step_at(tl, i) = *s;
+	if (s->end_ns > s->start_ns && s->end_ns - s->start_ns > tl->max_step_ns)
+		tl->max_step_ns = s->end_ns - s->start_ns;
 }
 
 static uint64_t ready_ns(const struct timeline *tl, const struct tl_ticket *k)
@@ -457,6 +460,8 @@ static void process_sync(struct timeline *tl, const struct tl_step *c)
 			continue;
 		if (s->start_ns <= c->start_ns && c->end_ns > s->end_ns) {
 			s->end_ns = c->end_ns;
+			if (s->end_ns - s->start_ns > tl->max_step_ns)
+				tl->max_step_ns = s->end_ns - s->start_ns;
 			if (s->req_id) {
 				struct tl_ticket *k = ticket_by_id(tl, s->req_id);
 
@@ -556,7 +561,23 @@ void timeline__release(struct timeline *tl, uint64_t req_id)
 void timeline__steps_in(const struct timeline *tl, uint64_t start_ns, uint64_t end_ns,
 			int (*cb)(void *ctx, const struct tl_step *s), void *ctx)
 {
-	for (size_t i = 0; i < tl->n_steps; i++) {
+	/*
+	 * The ring is sorted by start and no step is longer than max_step_ns:
+	 * one starting before start_ns - max_step_ns ended before start_ns.
+	 * Binary search for the first that may overlap, then scan.
+	 */
+	uint64_t lo_ns = start_ns > tl->max_step_ns ? start_ns - tl->max_step_ns : 0;
+	size_t lo = 0, hi = tl->n_steps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (step_at(tl, mid)->start_ns < lo_ns)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < tl->n_steps; i++) {
 		const struct tl_step *s = step_at(tl, i);
 
 		if (s->start_ns > end_ns)
