@@ -21,6 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TTFTRACE = os.path.join(ROOT, "ttftrace")
 SSE_SERVER = os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server")
 BTF = "/sys/kernel/btf/vmlinux"
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
 
 # Seconds to wait for ttftrace to attach (loading and verifying BPF programs).
 ATTACH_TIMEOUT_S = 30
@@ -358,3 +359,18 @@ def conn_client_port(rec):
 
 def conn_server_port(rec):
     return int(rec["conn"].split("<-")[0].rsplit(":", 1)[1])
+
+
+@pytest.fixture(scope="session")
+def cupti_peer(tmp_path_factory):
+    """tests/faults/cupti_peer.c linked with the collector's transport: pushes
+    kernel records to a CUPTI socket (usage: cupti_peer SOCK SECONDS)."""
+    if not os.path.exists(os.path.join(CUDA_HOME, "include", "cupti.h")):
+        pytest.skip("CUDA headers not found under %s" % CUDA_HOME)
+    exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
+    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
+                    "-I", os.path.join(CUDA_HOME, "include"),
+                    os.path.join(ROOT, "tests/faults/cupti_peer.c"),
+                    os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
+                    "-o", exe], check=True)
+    return exe

@@ -298,21 +298,6 @@ def test_server_killed_mid_response_closes_request_as_aborted(sse_server, tracer
 
 # --- the CUPTI collector loses its peer ----------------------------------------
 
-@pytest.fixture(scope="module")
-def cupti_peer(tmp_path_factory):
-    """tests/faults/cupti_peer.c linked with the collector's transport."""
-    hdr = os.path.join(CUDA_HOME, "include", "cupti.h")
-    if not os.path.exists(hdr):
-        pytest.skip("CUDA headers not found (%s)" % hdr)
-    exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
-    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
-                    "-I", os.path.join(CUDA_HOME, "include"),
-                    os.path.join(ROOT, "tests/faults/cupti_peer.c"),
-                    os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
-                    "-o", exe], check=True)
-    return exe
-
-
 def test_cupti_peer_lost_sender_continues_and_counts_drops(cupti_peer, tmp_path):
     """The receiver is SIGKILLed while a collector sends: the sender keeps
     going without blocking, counts what it could not send, and reconnects to

@@ -82,21 +82,6 @@ def test_live_equals_replay(sse_server, tracer, tmp_path, sig):
     assert got.splitlines() == live.splitlines()
 
 
-@pytest.fixture(scope="module")
-def cupti_peer(tmp_path_factory):
-    """tests/faults/cupti_peer.c: the collector's transport pushing kernel records."""
-    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
-    if not os.path.exists(os.path.join(cuda, "include", "cupti.h")):
-        pytest.skip("CUDA headers not found under %s" % cuda)
-    exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
-    subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
-                    "-I", os.path.join(cuda, "include"),
-                    os.path.join(ROOT, "tests/faults/cupti_peer.c"),
-                    os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
-                    "-o", exe], check=True)
-    return exe
-
-
 def summary_of(text):
     import json
     for line in text.splitlines():
