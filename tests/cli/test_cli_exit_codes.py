@@ -53,10 +53,11 @@ def test_bad_command_line_exits_2(args):
     assert p.stdout == ""
 
 
-def test_unknown_option_prints_usage():
+def test_unknown_option_says_error_and_hint():
     p = ttftrace("--bogus")
     assert p.returncode == 2
-    assert "usage" in p.stderr.lower(), p.stderr
+    assert p.stderr == ("Error: unknown or incomplete option '--bogus'\n"
+                        "HINT: see `ttftrace --help`\n"), p.stderr
 
 
 def test_not_root_exits_3():

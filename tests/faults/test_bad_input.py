@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import TTFTRACE, needs_root, require_built
+from conftest import ROOT, TTFTRACE, needs_root, require_built
 
 USAGE, PRIV, KERNEL, NOT_ATTACHED, BAD_RECORDING = 2, 3, 4, 6, 11
 
@@ -23,8 +23,8 @@ def run(*args, env=None, timeout=60):
 
 
 def says_error(p):
-    """argp errors read 'ttftrace: ...' plus the usage hint; ours read 'Error: ...'."""
-    return "Error:" in p.stderr or ("ttftrace: " in p.stderr and "--help" in p.stderr)
+    """Every usage error, argp's too, reads 'Error: ...' then a HINT naming --help."""
+    return "Error: " in p.stderr and "HINT: see `ttftrace --help`" in p.stderr
 
 
 @pytest.mark.parametrize("args", [
@@ -34,13 +34,23 @@ def says_error(p):
     (),
     ("--metrics", "nope", "-p", "1"),
     ("-d", "-5", "-p", "1"),
+    ("--bogus", "-p", "1"),
+    ("-p",),
 ], ids=["ringbuf-not-pow2", "capture-too-big", "two-targets", "no-target", "metrics-addr",
-        "negative-duration"])
+        "negative-duration", "unknown-option", "missing-value"])
 def test_malformed_cli_exits_2(args):
     p = run(*args)
     assert p.returncode == USAGE, (p.returncode, p.stderr)
     assert says_error(p), p.stderr
     assert p.stdout == ""
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help", "-?", "--usage", "-V", "--version"])
+def test_help_and_version_go_to_stdout(flag):
+    p = run(flag)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert p.stderr == ""
+    assert "ttftrace" in p.stdout
 
 
 @needs_root
@@ -215,3 +225,40 @@ def test_probe_never_called_is_explained():
     assert p.returncode == 0, (p.returncode, p.stderr)
     out = p.stdout + p.stderr
     assert "strfry: attached, but the engine never called it in this run" in out, out
+
+
+FIXTURE_REC = os.path.join(ROOT, "tests", "replay", "data", "fixture.rec")
+FIXTURE_NDJSON = os.path.join(ROOT, "tests", "replay", "data", "fixture.ndjson")
+
+
+def test_input_named_as_output_is_refused(tmp_path):
+    """replay and report never truncate their own input: exit 2, the input intact."""
+    rec = str(tmp_path / "run.rec")
+    shutil.copy(FIXTURE_REC, rec)
+    size = os.path.getsize(rec)
+    p = run("replay", rec, "-o", rec)
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Error: -o %s is the recording itself" % rec in p.stderr, p.stderr
+    assert os.path.getsize(rec) == size
+    nd = str(tmp_path / "run.ndjson")
+    shutil.copy(FIXTURE_NDJSON, nd)
+    with open(nd) as f:
+        before = f.read()
+    p = run("report", nd, "-o", nd)
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Error: -o %s is the input itself" % nd in p.stderr, p.stderr
+    with open(nd) as f:
+        assert f.read() == before
+
+
+def test_replay_output_write_error_is_an_output_error(tmp_path):
+    """A write that fails (EIO from /proc/version) is exit 8 naming the output, not the input."""
+    p = run("replay", FIXTURE_REC, "-q", "-o", "/proc/version")
+    assert p.returncode == 8, (p.returncode, p.stderr)
+    assert "Error: writing /proc/version" in p.stderr, p.stderr
+
+
+def test_report_of_a_directory_is_bad_input(tmp_path):
+    p = run("report", str(tmp_path), "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 11, (p.returncode, p.stderr)
+    assert "Error: cannot read %s: Is a directory" % tmp_path in p.stderr, p.stderr

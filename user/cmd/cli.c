@@ -49,6 +49,9 @@ static const char doc[] =
 "  10  an --slo not met (after the summary)";
 
 /* Appends "  NAME  ARGS  SUMMARY" per subcommand to the text before \v. */
+/* argp's state->next when it met an option it does not know or one missing its value */
+static int error_next;
+
 static char *help_filter(int key, const char *text, void *input)
 {
 	char *out = NULL;
@@ -82,7 +85,7 @@ static void unknown_word(const char *arg)
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
-       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT };
+       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -101,7 +104,7 @@ static const struct argp_option options[] = {
 	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
 	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
 	{ "probe", OPT_PROBE, "SPEC", 0,
-	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync; repeatable", 3 },
+	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync|detokenize; repeatable", 3 },
 	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
 	{ NULL, 0, NULL, 0, "Capture:", 4 },
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
@@ -121,9 +124,15 @@ static const struct argp_option options[] = {
 	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
 	{ "sysfs-root", OPT_SYSFS_ROOT, "DIR", 0,
 	  "Read PCIe links (copy GB/s, /metrics gauges) under DIR instead of /sys", 5 },
+	/* argp's own --help, --usage and --version are off (ARGP_NO_HELP): these print to stdout */
+	{ "help", '?', NULL, 0, "Give this help list", -1 },
 	{ NULL, 'h', NULL, OPTION_HIDDEN, "Show this help", -1 },
+	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
+	{ "version", 'V', NULL, 0, "Print program version", -1 },
 	{},
 };
+
+static const struct argp *cli_argp;
 
 /* The path of a file that may not exist yet: its directory resolved, then its name. */
 static void canonical(const char *path, char *out, size_t len)
@@ -296,7 +305,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->sysfs_root = arg;
 		break;
 	case 'h':
-		argp_state_help(state, stderr, ARGP_HELP_STD_HELP);
+	case '?':
+		argp_help(cli_argp, stdout, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, "ttftrace");
+		exit(TTF_EXIT_OK);
+	case OPT_USAGE:
+		argp_help(cli_argp, stdout, ARGP_HELP_USAGE, "ttftrace");
+		exit(TTF_EXIT_OK);
+	case 'V':
+		printf("%s\n", argp_program_version);
+		exit(TTF_EXIT_OK);
+	case ARGP_KEY_ERROR:
+		error_next = state->next;
 		break;
 	case ARGP_KEY_ARG:
 		subcmd__usage_fail("ttftrace", "unexpected argument '%s'", arg);
@@ -327,6 +346,9 @@ void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subc
 	o->capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;
 	o->capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
 	o->ringbuf_bytes = 16u << 20;
-	argp_err_exit_status = TTF_EXIT_USAGE;
-	argp_parse(&argp, argc, argv, 0, NULL, o);
+	cli_argp = &argp;
+	/* argp's own messages are off: its errors read "Error: ..." like ours */
+	if (argp_parse(&argp, argc, argv, ARGP_NO_ERRS | ARGP_NO_HELP, NULL, o))
+		subcmd__usage_fail("ttftrace", "unknown or incomplete option '%s'",
+				   error_next > 0 && error_next <= argc ? argv[error_next - 1] : "?");
 }

@@ -171,7 +171,11 @@ int copybw_main(int argc, char **argv)
 		return TTF_EXIT_INTERNAL;
 	}
 	if (err) {
-		fprintf(stderr, "Error: no CUDA device: %s\n", why);
+		if (err == -ENODEV)
+			fprintf(stderr, "Error: no CUDA device: %s\n", why);
+		else
+			fprintf(stderr, "Error: cannot use the CUDA runtime%s%s: %s\n",
+				a.cudart ? " " : "", a.cudart ? a.cudart : "", why);
 		fprintf(stderr, "HINT: copybw needs an NVIDIA GPU, its driver and libcudart "
 				"(set TTF_CUDART=/path/libcudart.so.N or use --cudart)\n");
 		/* runtime found, no device: nothing to measure; else runtime or driver */

@@ -175,8 +175,10 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 	{
 		int err2 = pipeline__set_recorded_counters(rp.pipe, rc.c, rc.n);
 
-		if (!err2)
+		if (!err2) {
 			err2 = pipeline__finish_sinks(rp.pipe);
+			st->output_failed = err2 != 0;
+		}
 		if (err == 0 || err == -EPIPE)
 			err = err2;
 	}

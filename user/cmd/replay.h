@@ -26,6 +26,7 @@ struct replay_stats {
 	uint64_t bad_frames;		/* NET/SCHED/ENGINE/GPU frames of a wrong size: skipped */
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
+	int output_failed;		/* the error returned is the output's, not the recording's */
 	double wall_s;			/* time spent replaying */
 	double cpu_s;			/* CPU time of the process meanwhile (user + system) */
 };

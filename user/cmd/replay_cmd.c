@@ -103,6 +103,11 @@ int replay_main(int argc, char **argv)
 	ttf_verbosity = a.verbose;
 	o.json = a.json;
 	o.verbose = a.verbose;
+	if (subcmd__same_file(a.file, a.output)) {
+		ttf_error("give -o another file: it would be truncated before it is read",
+			  "-o %s is the recording itself", a.output);
+		return TTF_EXIT_USAGE;
+	}
 	if (a.output) {
 		int fd = open(a.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
@@ -115,7 +120,11 @@ int replay_main(int argc, char **argv)
 		}
 	}
 	err = replay__run(a.file, &o, &st);
-	if (err == -EBADMSG) {
+	if (err && st.output_failed) {
+		ttf_error("check free space and permissions", "writing %s: %s",
+			  a.output ? a.output : "standard output", strerror(-err));
+		code = TTF_EXIT_OUTPUT;
+	} else if (err == -EBADMSG) {
 		ttf_error("was it written by `ttftrace --record` of this version?",
 			  "%s is not a ttftrace recording or is corrupt", a.file);
 		code = TTF_EXIT_BAD_INPUT;

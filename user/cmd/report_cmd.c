@@ -105,7 +105,16 @@ int report_main(int argc, char **argv)
 		return TTF_EXIT_USAGE;
 	}
 	ro.slo = &slo;
+	if (subcmd__same_file(in_path, out_path)) {
+		ttf_error("give -o another file", "-o %s is the input itself", out_path);
+		return TTF_EXIT_USAGE;
+	}
 	in = fopen(in_path, "r");
+	if (in && !fstat(fileno(in), &st) && S_ISDIR(st.st_mode)) {
+		fclose(in);
+		in = NULL;
+		errno = EISDIR;
+	}
 	if (!in) {
 		ttf_error("record a run with: ttftrace --port PORT --json -o RUN.ndjson",
 			  "cannot read %s: %s", in_path, strerror(errno));

@@ -4,11 +4,20 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
 
 /* Returned by a parser that has printed its error (and by --help): stops argp. */
 #define SUBCMD_STOP ECANCELED
+
+int subcmd__same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
 
 int subcmd__parse_int(const char *s, int min, int max, int *out)
 {

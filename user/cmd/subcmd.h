@@ -34,4 +34,7 @@ error_t subcmd__bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void subcmd__usage_fail(const char *prog, const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 2, 3)));
 
+/* 1 when paths a and b both exist and are the same file (an input named as the output). */
+int subcmd__same_file(const char *a, const char *b);
+
 #endif /* TTFTRACE_SUBCMD_H */
