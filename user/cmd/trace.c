@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <bpf/libbpf.h>
 #include "user/probe/caps.h"
@@ -76,6 +77,7 @@ struct tracer {
 	/* every source the loop polls, the net probe first (user/probe/source.h) */
 	struct ttf_probe_source sources[MAX_SOURCES];
 	int n_sources;
+	int wait_fd;			/* epoll over the sources' wait fds; -1: poll the first */
 	struct btf *vmlinux_btf;	/* tracepoint checks while setting up; freed after */
 	struct live *live;	/* progress line and --slo samples; NULL if neither */
 	FILE *out;
@@ -435,15 +437,39 @@ static int summary(struct tracer *t)
 	return err;
 }
 
-/* Drain every source; the first (the net probe) may wait up to poll_ms. Returns 1 if any had records. */
+/* One epoll over every source that has a wait fd (rings that force a wakeup when filling). */
+static void open_wait(struct tracer *t)
+{
+	t->wait_fd = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; t->wait_fd >= 0 && i < t->n_sources; i++) {
+		const struct ttf_probe_source *s = &t->sources[i];
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = i };
+		int fd = s->wait_fd ? s->wait_fd(s->ctx) : -1;
+
+		if (fd >= 0 && epoll_ctl(t->wait_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			ttf_debug("epoll over the sources: %s; polling the net ring", strerror(errno));
+			close(t->wait_fd);
+			t->wait_fd = -1;
+		}
+	}
+}
+
+/*
+ * Wait up to poll_ms for a source to ask (or the first source alone, without
+ * the epoll), then drain every source. Returns 1 if any had records.
+ */
 static int drain_sources(struct tracer *t, int poll_ms, int *err)
 {
+	struct epoll_event evs[MAX_SOURCES];
 	int got = 0;
 
 	*err = 0;
-	for (int i = 0; i < t->n_sources; i++) {
+	if (t->wait_fd >= 0 && poll_ms > 0 &&
+	    epoll_wait(t->wait_fd, evs, MAX_SOURCES, poll_ms) < 0 && errno != EINTR)
+		*err = -errno;
+	for (int i = 0; !*err && i < t->n_sources; i++) {
 		const struct ttf_probe_source *s = &t->sources[i];
-		int n = s->poll(s->ctx, i == 0 ? poll_ms : 0);
+		int n = s->poll(s->ctx, i == 0 && t->wait_fd < 0 ? poll_ms : 0);
 
 		if (n < 0 && n != -EINTR && i == 0)
 			*err = n;
@@ -511,7 +537,7 @@ static int run_loop(struct tracer *t)
 
 int trace__run(const struct ttf_opts *o)
 {
-	struct tracer t = { .opts = o, .out = stdout };
+	struct tracer t = { .opts = o, .out = stdout, .wait_fd = -1 };
 	int go_fd = -1, code, err;
 
 	/* main() caught them already; again for callers that did not */
@@ -564,6 +590,8 @@ int trace__run(const struct ttf_opts *o)
 		add_source(&t, &src);
 	}
 	code = open_engine(&t);
+	if (!code)
+		open_wait(&t);
 	for (int i = 0; !code && i < t.n_sources; i++) {
 		probe_source__warn_missing(&t.sources[i]);
 		if (t.sources[i].counters)
@@ -622,6 +650,8 @@ out:
 		kill(t.child, SIGTERM);
 		waitpid(t.child, NULL, 0);
 	}
+	if (t.wait_fd >= 0)
+		close(t.wait_fd);
 	pipeline__free(t.pipe);
 	report__free(t.report);
 	gpu_rx__free(t.gpu_rx);

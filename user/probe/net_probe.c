@@ -219,6 +219,13 @@ int net_probe__counter_list(void *ctx, struct report_counter *c, int cap)
 	return n;
 }
 
+static int src_wait_fd(void *ctx)
+{
+	const struct net_probe *np = ctx;
+
+	return ring_buffer__epoll_fd(np->rb);
+}
+
 static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
 {
 	const struct net_probe *np = ctx;
@@ -240,6 +247,7 @@ static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
 void net_probe__source(struct net_probe *np, struct ttf_probe_source *out)
 {
 	*out = (struct ttf_probe_source){ .name = "net", .ctx = np, .poll = src_poll,
+					  .wait_fd = src_wait_fd,
 					  .counters = net_probe__counter_list,
 					  .features = src_features };
 }

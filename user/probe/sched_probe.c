@@ -193,8 +193,16 @@ static int src_poll(void *ctx, int timeout_ms)
 	return sched_probe__poll(ctx, timeout_ms);
 }
 
+static int src_wait_fd(void *ctx)
+{
+	const struct sched_probe *sp = ctx;
+
+	return ring_buffer__epoll_fd(sp->rb);
+}
+
 void sched_probe__source(struct sched_probe *sp, struct ttf_probe_source *out)
 {
 	*out = (struct ttf_probe_source){ .name = "sched", .ctx = sp, .poll = src_poll,
+					  .wait_fd = src_wait_fd,
 					  .counters = sched_probe__counter_list };
 }

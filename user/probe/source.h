@@ -41,6 +41,12 @@ struct ttf_probe_source {
 	 * timeout_ms for a wakeup when > 0. Returns records drained or -errno.
 	 */
 	int (*poll)(void *ctx, int timeout_ms);
+	/*
+	 * An fd that turns readable when the source asks to be drained early (a
+	 * ring's epoll fd: its programs force a wakeup when the ring fills), for
+	 * the tracer's one wait over every source; -1 or NULL: none. Optional.
+	 */
+	int (*wait_fd)(void *ctx);
 	/* About every 200 ms (CLOCK_MONOTONIC ns): rescans and the like. Optional. */
 	void (*tick)(void *ctx, uint64_t now_ns);
 	/* Drop and health counters (names static). Optional. */
