@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import Client, free_port, needs_root, sse_server_cmd
+from conftest import TTFTRACE, Client, free_port, needs_root, sse_server_cmd
 
 pytestmark = needs_root
 
@@ -227,9 +227,12 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
     assert abs(scalar(api, q % 0.5) - (0.04 + 0.02 * 5 / 6)) < 1e-9
     assert abs(scalar(api, q % 0.9) - (0.28 + 0.04 * 3 / 4)) < 1e-9
     assert abs(scalar(api, q % 0.6) - 0.06) < 1e-9
-    # the 404, if the tracker kept it, is counted by status class only
-    fails = query(api, 'ttftrace_requests_total{status_class="4xx"}')
-    assert all(r["metric"]["route"] != "/v1/nope" for r in fails), fails
+    # the 404 is counted by route (an unmatched path is route "unknown", never the
+    # path), status class and outcome, and feeds no latency histogram
+    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",'
+                  'status_class="4xx",outcome="error"}') == 1
+    assert scalar(api, 'ttftrace_ttft_seconds_count{route="unknown"}') == 0
+    assert "/v1/nope" not in text
     # e2e buckets from the second --buckets
     assert scalar(api, 'sum(ttftrace_e2e_seconds_bucket{le="0.1"})') == n_fast
     assert scalar(api, 'sum(ttftrace_e2e_seconds_bucket{le="0.5"})') == n_fast + n_slow
@@ -282,3 +285,27 @@ def test_metrics_without_gpu_say_zero_gpus(sse_server, tracer):
     assert "# TYPE ttftrace_pcie_gpus gauge\nttftrace_pcie_gpus 0\n" in text, text
     assert "ttftrace_pcie_link_speed_transfers_per_second" not in text
     assert tr.stop() == 0, tr.stderr
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("ttft", "is not NAME=B1,B2,..."),
+    ("latency=1,2", "unknown histogram 'latency'"),
+    ("ttft=0.1,0.05", "strictly ascending"),
+    ("ttft=0.1,,1", "bad bound ''"),
+    ("e2e=-1", "bad bound '-1'"),
+    ("itl=inf", "bad bound 'inf'"),
+    ("ttft=" + ",".join(str(i) for i in range(1, 34)), "more than 32 bounds"),
+])
+def test_bad_buckets_exit_2(spec, why):
+    p = subprocess.run([TTFTRACE, "-p", "1", "--metrics", "0", "--buckets", spec],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.startswith("Error: --buckets: ") and why in p.stderr, p.stderr
+    assert "\nHINT: --buckets NAME=B1,B2,..." in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+def test_buckets_need_metrics():
+    p = subprocess.run([TTFTRACE, "-p", "1", "--buckets", "ttft=1,2"], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 2 and "Error: --buckets is for --metrics" in p.stderr, p.stderr
