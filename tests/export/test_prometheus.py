@@ -18,11 +18,12 @@ import urllib.request
 
 import pytest
 
-from conftest import Client, free_port, needs_root
+from conftest import TTFTRACE, Client, free_port, needs_root, sse_server_cmd
 
 pytestmark = needs_root
 
 PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
 TTFT_MS, ITL_MS, TOKENS, N_REQ = 120, 12, 5, 6
 
 
@@ -30,6 +31,16 @@ def _prom_reason():
     if not PROMETHEUS:
         return "prometheus is not installed (apt-get install prometheus; tools/setup.sh does)"
     return None
+
+
+def promtool_check(text):
+    """`promtool check metrics` on a scrape: no error, no lint warning."""
+    if not PROMTOOL:
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), (
+        p.returncode, p.stdout, p.stderr)
 
 
 def http_get(url, timeout=5):
@@ -96,7 +107,9 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     assert status == 200
     assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
     assert "# TYPE ttftrace_ttft_seconds histogram" in text
-    assert 'ttftrace_requests_total{outcome="ok"} 0' in text
+    assert "# TYPE ttftrace_requests_total counter" in text
+    assert 'ttftrace_build_info{version="' in text
+    promtool_check(text)    # no request yet: families without series
     with pytest.raises(urllib.error.HTTPError) as e:
         http_get("http://127.0.0.1:%d/other" % mport)
     assert e.value.code == 404
@@ -107,18 +120,23 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
         r = c.request(max_tokens=TOKENS)
         assert r.status == 200
         c.close()
-    wait_value(api, 'ttftrace_requests_total{outcome="ok"}', N_REQ)
+    ok = 'ttftrace_requests_total{route="chat",comm="sse_server",status_class="2xx",outcome="ok"}'
+    wait_value(api, ok, N_REQ)
     # one more scrape after the counters hook (about once a second) ran
     time.sleep(2.5)
 
+    # labels: the API kind and the server's comm, never the path
+    lab = query(api, "ttftrace_ttft_seconds_count")
+    assert len(lab) == 1 and lab[0]["metric"]["route"] == "chat", lab
+    assert lab[0]["metric"]["comm"] == "sse_server", lab
     assert scalar(api, "ttftrace_ttft_seconds_count") == N_REQ
     prom_mean = scalar(api, "ttftrace_ttft_seconds_sum / ttftrace_ttft_seconds_count")
     assert abs(prom_mean - TTFT_MS / 1e3) < 3e-3, prom_mean
-    # 120 ms: above the 0.1 bucket, inside 0.15
+    # 120 ms: above the 0.1 bucket, inside 0.25 (the default buckets are vLLM's)
     assert scalar(api, 'ttftrace_ttft_seconds_bucket{le="0.1"}') == 0
-    assert scalar(api, 'ttftrace_ttft_seconds_bucket{le="0.15"}') == N_REQ
+    assert scalar(api, 'ttftrace_ttft_seconds_bucket{le="0.25"}') == N_REQ
     q50 = scalar(api, "histogram_quantile(0.5, ttftrace_ttft_seconds_bucket)")
-    assert 0.1 < q50 <= 0.15, q50
+    assert 0.1 < q50 <= 0.25, q50
     # 12 ms gaps: (0.01, 0.015]
     n_itl = N_REQ * (TOKENS - 1)
     assert scalar(api, "ttftrace_itl_seconds_count") == n_itl
@@ -128,18 +146,26 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     assert itl_le["0.015"] - itl_le["0.01"] >= n_itl - 2, itl_le
     assert abs(scalar(api, "ttftrace_tpot_seconds_sum / ttftrace_tpot_seconds_count")
                - ITL_MS / 1e3) < 1e-3
-    assert scalar(api, "ttftrace_tokens_total") == N_REQ * TOKENS
+    assert scalar(api, "ttftrace_output_tokens_total") == N_REQ * TOKENS
     assert scalar(api, "ttftrace_e2e_seconds_count") == N_REQ
     for outcome in ("aborted", "error", "incomplete", "unknown"):
-        assert scalar(api, 'ttftrace_requests_total{outcome="%s"}' % outcome) == 0
-    # stages (tokenize is a part of frontend) add up to TTFT
-    stage_sum = scalar(api, 'sum(ttftrace_ttft_stage_seconds_sum{stage!="tokenize"})')
+        assert scalar(api, 'sum(ttftrace_requests_total{outcome="%s"}) or vector(0)'
+                      % outcome) == 0
+    # the stage histograms hold only disjoint stages: they add up to TTFT
+    stage_sum = scalar(api, "sum(ttftrace_ttft_stage_seconds_sum)")
     assert abs(stage_sum - scalar(api, "ttftrace_ttft_seconds_sum")) < 1e-6
     seen = {r["metric"]["stage"] for r in query(api, "ttftrace_ttft_stage_seconds_count > 0")}
     assert {"net_in", "read_wait", "net_out"} <= seen, seen
-    # the tracer's counters, and its drops
-    assert scalar(api, 'ttftrace_counter_total{name="events"}') > 0
+    assert "tokenize" not in {r["metric"]["stage"]
+                              for r in query(api, "ttftrace_ttft_stage_seconds_count")}
+    assert len(query(api, "ttftrace_tokenize_seconds_count")) == 1
+    # the tracer's counters, each once, and its drops
+    assert scalar(api, 'ttftrace_tracer_events_total{name="events"}') > 0
     assert scalar(api, 'ttftrace_dropped_events_total{reason="ringbuf_full"}') == 0
+    assert query(api, '{__name__=~"ttftrace_.*", name="ringbuf_full"}') == []
+    assert scalar(api, "ttftrace_build_info") == 1
+    # a real scrape passes promtool's lint
+    promtool_check(http_get("http://127.0.0.1:%d/metrics" % mport)[2])
     assert tr.stop() == 0, tr.stderr
     # the same requests as ttftrace's NDJSON (ttft_ms is rounded to 1 us)
     recs = tr.requests()
@@ -152,6 +178,65 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     for le, count in itl_le.items():
         # itl_ms is rounded to 1 us: no sample sits that close to a bound here
         assert count == sum(1 for x in itls if x / 1e3 <= float(le)), (le, count, itls)
+
+
+@pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
+def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tmp_path):
+    """Two fixture servers under one `ttftrace -c`: N_FAST requests with a 50 ms
+    TTFT, N_SLOW with 300 ms, and a 404 that feeds no latency histogram.
+    With --buckets ttft=0.04,0.06,0.28,0.32,1 every TTFT sits inside a known
+    bucket, so Prometheus' histogram_quantile (linear inside a bucket) has
+    exact values: p50 = 0.04 + 0.02 * 5/6, p90 = 0.28 + 0.04 * 3/4."""
+    n_fast, n_slow = 6, 4
+    pf, ps = free_port(), free_port()
+    cmd = "%s & %s & wait" % (
+        sse_server_cmd("--port", pf, "--ttft-ms", 50, "--itl-ms", 5, "--tokens", 3,
+                       "--nodelay", "--exit-after", n_fast + 1),
+        sse_server_cmd("--port", ps, "--ttft-ms", 300, "--itl-ms", 5, "--tokens", 3,
+                       "--nodelay", "--exit-after", n_slow))
+    mport = free_port()
+    tr = tracer("-c", cmd, "--metrics", mport, "--buckets", "ttft=0.04,0.06,0.28,0.32,1",
+                "--buckets", "e2e=0.1,0.5,1")
+    api = start_prometheus(procs, tmp_path, mport)
+    for port in (pf, ps):
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                Client(port).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "server on %d did not listen" % port
+                time.sleep(0.1)
+    for port, n in ((pf, n_fast), (ps, n_slow)):
+        for _ in range(n):
+            c = Client(port)
+            assert c.request(max_tokens=3).status == 200
+            c.close()
+    c = Client(pf)
+    assert c.request(path="/v1/nope").status == 404
+    c.close()
+    wait_value(api, 'sum(ttftrace_requests_total{status_class="2xx",outcome="ok"})',
+               n_fast + n_slow)
+    time.sleep(1.5)
+    text = http_get("http://127.0.0.1:%d/metrics" % mport)[2]
+    promtool_check(text)
+    assert 'ttftrace_ttft_seconds_bucket{route="chat",comm="sse_server",le="0.06"} %d' \
+        % n_fast in text, text
+    assert scalar(api, "sum(ttftrace_ttft_seconds_count)") == n_fast + n_slow
+    q = "histogram_quantile(%s, sum by (le) (ttftrace_ttft_seconds_bucket))"
+    assert abs(scalar(api, q % 0.5) - (0.04 + 0.02 * 5 / 6)) < 1e-9
+    assert abs(scalar(api, q % 0.9) - (0.28 + 0.04 * 3 / 4)) < 1e-9
+    assert abs(scalar(api, q % 0.6) - 0.06) < 1e-9
+    # the 404 is counted by route (an unmatched path is route "unknown", never the
+    # path), status class and outcome, and feeds no latency histogram
+    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",'
+                  'status_class="4xx",outcome="error"}') == 1
+    assert scalar(api, 'ttftrace_ttft_seconds_count{route="unknown"}') == 0
+    assert "/v1/nope" not in text
+    # e2e buckets from the second --buckets
+    assert scalar(api, 'sum(ttftrace_e2e_seconds_bucket{le="0.1"})') == n_fast
+    assert scalar(api, 'sum(ttftrace_e2e_seconds_bucket{le="0.5"})') == n_fast + n_slow
+    tr.stop()
 
 
 TREES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pcie", "trees")
@@ -178,8 +263,11 @@ def test_prometheus_scrapes_pcie_link_gauges(sse_server, tracer, procs, tmp_path
         assert port == "0000:00:01.0"
         assert scalar(api, 'ttftrace_pcie_link_width{%s,link="1"}' % sel) == 4
         assert scalar(api, 'ttftrace_pcie_link_max_width{%s,link="1"}' % sel) == 16
-        assert scalar(api, 'ttftrace_pcie_link_speed_gts{%s,link="1"}' % sel) == 16
-        assert scalar(api, 'ttftrace_pcie_link_max_speed_gts{%s,link="1"}' % sel) == 16
+        # 16 GT/s, in base units
+        assert scalar(api, 'ttftrace_pcie_link_speed_transfers_per_second{%s,link="1"}'
+                      % sel) == 16e9
+        assert scalar(api, 'ttftrace_pcie_link_max_speed_transfers_per_second{%s,link="1"}'
+                      % sel) == 16e9
         # 16 GT/s x lanes x 128/130 / 8 bytes
         cur = scalar(api, 'ttftrace_pcie_path_bytes_per_second{%s,state="current"}' % sel)
         cap = scalar(api, 'ttftrace_pcie_path_bytes_per_second{%s,state="capable"}' % sel)
@@ -195,5 +283,29 @@ def test_metrics_without_gpu_say_zero_gpus(sse_server, tracer):
                 "--sysfs-root", os.path.join(TREES, "no_gpu"))
     _, _, text = http_get("http://127.0.0.1:%d/metrics" % mport)
     assert "# TYPE ttftrace_pcie_gpus gauge\nttftrace_pcie_gpus 0\n" in text, text
-    assert "ttftrace_pcie_link_speed_gts" not in text
+    assert "ttftrace_pcie_link_speed_transfers_per_second" not in text
     assert tr.stop() == 0, tr.stderr
+
+
+@pytest.mark.parametrize("spec, why", [
+    ("ttft", "is not NAME=B1,B2,..."),
+    ("latency=1,2", "unknown histogram 'latency'"),
+    ("ttft=0.1,0.05", "strictly ascending"),
+    ("ttft=0.1,,1", "bad bound ''"),
+    ("e2e=-1", "bad bound '-1'"),
+    ("itl=inf", "bad bound 'inf'"),
+    ("ttft=" + ",".join(str(i) for i in range(1, 34)), "more than 32 bounds"),
+])
+def test_bad_buckets_exit_2(spec, why):
+    p = subprocess.run([TTFTRACE, "-p", "1", "--metrics", "0", "--buckets", spec],
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.startswith("Error: --buckets: ") and why in p.stderr, p.stderr
+    assert "\nHINT: --buckets NAME=B1,B2,..." in p.stderr, p.stderr
+    assert p.stdout == ""
+
+
+def test_buckets_need_metrics():
+    p = subprocess.run([TTFTRACE, "-p", "1", "--buckets", "ttft=1,2"], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 2 and "Error: --buckets is for --metrics" in p.stderr, p.stderr

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/lib/histo.h"
+#include "user/lib/version.h"
 #include "user/export/prom.h"
 
 static void test_histo_buckets(void **state)
@@ -56,24 +57,31 @@ static void lacks(const char *text, const char *s)
 }
 
 /* 3 token events written 120, 130 and 160 ms after the start: ITLs 10 and 30 ms. */
-static void observe_one(struct prom_metrics *pm, uint32_t flags, const struct ttf_attrib *a)
+static void observe_one(struct prom_metrics *pm, uint32_t flags, int status, enum ttf_api api,
+			const char *comm, const struct ttf_attrib *a)
 {
 	struct ttf_token_event ev[3] = {
 		{ .write_ns = 1120000000 }, { .write_ns = 1130000000 }, { .write_ns = 1160000000 },
 	};
-	struct ttf_request r = { .events = ev, .n_events = 3, .flags = flags };
+	struct ttf_request r = { .events = ev, .n_events = 3, .flags = flags, .status = status,
+				 .api = api, .usage_prompt_tokens = 11 };
 	struct ttf_req_metrics m = {
 		.ttft_ns = 120000000, .e2e_ns = 200000000, .tpot_ns = 20e6, .n_tokens = 3,
 	};
 
+	snprintf(r.comm, sizeof(r.comm), "%s", comm);
 	prom_metrics__observe(pm, &r, &m, a);
 }
 
+#define L "route=\"chat\",comm=\"srv\""
+
 static void test_render(void **state)
 {
-	struct prom_metrics *pm = prom_metrics__new();
+	struct prom_metrics *pm = prom_metrics__new(NULL);
 	struct report_counter c[] = {
 		{ "events", 42 }, { "ringbuf_full", 3 }, { "a\"b\\c\nd", 7 },
+		{ "orphaned_engine_us", 2500000 }, { "delay_by_orphans_us", 1500 },
+		{ "orphaned_engine_steps", 4 },
 	};
 	struct ttf_attrib a = { .valid = 1 };
 	size_t len;
@@ -84,53 +92,108 @@ static void test_render(void **state)
 		a.stage_ns[i] = -1;
 	a.stage_ns[TTF_ST_NET_IN] = 400000;	/* 0.4 ms: le="0.0005" */
 	a.stage_ns[TTF_ST_QUEUE] = 1000000;	/* 1 ms: le="0.001" */
-	observe_one(pm, TTF_REQ_STREAM, &a);
-	observe_one(pm, TTF_REQ_STREAM | TTF_REQ_ABORTED | TTF_REQ_ERROR, NULL);
-	observe_one(pm, TTF_REQ_UNKNOWN, &a);	/* counted, feeds nothing */
+	a.stage_ns[TTF_ST_TOKENIZE] = 200000;	/* 0.2 ms, inside frontend */
+	observe_one(pm, TTF_REQ_STREAM | TTF_REQ_USAGE, 200, TTF_API_CHAT, "srv", &a);
+	observe_one(pm, TTF_REQ_STREAM, 200, TTF_API_CHAT, "srv", NULL);
+	/* failed: counted by outcome and status class, no latency */
+	observe_one(pm, TTF_REQ_STREAM | TTF_REQ_ABORTED | TTF_REQ_ERROR, 200, TTF_API_CHAT, "srv",
+		    &a);
+	observe_one(pm, TTF_REQ_ERROR, 503, TTF_API_CHAT, "srv", &a);
+	observe_one(pm, 0, 0, TTF_API_CHAT, "srv", &a);	/* ok but no status: not 2xx */
+	observe_one(pm, TTF_REQ_UNKNOWN, 200, TTF_API_CHAT, "srv", &a);	/* counted, feeds nothing */
 	prom_metrics__add_uprobe_hits(pm, 5);
-	prom_metrics__set_counters(pm, c, 3);
+	prom_metrics__set_counters(pm, c, 6);
 	text = prom_metrics__render(pm, &len);
 	assert_non_null(text);
 	assert_int_equal(strlen(text), len);
+	has(text, "ttftrace_build_info{version=\"" TTF_VERSION "\"} 1");
 	has(text, "# TYPE ttftrace_ttft_seconds histogram");
 	assert_non_null(strstr(text, "# HELP ttftrace_ttft_seconds Time to first token"));
-	has(text, "ttftrace_ttft_seconds_bucket{le=\"0.1\"} 0");
-	has(text, "ttftrace_ttft_seconds_bucket{le=\"0.15\"} 2");
-	has(text, "ttftrace_ttft_seconds_bucket{le=\"+Inf\"} 2");
-	has(text, "ttftrace_ttft_seconds_sum 0.24");
-	has(text, "ttftrace_ttft_seconds_count 2");
+	/* the default TTFT buckets are vLLM's: 0.1, 0.25 */
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.001\"} 0");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.1\"} 0");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.25\"} 2");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"2560\"} 2");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"+Inf\"} 2");
+	has(text, "ttftrace_ttft_seconds_sum{" L "} 0.24");
+	has(text, "ttftrace_ttft_seconds_count{" L "} 2");
+	has(text, "ttftrace_e2e_seconds_bucket{" L ",le=\"7680\"} 2");
 	/* ITLs 10 ms and 30 ms, twice */
-	has(text, "ttftrace_itl_seconds_bucket{le=\"0.0075\"} 0");
-	has(text, "ttftrace_itl_seconds_bucket{le=\"0.01\"} 2");
-	has(text, "ttftrace_itl_seconds_bucket{le=\"0.02\"} 2");
-	has(text, "ttftrace_itl_seconds_bucket{le=\"0.03\"} 4");
-	has(text, "ttftrace_itl_seconds_count 4");
-	has(text, "ttftrace_tpot_seconds_sum 0.04");
-	has(text, "ttftrace_e2e_seconds_bucket{le=\"0.2\"} 2");
-	/* stages: only the request with attribution */
-	has(text, "ttftrace_ttft_stage_seconds_bucket{stage=\"net_in\",le=\"0.0005\"} 1");
-	has(text, "ttftrace_ttft_stage_seconds_bucket{stage=\"queue\",le=\"0.0005\"} 0");
-	has(text, "ttftrace_ttft_stage_seconds_bucket{stage=\"queue\",le=\"0.001\"} 1");
-	has(text, "ttftrace_ttft_stage_seconds_sum{stage=\"queue\"} 0.001");
-	has(text, "ttftrace_ttft_stage_seconds_count{stage=\"prefill\"} 0");
-	has(text, "ttftrace_requests_total{outcome=\"ok\"} 1");
-	has(text, "ttftrace_requests_total{outcome=\"aborted\"} 1");
-	has(text, "ttftrace_requests_total{outcome=\"error\"} 0");	/* aborted wins */
-	has(text, "ttftrace_requests_total{outcome=\"unknown\"} 1");
-	has(text, "ttftrace_tokens_total 6");
+	has(text, "ttftrace_itl_seconds_bucket{" L ",le=\"0.0075\"} 0");
+	has(text, "ttftrace_itl_seconds_bucket{" L ",le=\"0.01\"} 2");
+	has(text, "ttftrace_itl_seconds_bucket{" L ",le=\"0.02\"} 2");
+	has(text, "ttftrace_itl_seconds_bucket{" L ",le=\"0.03\"} 4");
+	has(text, "ttftrace_itl_seconds_count{" L "} 4");
+	has(text, "ttftrace_tpot_seconds_sum{" L "} 0.04");
+	has(text, "ttftrace_e2e_seconds_bucket{" L ",le=\"0.25\"} 2");
+	/* stages: only the successful request with attribution; no tokenize stage */
+	has(text, "ttftrace_ttft_stage_seconds_bucket{" L ",stage=\"net_in\",le=\"0.0005\"} 1");
+	has(text, "ttftrace_ttft_stage_seconds_bucket{" L ",stage=\"queue\",le=\"0.0005\"} 0");
+	has(text, "ttftrace_ttft_stage_seconds_bucket{" L ",stage=\"queue\",le=\"0.001\"} 1");
+	has(text, "ttftrace_ttft_stage_seconds_sum{" L ",stage=\"queue\"} 0.001");
+	has(text, "ttftrace_ttft_stage_seconds_count{" L ",stage=\"prefill\"} 0");
+	lacks(text, "stage=\"tokenize\"");
+	has(text, "ttftrace_tokenize_seconds_bucket{" L ",le=\"0.00025\"} 1");
+	has(text, "ttftrace_tokenize_seconds_count{" L "} 1");
+	has(text, "ttftrace_requests_total{" L ",status_class=\"2xx\",outcome=\"ok\"} 2");
+	has(text, "ttftrace_requests_total{" L ",status_class=\"2xx\",outcome=\"aborted\"} 1");
+	has(text, "ttftrace_requests_total{" L ",status_class=\"5xx\",outcome=\"error\"} 1");
+	has(text, "ttftrace_requests_total{" L ",status_class=\"unknown\",outcome=\"ok\"} 1");
+	has(text, "ttftrace_requests_total{" L ",status_class=\"2xx\",outcome=\"unknown\"} 1");
+	lacks(text, "outcome=\"incomplete\"");	/* none seen: no series */
+	/* tokens of every request but the unknown one; prompt tokens where usage was seen */
+	has(text, "ttftrace_output_tokens_total{" L "} 15");
+	has(text, "ttftrace_prompt_tokens_total{" L "} 11");
 	has(text, "ttftrace_uprobe_hits_total 5");
+	/* every counter once, in its family; times in seconds */
 	has(text, "ttftrace_dropped_events_total{reason=\"ringbuf_full\"} 3");
 	lacks(text, "ttftrace_dropped_events_total{reason=\"events\"}");
-	has(text, "ttftrace_counter_total{name=\"events\"} 42");
-	has(text, "ttftrace_counter_total{name=\"a\\\"b\\\\c\\nd\"} 7");
+	has(text, "ttftrace_tracer_events_total{name=\"events\"} 42");
+	has(text, "ttftrace_tracer_events_total{name=\"orphaned_engine_steps\"} 4");
+	has(text, "ttftrace_tracer_events_total{name=\"a\\\"b\\\\c\\nd\"} 7");
+	lacks(text, "name=\"ringbuf_full\"");
+	has(text, "# TYPE ttftrace_orphaned_engine_seconds_total counter");
+	has(text, "ttftrace_orphaned_engine_seconds_total 2.5");
+	has(text, "ttftrace_delay_by_orphans_seconds_total 0.0015");
+	lacks(text, "name=\"orphaned_engine_us\"");
+	lacks(text, "ttftrace_orphaned_engine_us");
+	lacks(text, "ttftrace_counter_total");
 	lacks(text, "ttftrace_cupti_records_total");	/* no CUPTI counters given */
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/* route from the API kind, comm capped at PROM_MAX_COMMS then "other" */
+static void test_labels_bounded(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	char comm[16], *text;
+
+	assert_non_null(pm);
+	for (int i = 0; i < PROM_MAX_COMMS + 5; i++) {
+		snprintf(comm, sizeof(comm), "c%d", i);
+		observe_one(pm, 0, 200, TTF_API_LLAMACPP, comm, NULL);
+	}
+	observe_one(pm, 0, 404, TTF_API_UNKNOWN, "c0", NULL);
+	observe_one(pm, 0, 200, TTF_API_COMPLETION, "q\"x", NULL);	/* over the cap too */
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c0\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c15\"} 1");
+	lacks(text, "comm=\"c16\"");
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"other\"} 5");
+	has(text, "ttftrace_ttft_seconds_count{route=\"completion\",comm=\"other\"} 1");
+	has(text, "ttftrace_requests_total{route=\"unknown\",comm=\"c0\",status_class=\"4xx\","
+		  "outcome=\"ok\"} 1");
+	/* a 404 feeds no latency histogram */
+	has(text, "ttftrace_ttft_seconds_count{route=\"unknown\",comm=\"c0\"} 0");
 	free(text);
 	prom_metrics__free(pm);
 }
 
 static void test_cupti_counters(void **state)
 {
-	struct prom_metrics *pm = prom_metrics__new();
+	struct prom_metrics *pm = prom_metrics__new(NULL);
 	struct report_counter c[] = {
 		{ "gpu_records", 100 }, { "gpu_cupti_dropped", 2 }, { "gpu_send_dropped", 3 },
 	};
@@ -140,8 +203,59 @@ static void test_cupti_counters(void **state)
 	text = prom_metrics__render(pm, NULL);
 	assert_non_null(text);
 	has(text, "ttftrace_cupti_records_total 100");
-	has(text, "ttftrace_cupti_dropped_records_total 5");
 	has(text, "ttftrace_dropped_events_total{reason=\"gpu_cupti_dropped\"} 2");
+	has(text, "ttftrace_dropped_events_total{reason=\"gpu_send_dropped\"} 3");
+	lacks(text, "name=\"gpu_records\"");	/* once */
+	lacks(text, "ttftrace_cupti_dropped_records_total");	/* was a sum of the two above */
+	free(text);
+	prom_metrics__free(pm);
+}
+
+static void test_buckets_option(void **state)
+{
+	static const char *const bad[] = {
+		"", "ttft", "=1", "nope=1", "ttft=", "ttft=1,", "ttft=,1", "ttft=2,1", "ttft=1,1",
+		"ttft=0", "ttft=-1", "ttft=inf", "ttft=nan", "ttft=1x", "ttft= 1", "ttft=0x10",
+		"ttft=1;e2e=2",
+		"ttft=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,"
+		"30,31,32,33",
+	};
+	struct prom_buckets b = { 0 };
+	struct prom_metrics *pm;
+	char err[160], *text;
+	int n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		if (prom_buckets__parse(&b, bad[i], err, sizeof(err)) != -EINVAL)
+			fail_msg("accepted '%s'", bad[i]);
+		if (!err[0])
+			fail_msg("no reason for '%s'", bad[i]);
+	}
+	assert_int_equal(b.n[PROM_H_TTFT], 0);	/* bad input changes nothing */
+	assert_int_equal(prom_buckets__parse(&b, "ttft=0.05,0.1,1e1", err, sizeof(err)), 0);
+	assert_int_equal(prom_buckets__parse(&b, "stage=0.001", err, sizeof(err)), 0);
+	assert_int_equal(prom_buckets__parse(&b, "ttft=0.05,0.5", err, sizeof(err)), 0); /* last wins */
+	assert_int_equal(b.n[PROM_H_TTFT], 2);
+	assert_float_equal(prom_buckets__get(&b, PROM_H_TTFT, &n)[1], 0.5, 0);
+	assert_int_equal(n, 2);
+	/* defaults: TTFT 1 ms .. 2560 s, E2E .. 7680 s */
+	assert_float_equal(prom_buckets__get(NULL, PROM_H_TTFT, &n)[0], 0.001, 0);
+	assert_float_equal(prom_buckets__get(NULL, PROM_H_TTFT, &n)[n - 1], 2560, 0);
+	assert_float_equal(prom_buckets__get(&b, PROM_H_E2E, &n)[n - 1], 7680, 0);
+	assert_float_equal(prom_buckets__get(&b, PROM_H_E2E, &n)[0], 0.001, 0);
+
+	pm = prom_metrics__new(&b);
+	assert_non_null(pm);
+	memset(&b, 0, sizeof(b));	/* the metrics keep their own copy */
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.05\"} 0");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.5\"} 1");
+	has(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"+Inf\"} 1");
+	lacks(text, "ttftrace_ttft_seconds_bucket{" L ",le=\"0.25\"}");
+	has(text, "ttftrace_e2e_seconds_bucket{" L ",le=\"0.25\"} 1");	/* default */
 	free(text);
 	prom_metrics__free(pm);
 }
@@ -188,7 +302,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_histo_buckets),
 		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_labels_bounded),
 		cmocka_unit_test(test_cupti_counters),
+		cmocka_unit_test(test_buckets_option),
 		cmocka_unit_test(test_parse_listen),
 	};
 

@@ -7,11 +7,12 @@
 #include <sys/stat.h>
 #include "bpf/net.h"
 #include "user/cmd/cli.h"
+#include "user/lib/version.h"
 #include "user/export/prom.h"
 #include "user/model/slo.h"
 #include "user/cmd/subcmd.h"
 
-const char *argp_program_version = "ttftrace 0.1";
+const char *argp_program_version = "ttftrace " TTF_VERSION;
 const char *argp_program_bug_address = "the project's issue tracker";
 
 /* The subcommands (user/main.c's table), for --help and an unknown first word. */
@@ -85,7 +86,8 @@ static void unknown_word(const char *arg)
 
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
-       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE };
+       OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
+       OPT_BUCKETS };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -116,6 +118,9 @@ static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Export:", 5 },
 	{ "metrics", OPT_METRICS, "[ADDR:]PORT", 0,
 	  "Serve Prometheus /metrics here (bare PORT: 127.0.0.1; 0.0.0.0:PORT: all IPv4)", 5 },
+	{ "buckets", OPT_BUCKETS, "NAME=B1,B2,...", 0,
+	  "--metrics histogram buckets in seconds, NAME ttft|stage|tokenize|tpot|itl|e2e; "
+	  "repeatable", 5 },
 	{ "otlp", OPT_OTLP, "URL", 0,
 	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
@@ -286,6 +291,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->metrics = arg;
 		break;
 	}
+	case OPT_BUCKETS: {
+		char err[160];
+
+		if (prom_buckets__parse(&o->buckets, arg, err, sizeof(err))) {
+			fprintf(stderr, "Error: --buckets: %s\nHINT: %s\n", err, PROM_BUCKETS_HINT);
+			exit(TTF_EXIT_USAGE);
+		}
+		o->n_buckets_opts++;
+		break;
+	}
 	case OPT_OTLP:
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
 			subcmd__usage_fail("ttftrace", "invalid --otlp '%s' (an http:// or https:// URL)", arg);
@@ -323,6 +338,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (o->target == TTF_TARGET_NONE)
 			subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+		if (o->n_buckets_opts && !o->metrics)
+			subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
 		check_distinct_outputs(o);
 		break;
 	default:

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "user/lib/exit.h"
+#include "user/export/prom.h"
 
 enum ttf_target_kind {
 	TTF_TARGET_NONE = 0,
@@ -39,6 +40,8 @@ struct ttf_opts {
 	int n_probes;
 	const char *slo_spec;	/* --slo SPEC (user/model/slo.h), checked at parse time; NULL none */
 	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/export/prom.h) */
+	struct prom_buckets buckets;	/* --buckets NAME=B1,B2,... (repeatable); n 0: defaults */
+	int n_buckets_opts;	/* how many --buckets were given */
 	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/export/record.h) */
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/export/otlp.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */

@@ -55,7 +55,7 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 			return code;
 	}
 	if (o->metrics) {
-		err = prom_sink__new(o->metrics, o->sysfs_root, &s);
+		err = prom_sink__new(o->metrics, o->sysfs_root, &o->buckets, &s);
 		if (err) {
 			ttf_error("give a free port, or ADDR:PORT with an address of this host",
 				  "cannot serve metrics on %s: %s", o->metrics, strerror(-err));

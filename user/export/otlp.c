@@ -12,6 +12,7 @@
 #include "user/lib/hash.h"
 #include "user/lib/log.h"
 #include "user/model/vocab.h"
+#include "user/lib/version.h"
 #include "user/export/otlp.h"
 
 #define SPAN_KIND_INTERNAL 1
@@ -356,7 +357,7 @@ static cJSON *resource_spans(cJSON *rs_arr, const struct otlp_span_src *first, c
 	    !(ss = cJSON_CreateObject()) || !cJSON_AddItemToArray(ss_arr, ss) ||
 	    !(scope = cJSON_AddObjectToObject(ss, "scope")) ||
 	    !cJSON_AddStringToObject(scope, "name", "ttftrace") ||
-	    !cJSON_AddStringToObject(scope, "version", "0.1") ||
+	    !cJSON_AddStringToObject(scope, "version", TTF_VERSION) ||
 	    !cJSON_AddStringToObject(ss, "schemaUrl",
 				     "https://opentelemetry.io/schemas/" OTLP_SEMCONV_VERSION) ||
 	    !(spans = cJSON_AddArrayToObject(ss, "spans"))) {

@@ -10,19 +10,108 @@
 #include <unistd.h>
 #include "user/lib/histo.h"
 #include "user/lib/log.h"
+#include "user/lib/version.h"
 #include "user/model/vocab.h"
 #include "user/export/prom.h"
 #include "user/export/prom_pcie.h"
 
 /*
- * Fine enough for 1 ms TTFT stages and 0.5 ms ITLs at the low end, up to a
- * minute of TTFT at the high end (vLLM's own buckets stop at 10 ms ITL).
+ * Default buckets. TTFT: vLLM's (1 ms .. 2560 s); E2E: the same start, on to
+ * 7680 s like vLLM's request latency; stages and tokenize: from 0.1 ms (a
+ * stage is often below a millisecond) to 2560 s; TPOT and ITL: 0.5 ms .. 60 s,
+ * fine at the low end where token gaps are.
  */
-static const double bounds_s[] = {
+static const double ttft_s[] = {
+	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5,
+	10, 20, 40, 80, 160, 640, 2560,
+};
+static const double e2e_s[] = {
+	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5,
+	10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 7680,
+};
+static const double stage_s[] = {
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
+	0.25, 0.5, 0.75, 1, 2.5, 5, 10, 20, 40, 80, 160, 640, 2560,
+};
+static const double itl_s[] = {
 	0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1,
 	0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60,
 };
-#define N_BOUNDS ((int)(sizeof(bounds_s) / sizeof(bounds_s[0])))
+#define NB(a) ((int)(sizeof(a) / sizeof(a[0])))
+
+static const struct {
+	const char *name;	/* the --buckets NAME */
+	const double *bounds;
+	int n;
+} hist_defaults[PROM_H__N] = {
+	[PROM_H_TTFT] = { "ttft", ttft_s, NB(ttft_s) },
+	[PROM_H_STAGE] = { "stage", stage_s, NB(stage_s) },
+	[PROM_H_TOKENIZE] = { "tokenize", stage_s, NB(stage_s) },
+	[PROM_H_TPOT] = { "tpot", itl_s, NB(itl_s) },
+	[PROM_H_ITL] = { "itl", itl_s, NB(itl_s) },
+	[PROM_H_E2E] = { "e2e", e2e_s, NB(e2e_s) },
+};
+
+const double *prom_buckets__get(const struct prom_buckets *b, enum prom_hist h, int *n)
+{
+	if (b && b->n[h] > 0) {
+		*n = b->n[h];
+		return b->bounds[h];
+	}
+	*n = hist_defaults[h].n;
+	return hist_defaults[h].bounds;
+}
+
+int prom_buckets__parse(struct prom_buckets *b, const char *arg, char *err, size_t err_len)
+{
+	const char *eq = strchr(arg, '='), *p;
+	double v[HISTO_MAX_BOUNDS];
+	int h, n = 0;
+
+	if (!eq || eq == arg) {
+		snprintf(err, err_len, "'%s' is not NAME=B1,B2,...", arg);
+		return -EINVAL;
+	}
+	for (h = 0; h < PROM_H__N; h++)
+		if (strlen(hist_defaults[h].name) == (size_t)(eq - arg) &&
+		    !strncmp(arg, hist_defaults[h].name, eq - arg))
+			break;
+	if (h == PROM_H__N) {
+		snprintf(err, err_len, "unknown histogram '%.*s'", (int)(eq - arg), arg);
+		return -EINVAL;
+	}
+	for (p = eq + 1;; p++) {
+		char *end;
+		double x;
+
+		if (n == HISTO_MAX_BOUNDS) {
+			snprintf(err, err_len, "%s: more than %d bounds", hist_defaults[h].name,
+				 HISTO_MAX_BOUNDS);
+			return -EINVAL;
+		}
+		errno = 0;
+		x = strtod(p, &end);
+		/* digits only: no "inf", "nan", hex, or blanks */
+		if (end == p || errno || !(x > 0) || x > 1e9 || (*end && *end != ',') ||
+		    strspn(p, "0123456789.eE+-") < (size_t)(end - p)) {
+			snprintf(err, err_len, "%s: bad bound '%.*s' (a number of seconds > 0)",
+				 hist_defaults[h].name, (int)strcspn(p, ","), p);
+			return -EINVAL;
+		}
+		if (n && x <= v[n - 1]) {
+			snprintf(err, err_len, "%s: bounds must be strictly ascending (%g after %g)",
+				 hist_defaults[h].name, x, v[n - 1]);
+			return -EINVAL;
+		}
+		v[n++] = x;
+		if (!*end)
+			break;
+		p = end;
+	}
+	memcpy(b->bounds[h], v, n * sizeof(v[0]));
+	b->n[h] = n;
+	return 0;
+}
 
 /* Exclusive outcomes (the first that applies, see outcome_of), in exposition order. */
 static const enum ttf_outcome outcome_order[] = {
@@ -30,24 +119,46 @@ static const enum ttf_outcome outcome_order[] = {
 };
 #define N_OUTCOMES ((int)(sizeof(outcome_order) / sizeof(outcome_order[0])))
 
+/* status_class: [0] unknown, [1..5] 1xx..5xx */
+#define N_CLASSES 6
+static const char *const class_names[N_CLASSES] = { "unknown", "1xx", "2xx", "3xx", "4xx", "5xx" };
+
+static int status_class(int status)
+{
+	return status >= 100 && status <= 599 ? status / 100 : 0;
+}
+
 #define MAX_COUNTERS 128
+#define N_API 4			/* enum ttf_api: unknown, chat, completion, llamacpp */
+#define COMM_OTHER PROM_MAX_COMMS	/* comm index of "other" */
 
 struct prom_counter {
 	char name[48];
 	uint64_t value;
 };
 
-struct prom_metrics {
-	struct histo ttft, tpot, itl, e2e;
+/* The metrics of one (route, comm). */
+struct prom_series {
+	enum ttf_api api;
+	int comm;		/* index into prom_metrics.comms; COMM_OTHER */
+	struct histo ttft, tokenize, tpot, itl, e2e;
 	struct histo stage[TTF_ST__ALL];
-	uint64_t requests[TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
-	uint64_t tokens;
+	uint64_t requests[N_CLASSES][TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
+	uint64_t out_tokens, prompt_tokens;
+};
+
+struct prom_metrics {
+	struct prom_buckets b;	/* the bounds every histogram points into */
+	char comms[PROM_MAX_COMMS][16];
+	int n_comms;
+	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1)];
+	int n_series;
 	uint64_t uprobe_hits;
 	int n_counters;
 	struct prom_counter counters[MAX_COUNTERS];
 };
 
-struct prom_metrics *prom_metrics__new(void)
+struct prom_metrics *prom_metrics__new(const struct prom_buckets *b)
 {
 	struct prom_metrics *pm = calloc(1, sizeof(*pm));
 
@@ -55,18 +166,73 @@ struct prom_metrics *prom_metrics__new(void)
 		errno = ENOMEM;
 		return NULL;
 	}
-	histo__init(&pm->ttft, bounds_s, N_BOUNDS);
-	histo__init(&pm->tpot, bounds_s, N_BOUNDS);
-	histo__init(&pm->itl, bounds_s, N_BOUNDS);
-	histo__init(&pm->e2e, bounds_s, N_BOUNDS);
-	for (int i = 0; i < TTF_ST__ALL; i++)
-		histo__init(&pm->stage[i], bounds_s, N_BOUNDS);
+	for (int h = 0; h < PROM_H__N; h++) {
+		int n;
+		const double *v = prom_buckets__get(b, h, &n);
+
+		memcpy(pm->b.bounds[h], v, n * sizeof(*v));
+		pm->b.n[h] = n;
+	}
 	return pm;
 }
 
 void prom_metrics__free(struct prom_metrics *pm)
 {
+	if (!pm)
+		return;
+	for (int i = 0; i < pm->n_series; i++)
+		free(pm->series[i]);
 	free(pm);
+}
+
+static void init_histo(const struct prom_metrics *pm, struct histo *h, enum prom_hist which)
+{
+	histo__init(h, pm->b.bounds[which], pm->b.n[which]);
+}
+
+static int comm_index(struct prom_metrics *pm, const char *comm)
+{
+	char c[16];
+
+	snprintf(c, sizeof(c), "%s", comm);
+	for (int i = 0; i < pm->n_comms; i++)
+		if (!strcmp(pm->comms[i], c))
+			return i;
+	if (pm->n_comms == PROM_MAX_COMMS || !strcmp(c, "other"))
+		return COMM_OTHER;
+	memcpy(pm->comms[pm->n_comms], c, sizeof(c));
+	return pm->n_comms++;
+}
+
+static const char *comm_name(const struct prom_metrics *pm, int i)
+{
+	return i == COMM_OTHER ? "other" : pm->comms[i];
+}
+
+/* The series of r's labels, created on first use; NULL when out of memory. */
+static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_request *r)
+{
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+	int comm = comm_index(pm, r->comm);
+	struct prom_series *s;
+
+	for (int i = 0; i < pm->n_series; i++)
+		if (pm->series[i]->api == api && pm->series[i]->comm == comm)
+			return pm->series[i];
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->api = api;
+	s->comm = comm;
+	init_histo(pm, &s->ttft, PROM_H_TTFT);
+	init_histo(pm, &s->tokenize, PROM_H_TOKENIZE);
+	init_histo(pm, &s->tpot, PROM_H_TPOT);
+	init_histo(pm, &s->itl, PROM_H_ITL);
+	init_histo(pm, &s->e2e, PROM_H_E2E);
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		init_histo(pm, &s->stage[i], PROM_H_STAGE);
+	pm->series[pm->n_series++] = s;
+	return s;
 }
 
 static enum ttf_outcome outcome_of(uint32_t flags)
@@ -86,27 +252,39 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 			   const struct ttf_req_metrics *m, const struct ttf_attrib *a)
 {
 	enum ttf_outcome o = outcome_of(r->flags);
+	int cls = status_class(r->status);
+	struct prom_series *s = series_of(pm, r);
 
-	pm->requests[o]++;
+	if (!s)
+		return;
+	s->requests[cls][o]++;
 	if (o == TTF_OC_UNKNOWN)
 		return;
-	pm->tokens += m->n_tokens;
+	s->out_tokens += m->n_tokens;
+	if (r->flags & TTF_REQ_USAGE)
+		s->prompt_tokens += r->usage_prompt_tokens;
+	/* latency: successful responses only */
+	if (o != TTF_OC_OK || cls != 2)
+		return;
 	if (m->ttft_ns >= 0)
-		histo__add(&pm->ttft, m->ttft_ns / 1e9);
+		histo__add(&s->ttft, m->ttft_ns / 1e9);
 	if (m->tpot_ns >= 0)
-		histo__add(&pm->tpot, m->tpot_ns / 1e9);
+		histo__add(&s->tpot, m->tpot_ns / 1e9);
 	if (m->e2e_ns >= 0)
-		histo__add(&pm->e2e, m->e2e_ns / 1e9);
+		histo__add(&s->e2e, m->e2e_ns / 1e9);
 	for (uint32_t i = 0; i + 1 < r->n_events; i++) {
 		uint64_t itl_ns;
 
 		if (!ttf_metrics__itl_one(r, i, &itl_ns))
-			histo__add(&pm->itl, itl_ns / 1e9);
+			histo__add(&s->itl, itl_ns / 1e9);
 	}
-	if (a && a->valid)
-		for (int s = 0; s < TTF_ST__ALL; s++)
-			if (a->stage_ns[s] >= 0)
-				histo__add(&pm->stage[s], a->stage_ns[s] / 1e9);
+	if (a && a->valid) {
+		for (int st = 0; st < TTF_ST__ALL; st++)
+			if (st != TTF_ST_TOKENIZE && a->stage_ns[st] >= 0)
+				histo__add(&s->stage[st], a->stage_ns[st] / 1e9);
+		if (a->stage_ns[TTF_ST_TOKENIZE] >= 0)
+			histo__add(&s->tokenize, a->stage_ns[TTF_ST_TOKENIZE] / 1e9);
+	}
 }
 
 void prom_metrics__set_counters(struct prom_metrics *pm, const struct report_counter *c, int n)
@@ -180,51 +358,165 @@ static int is_drop(const char *name)
 	return 0;
 }
 
-static const struct prom_counter *find_counter(const struct prom_metrics *pm, const char *name)
+/*
+ * A counter of time: NAME_us, NAME_ms or NAME_ns, NAME a metric-name word.
+ * Returns the divisor to seconds (0: not one) and the length of NAME.
+ */
+static double time_unit(const char *name, size_t *stem)
 {
-	for (int i = 0; i < pm->n_counters; i++)
-		if (!strcmp(pm->counters[i].name, name))
-			return &pm->counters[i];
-	return NULL;
+	static const struct { const char *suffix; double div; } units[] = {
+		{ "_us", 1e6 }, { "_ms", 1e3 }, { "_ns", 1e9 },
+	};
+	size_t len = strlen(name);
+
+	if (len < 4 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != len)
+		return 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(name + len - 3, units[i].suffix)) {
+			*stem = len - 3;
+			return units[i].div;
+		}
+	return 0;
 }
 
+enum counter_family { CF_TIME, CF_DROP, CF_CUPTI, CF_OTHER };
+
+static enum counter_family family_of(const char *name)
+{
+	size_t stem;
+
+	if (time_unit(name, &stem))
+		return CF_TIME;
+	if (is_drop(name))
+		return CF_DROP;
+	if (!strcmp(name, "gpu_records"))
+		return CF_CUPTI;
+	return CF_OTHER;
+}
+
+/* Every tracer counter once, in the first family that applies (prom.h). */
 static void put_counters(FILE *f, const struct prom_metrics *pm)
 {
-	const struct prom_counter *rec = find_counter(pm, "gpu_records");
+	char metric[96];
+	size_t stem;
 
 	put_head(f, "ttftrace_dropped_events_total", "counter",
 		 "Events the tracer lost, by the counter that saw it (ring buffer full, ...)");
 	for (int i = 0; i < pm->n_counters; i++) {
-		if (!is_drop(pm->counters[i].name))
+		if (family_of(pm->counters[i].name) != CF_DROP)
 			continue;
 		fputs("ttftrace_dropped_events_total{reason=\"", f);
 		put_label(f, pm->counters[i].name);
 		fprintf(f, "\"} %llu\n", (unsigned long long)pm->counters[i].value);
 	}
-	if (rec) {
-		const struct prom_counter *c1 = find_counter(pm, "gpu_cupti_dropped");
-		const struct prom_counter *c2 = find_counter(pm, "gpu_send_dropped");
-
-		put_head(f, "ttftrace_cupti_records_total", "counter",
-			 "GPU activity records received from the CUPTI collector");
-		fprintf(f, "ttftrace_cupti_records_total %llu\n", (unsigned long long)rec->value);
-		put_head(f, "ttftrace_cupti_dropped_records_total", "counter",
-			 "GPU activity records dropped by CUPTI or by the collector's sender");
-		fprintf(f, "ttftrace_cupti_dropped_records_total %llu\n",
-			(unsigned long long)((c1 ? c1->value : 0) + (c2 ? c2->value : 0)));
-	}
-	put_head(f, "ttftrace_counter_total", "counter",
-		 "Every drop and health counter of the tracer, named as in the summary");
 	for (int i = 0; i < pm->n_counters; i++) {
-		fputs("ttftrace_counter_total{name=\"", f);
+		const char *name = pm->counters[i].name;
+		double div;
+
+		if (family_of(name) != CF_TIME)
+			continue;
+		div = time_unit(name, &stem);
+		snprintf(metric, sizeof(metric), "ttftrace_%.*s_seconds_total", (int)stem, name);
+		fprintf(f, "# HELP %s The tracer's counter %s, in seconds\n# TYPE %s counter\n",
+			metric, name, metric);
+		fprintf(f, "%s %.9g\n", metric, pm->counters[i].value / div);
+	}
+	for (int i = 0; i < pm->n_counters; i++)
+		if (family_of(pm->counters[i].name) == CF_CUPTI) {
+			put_head(f, "ttftrace_cupti_records_total", "counter",
+				 "GPU activity records received from the CUPTI collector");
+			fprintf(f, "ttftrace_cupti_records_total %llu\n",
+				(unsigned long long)pm->counters[i].value);
+			break;
+		}
+	put_head(f, "ttftrace_tracer_events_total", "counter",
+		 "The tracer's other health counters, named as in the summary's counters");
+	for (int i = 0; i < pm->n_counters; i++) {
+		if (family_of(pm->counters[i].name) != CF_OTHER)
+			continue;
+		fputs("ttftrace_tracer_events_total{name=\"", f);
 		put_label(f, pm->counters[i].name);
 		fprintf(f, "\"} %llu\n", (unsigned long long)pm->counters[i].value);
 	}
 }
 
+/* `route="...",comm="...",` of a series (escaped). */
+static void series_label(const struct prom_metrics *pm, const struct prom_series *s, char *out,
+			 size_t len)
+{
+	char *buf = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&buf, &sz);
+
+	*out = '\0';
+	if (!f)
+		return;
+	fprintf(f, "route=\"%s\",comm=\"", ttf_api_name(s->api));
+	put_label(f, comm_name(pm, s->comm));
+	fputs("\",", f);
+	if (!fclose(f))
+		snprintf(out, len, "%s", buf);
+	free(buf);
+}
+
+/* One histogram family, one series per (route, comm); which picks the histogram. */
+static void put_family(FILE *f, const struct prom_metrics *pm, const char *name, const char *help,
+		       const struct histo *(*which)(const struct prom_series *))
+{
+	char label[128];
+
+	put_head(f, name, "histogram", help);
+	for (int i = 0; i < pm->n_series; i++) {
+		series_label(pm, pm->series[i], label, sizeof(label));
+		put_histo(f, name, label, which(pm->series[i]));
+	}
+}
+
+static const struct histo *h_ttft(const struct prom_series *s) { return &s->ttft; }
+static const struct histo *h_tokenize(const struct prom_series *s) { return &s->tokenize; }
+static const struct histo *h_tpot(const struct prom_series *s) { return &s->tpot; }
+static const struct histo *h_itl(const struct prom_series *s) { return &s->itl; }
+static const struct histo *h_e2e(const struct prom_series *s) { return &s->e2e; }
+
+/* The disjoint stages (all but tokenize, which lies inside frontend), in NDJSON order. */
+static void put_stages(FILE *f, const struct prom_metrics *pm)
+{
+	char label[128], full[160];
+
+	put_head(f, "ttftrace_ttft_stage_seconds", "histogram",
+		 "TTFT split into disjoint stages that sum to TTFT (server = merged frontend..emit)");
+	for (int i = 0; i < pm->n_series; i++) {
+		series_label(pm, pm->series[i], label, sizeof(label));
+		for (int k = 0; k < TTF_STAGE_ORDER_N; k++) {
+			enum ttf_stage st = ttf_stage_order[k];
+
+			if (st == TTF_ST_TOKENIZE)
+				continue;
+			snprintf(full, sizeof(full), "%sstage=\"%s\",", label, ttf_stage_name(st));
+			put_histo(f, "ttftrace_ttft_stage_seconds", full, &pm->series[i]->stage[st]);
+		}
+	}
+}
+
+static void put_series_counter(FILE *f, const struct prom_metrics *pm, const char *name,
+			       const char *help, int prompt)
+{
+	char label[128];
+
+	put_head(f, name, "counter", help);
+	for (int i = 0; i < pm->n_series; i++) {
+		const struct prom_series *s = pm->series[i];
+
+		series_label(pm, s, label, sizeof(label));
+		label[strlen(label) - 1] = '\0';	/* no trailing comma */
+		fprintf(f, "%s{%s} %llu\n", name, label,
+			(unsigned long long)(prompt ? s->prompt_tokens : s->out_tokens));
+	}
+}
+
 char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 {
-	char *buf = NULL, label[64];
+	char *buf = NULL, label[128];
 	size_t sz = 0;
 	FILE *f = open_memstream(&buf, &sz);
 
@@ -232,35 +524,44 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 		errno = ENOMEM;
 		return NULL;
 	}
-	put_head(f, "ttftrace_ttft_seconds", "histogram",
-		 "Time to first token: first request byte in to first token out of the server");
-	put_histo(f, "ttftrace_ttft_seconds", "", &pm->ttft);
-	put_head(f, "ttftrace_ttft_stage_seconds", "histogram",
-		 "TTFT split into disjoint stages (server = merged frontend..emit)");
-	for (int i = 0; i < TTF_STAGE_ORDER_N; i++) {
-		enum ttf_stage st = ttf_stage_order[i];
-
-		snprintf(label, sizeof(label), "stage=\"%s\",", ttf_stage_name(st));
-		put_histo(f, "ttftrace_ttft_stage_seconds", label, &pm->stage[st]);
-	}
-	put_head(f, "ttftrace_tpot_seconds", "histogram",
-		 "Time per output token: (last token - first token) / (tokens - 1)");
-	put_histo(f, "ttftrace_tpot_seconds", "", &pm->tpot);
-	put_head(f, "ttftrace_itl_seconds", "histogram",
-		 "Inter-token latency: each gap between consecutive token events");
-	put_histo(f, "ttftrace_itl_seconds", "", &pm->itl);
-	put_head(f, "ttftrace_e2e_seconds", "histogram",
-		 "End to end: first request byte arrives to last response byte leaves");
-	put_histo(f, "ttftrace_e2e_seconds", "", &pm->e2e);
+	put_head(f, "ttftrace_build_info", "gauge", "ttftrace's version; always 1");
+	fprintf(f, "ttftrace_build_info{version=\"%s\"} 1\n", TTF_VERSION);
+	put_family(f, pm, "ttftrace_ttft_seconds",
+		   "Time to first token of successful requests: first request byte in to first "
+		   "token out of the server", h_ttft);
+	put_stages(f, pm);
+	put_family(f, pm, "ttftrace_tokenize_seconds",
+		   "Tokenize call of successful requests (a part of the frontend stage)", h_tokenize);
+	put_family(f, pm, "ttftrace_tpot_seconds",
+		   "Time per output token of successful requests: (last token - first token) / "
+		   "(tokens - 1)", h_tpot);
+	put_family(f, pm, "ttftrace_itl_seconds",
+		   "Inter-token latency of successful requests: each gap between consecutive token "
+		   "events", h_itl);
+	put_family(f, pm, "ttftrace_e2e_seconds",
+		   "End to end of successful requests: first request byte arrives to last response "
+		   "byte leaves", h_e2e);
 	put_head(f, "ttftrace_requests_total", "counter",
-		 "Finished requests by outcome (unknown, aborted, incomplete, error, ok)");
-	for (int i = 0; i < N_OUTCOMES; i++)
-		fprintf(f, "ttftrace_requests_total{outcome=\"%s\"} %llu\n",
-			ttf_outcome_name(outcome_order[i]),
-			(unsigned long long)pm->requests[outcome_order[i]]);
-	put_head(f, "ttftrace_tokens_total", "counter",
-		 "Output tokens (the server's usage report, else token events)");
-	fprintf(f, "ttftrace_tokens_total %llu\n", (unsigned long long)pm->tokens);
+		 "Finished requests by outcome (the first of unknown, aborted, incomplete, error, ok)");
+	for (int i = 0; i < pm->n_series; i++) {
+		const struct prom_series *s = pm->series[i];
+
+		series_label(pm, s, label, sizeof(label));
+		for (int c = 0; c < N_CLASSES; c++)
+			for (int k = 0; k < N_OUTCOMES; k++) {
+				uint64_t v = s->requests[c][outcome_order[k]];
+
+				if (v)
+					fprintf(f, "ttftrace_requests_total{%sstatus_class=\"%s\","
+						"outcome=\"%s\"} %llu\n", label, class_names[c],
+						ttf_outcome_name(outcome_order[k]),
+						(unsigned long long)v);
+			}
+	}
+	put_series_counter(f, pm, "ttftrace_output_tokens_total",
+			   "Output tokens (the server's usage report, else token events)", 0);
+	put_series_counter(f, pm, "ttftrace_prompt_tokens_total",
+			   "Prompt tokens of the requests whose stream reported usage", 1);
 	put_head(f, "ttftrace_uprobe_hits_total", "counter",
 		 "Engine uprobe hits (entry and return) delivered to the tracer");
 	fprintf(f, "ttftrace_uprobe_hits_total %llu\n", (unsigned long long)pm->uprobe_hits);
@@ -487,7 +788,8 @@ static void print_url(int fd)
 	}
 }
 
-int prom_sink__new(const char *spec, const char *sysfs_root, struct ttf_sink *out)
+int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_buckets *b,
+		   struct ttf_sink *out)
 {
 	struct sockaddr_storage sa;
 	struct prom_sink *ps;
@@ -502,7 +804,7 @@ int prom_sink__new(const char *spec, const char *sysfs_root, struct ttf_sink *ou
 	if (!ps)
 		return -ENOMEM;
 	pthread_mutex_init(&ps->lock, NULL);
-	ps->pm = prom_metrics__new();
+	ps->pm = prom_metrics__new(b);
 	if (sysfs_root)
 		ps->sysfs_root = strdup(sysfs_root);
 	if (!ps->pm || (sysfs_root && !ps->sysfs_root)) {

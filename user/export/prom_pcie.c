@@ -23,12 +23,12 @@ static void put_links(FILE *f, const char *name, const struct pcie_gpu *gpus, in
 			double v = 0;
 
 			switch (which) {
-			case LV_SPEED: v = l->cur_speed_mts / 1000.0; break;
-			case LV_MAX_SPEED: v = l->cap_speed_mts / 1000.0; break;
+			case LV_SPEED: v = l->cur_speed_mts * 1e6; break;
+			case LV_MAX_SPEED: v = l->cap_speed_mts * 1e6; break;
 			case LV_WIDTH: v = l->cur_width; break;
 			case LV_MAX_WIDTH: v = l->cap_width; break;
 			}
-			fprintf(f, "%s{gpu=\"%s\",link=\"%d\",port=\"%s\"} %g\n", name, gpu->bdf, i,
+			fprintf(f, "%s{gpu=\"%s\",link=\"%d\",port=\"%s\"} %.0f\n", name, gpu->bdf, i,
 				l->parent >= 0 ? gpu->path[l->parent].bdf : "", v);
 		}
 	}
@@ -56,12 +56,14 @@ int prom_pcie__render(FILE *f, const char *sysfs_root)
 	head(f, "ttftrace_pcie_gpus", "NVIDIA GPUs found in sysfs");
 	fprintf(f, "ttftrace_pcie_gpus %d\n", n);
 	if (n > 0) {
-		head(f, "ttftrace_pcie_link_speed_gts",
-		     "Negotiated PCIe rate per lane now, GT/s (idle GPUs downclock: judge under load)");
-		put_links(f, "ttftrace_pcie_link_speed_gts", gpus, n, LV_SPEED);
-		head(f, "ttftrace_pcie_link_max_speed_gts",
-		     "PCIe rate per lane both ends of the link are capable of, GT/s");
-		put_links(f, "ttftrace_pcie_link_max_speed_gts", gpus, n, LV_MAX_SPEED);
+		head(f, "ttftrace_pcie_link_speed_transfers_per_second",
+		     "Negotiated PCIe rate per lane now, transfers/s (idle GPUs downclock: judge "
+		     "under load)");
+		put_links(f, "ttftrace_pcie_link_speed_transfers_per_second", gpus, n, LV_SPEED);
+		head(f, "ttftrace_pcie_link_max_speed_transfers_per_second",
+		     "PCIe rate per lane both ends of the link are capable of, transfers/s");
+		put_links(f, "ttftrace_pcie_link_max_speed_transfers_per_second", gpus, n,
+			  LV_MAX_SPEED);
 		head(f, "ttftrace_pcie_link_width", "Negotiated PCIe lanes now");
 		put_links(f, "ttftrace_pcie_link_width", gpus, n, LV_WIDTH);
 		head(f, "ttftrace_pcie_link_max_width", "PCIe lanes both ends are capable of");

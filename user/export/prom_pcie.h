@@ -7,10 +7,11 @@
  * max_over_time of the speed over a window with traffic).
  *
  *   ttftrace_pcie_gpus                          gauge, NVIDIA GPUs found
- *   ttftrace_pcie_link_speed_gts{gpu,link,port} gauge, negotiated rate per
- *                                               lane now (lower end), GT/s
- *   ttftrace_pcie_link_max_speed_gts{...}       gauge, what the link can train
- *                                               to (both ends' capability)
+ *   ttftrace_pcie_link_speed_transfers_per_second{gpu,link,port}  gauge,
+ *                                               negotiated rate per lane now
+ *                                               (lower end), transfers/s
+ *   ttftrace_pcie_link_max_speed_transfers_per_second{...}  gauge, what the
+ *                                               link can train to (both ends)
  *   ttftrace_pcie_link_width{...}               gauge, negotiated lanes now
  *   ttftrace_pcie_link_max_width{...}           gauge, capable lanes
  *   ttftrace_pcie_path_bytes_per_second{gpu,state="current"|"capable"}

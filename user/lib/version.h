@@ -1,0 +1,8 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The one version string (--version, ttftrace_build_info, OTLP scope). */
+#ifndef TTFTRACE_VERSION_H
+#define TTFTRACE_VERSION_H
+
+#define TTF_VERSION "0.1"
+
+#endif /* TTFTRACE_VERSION_H */
