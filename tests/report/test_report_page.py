@@ -2,6 +2,7 @@
 """`ttftrace report` (no root): the page from committed NDJSON of real fixture runs,
 rendered in headless Chromium (screenshot kept in tests/report/artifacts/), its data
 checked against values computed here, bad input and exit codes."""
+import json
 import os
 import re
 
@@ -110,3 +111,24 @@ def test_truncated_last_line_is_skipped(tmp_path):
     d = page_data(out)
     assert d["meta"]["requests"] == 5 and d["meta"]["bad_lines"] == 1
     assert d["meta"]["no_summary"] is True
+
+
+def test_failed_requests_are_left_out_of_the_statistics(tmp_path):
+    """A 404 and an aborted request count as requests, not in the latency statistics."""
+    reqs = requests_of(SAMPLE_SSE)
+    bad = [dict(reqs[0], id=900, status=404, ttft_ms=0.15, flags=["nonstream", "error"]),
+           dict(reqs[1], id=901, ttft_ms=9999.0, flags=reqs[1]["flags"] + ["aborted"])]
+    src = tmp_path / "mixed.ndjson"
+    with open(src, "w") as f:
+        for r in reqs + bad:
+            f.write(json.dumps(r) + "\n")
+    out = tmp_path / "mixed.html"
+    p = report(src, "-o", out)
+    assert p.returncode == 0, p.stderr
+    d = page_data(out)
+    assert d["meta"]["requests"] == 14
+    assert d["meta"]["left_out"] == 2
+    stats = {s["name"]: s for s in d["stats"]}
+    ttft = [r["ttft_ms"] for r in reqs]
+    assert stats["ttft"]["n"] == 12
+    assert stats["ttft"]["p99"] == pytest.approx(percentile(ttft, 99), abs=1e-9)

@@ -50,7 +50,24 @@ struct acc {
 	uint64_t t_last_ns;
 	cJSON *reqs;		/* the NDJSON request objects, owned */
 	cJSON *summary;		/* owned, or NULL */
+	unsigned left_out;	/* requests not successful: kept out of the statistics */
 };
+
+/* As ttf_vocab__success(), on an NDJSON request: 2xx and none of the failure flags. */
+static int json_success(const cJSON *r)
+{
+	static const enum ttf_outcome bad[] = { TTF_OC_ABORTED, TTF_OC_INCOMPLETE, TTF_OC_ERROR,
+						TTF_OC_UNKNOWN };
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "status"), *f;
+
+	if (!cJSON_IsNumber(st) || st->valuedouble < 200 || st->valuedouble > 299)
+		return 0;
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(r, "flags"))
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			if (cJSON_IsString(f) && !strcmp(f->valuestring, ttf_outcome_name(bad[i])))
+				return 0;
+	return 1;
+}
 
 static int fail(char *err, size_t sz, const char *fmt, const char *a, unsigned n)
 {
@@ -87,6 +104,16 @@ static int account(struct acc *a, const cJSON *r)
 	uint64_t t = ns_field(r, "t_arrival_ns"), te = ns_field(r, "t_end_ns");
 	int err = 0;
 
+	if (t && (!a->t0_ns || t < a->t0_ns))
+		a->t0_ns = t;
+	if (te > a->t_last_ns)
+		a->t_last_ns = te;
+	/* latency statistics: successful responses only (the summary's rule) */
+	if (!json_success(r)) {
+		a->left_out++;
+		return 0;
+	}
+
 	for (size_t i = 0; i < N_METRICS; i++)
 		if (strcmp(metrics[i].name, "itl"))
 			err |= add_sample(a->m[i], num_or_nan(r, metrics[i].field));
@@ -101,10 +128,6 @@ static int account(struct acc *a, const cJSON *r)
 
 		a->grades[k ? k - abc : 3]++;
 	}
-	if (t && (!a->t0_ns || t < a->t0_ns))
-		a->t0_ns = t;
-	if (te > a->t_last_ns)
-		a->t_last_ns = te;
 	return err ? -ENOMEM : 0;
 }
 
@@ -317,6 +340,7 @@ static cJSON *build(struct acc *a, const struct html_report_opts *o,
 	     cJSON_AddStringToObject(meta, "source", o->source ? o->source : "") &&
 	     cJSON_AddStringToObject(meta, "generated", when) &&
 	     cJSON_AddNumberToObject(meta, "requests", res->requests) &&
+	     cJSON_AddNumberToObject(meta, "left_out", a->left_out) &&
 	     cJSON_AddNumberToObject(meta, "span_s", a->t_last_ns > a->t0_ns && a->t0_ns ?
 				     (a->t_last_ns - a->t0_ns) / 1e9 : 0) &&
 	     cJSON_AddStringToObject(meta, "paths", paths) &&

@@ -264,7 +264,7 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 	if (r->flags & TTF_REQ_USAGE)
 		s->prompt_tokens += r->usage_prompt_tokens;
 	/* latency: successful responses only */
-	if (o != TTF_OC_OK || cls != 2)
+	if (!ttf_vocab__success(r))
 		return;
 	if (m->ttft_ns >= 0)
 		histo__add(&s->ttft, m->ttft_ns / 1e9);

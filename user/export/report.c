@@ -44,6 +44,7 @@ struct report {
 	uint64_t lines_lost;     /* NDJSON objects not built (ENOMEM) */
 	uint64_t invalid;        /* requests ttf_metrics__compute refused */
 	int summary_err;         /* what report__summary returned from the sink's finish */
+	uint64_t left_out;       /* requests kept out of the percentiles: not successful */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	int header_done;
 };
@@ -160,9 +161,11 @@ static void record(struct report *rp, const struct ttf_request *r, const struct 
 	if (r->flags & TTF_REQ_TRUNCATED)
 		rp->outcomes[TTF_OC_TRUNCATED]++;
 
-	/* A request that lost sync is counted but never feeds the percentiles. */
-	if (r->flags & TTF_REQ_UNKNOWN)
+	/* Only successful responses feed the percentiles; the others are counted. */
+	if (!ttf_vocab__success(r)) {
+		rp->left_out++;
 		return;
+	}
 
 	rp->grades[m->grade == 'A' ? 0 : m->grade == 'B' ? 1 : m->grade == 'C' ? 2 : 3]++;
 	if (m->ttft_ns >= 0) {
@@ -410,7 +413,7 @@ void report__request(struct report *rp, const struct ttf_request *r,
 		     const struct ttf_req_metrics *m, const struct ttf_attrib *a)
 {
 	record(rp, r, m);
-	if (a && a->valid && !(r->flags & TTF_REQ_UNKNOWN)) {
+	if (a && a->valid && ttf_vocab__success(r)) {
 		if (!rp->stages)
 			rp->stages = stage_stats__new();
 		if (!rp->stages || stage_stats__add(rp->stages, a, m->ttft_ns))
@@ -470,8 +473,10 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 		"P99", "mean", "max");
 	for (i = 0; i < ST_NR; i++)
 		print_text_stat(out, stat_names[i].text, rp->st[i], i == ST_TOKENS ? 1 : 3);
-	fprintf(out, "TTFT n=%zu of %" PRIu64 " requests (requests without a token have no TTFT;"
-		" 'unknown' requests are left out of all percentiles).\n",
+	fprintf(out, "Percentiles over the %" PRIu64 " successful requests (2xx, not aborted, "
+		"incomplete, error or unknown): %" PRIu64 " left out.\n",
+		rp->n_requests - rp->left_out, rp->left_out);
+	fprintf(out, "TTFT n=%zu of %" PRIu64 " requests (requests without a token have no TTFT).\n",
 		stats__count(rp->st[ST_TTFT]), rp->n_requests);
 	fprintf(out, "TTFT ends at device transmit (xmit) for %" PRIu64 " requests, at write for %"
 		PRIu64 ".\n", rp->n_ttft_xmit, rp->n_ttft_write);
@@ -541,6 +546,8 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 		return NULL;
 	j_str(o, "type", "summary", &err);
 	j_u64(o, "requests", rp->n_requests, 0, &err);
+	/* the percentiles below are over the successful requests only */
+	j_u64(o, "left_out_of_percentiles", rp->left_out, 0, &err);
 	sub = cJSON_AddObjectToObject(o, "outcomes");
 	for (i = 0; sub && i < TTF_OC__MAX; i++)
 		j_u64(sub, ttf_outcome_name(i), rp->outcomes[i], 0, &err);

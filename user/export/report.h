@@ -21,8 +21,10 @@
  * token_source ("usage"|"events"), flags[] (names above), t_*_ns and byte
  * counts as exact integers. Absent values are JSON null.
  *
- * Summary: requests with TTF_REQ_UNKNOWN are counted as outcomes but feed
- * no percentile and no grade count; requests without a token are counted but have no TTFT.
+ * Summary: only successful requests (ttf_vocab__success: 2xx, none of
+ * aborted/incomplete/error/unknown) feed the percentiles, grades and stage
+ * tail; the others are counted as outcomes and as left_out_of_percentiles.
+ * Requests without a token are counted but have no TTFT.
  * Outcomes: ok = none of aborted/incomplete/error/unknown; the others
  * (nonstream, buffered, truncated included) may overlap. The report adds its
  * own counters report_samples_lost (ENOMEM in stats), report_lines_lost

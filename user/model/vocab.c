@@ -129,3 +129,10 @@ const char *ttf_api_name(enum ttf_api api)
 		return "unknown";
 	}
 }
+
+int ttf_vocab__success(const struct ttf_request *r)
+{
+	return !(r->flags & (TTF_REQ_ABORTED | TTF_REQ_INCOMPLETE | TTF_REQ_ERROR |
+			     TTF_REQ_UNKNOWN)) &&
+	       r->status >= 200 && r->status <= 299;
+}

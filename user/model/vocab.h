@@ -82,6 +82,13 @@ enum ttf_outcome {
 	TTF_OC__MAX,
 };
 const char *ttf_outcome_name(enum ttf_outcome o);
+/*
+ * A successful response: outcome ok (none of aborted, incomplete, error,
+ * unknown) and a 2xx status. Only these feed latency percentiles and
+ * histograms (the OpenTelemetry GenAI metrics and vllm bench count
+ * successful requests only); the others are counted by outcome.
+ */
+int ttf_vocab__success(const struct ttf_request *r);
 
 /* "exact", "inferred", "merged". */
 const char *ttf_attrib_kind_name(enum ttf_attrib_kind k);
