@@ -120,7 +120,7 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
         r = c.request(max_tokens=TOKENS)
         assert r.status == 200
         c.close()
-    ok = 'ttftrace_requests_total{route="chat",comm="sse_server",status_class="2xx",outcome="ok"}'
+    ok = 'ttftrace_requests_total{route="chat",comm="sse_server",model="m",status_class="2xx",outcome="ok"}'
     wait_value(api, ok, N_REQ)
     # one more scrape after the counters hook (about once a second) ran
     time.sleep(2.5)
@@ -220,7 +220,7 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
     time.sleep(1.5)
     text = http_get("http://127.0.0.1:%d/metrics" % mport)[2]
     promtool_check(text)
-    assert 'ttftrace_ttft_seconds_bucket{route="chat",comm="sse_server",le="0.06"} %d' \
+    assert 'ttftrace_ttft_seconds_bucket{route="chat",comm="sse_server",model="m",le="0.06"} %d' \
         % n_fast in text, text
     assert scalar(api, "sum(ttftrace_ttft_seconds_count)") == n_fast + n_slow
     q = "histogram_quantile(%s, sum by (le) (ttftrace_ttft_seconds_bucket))"
@@ -229,7 +229,7 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
     assert abs(scalar(api, q % 0.6) - 0.06) < 1e-9
     # the 404 is counted by route (an unmatched path is route "unknown", never the
     # path), status class and outcome, and feeds no latency histogram
-    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",'
+    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",model="m",'
                   'status_class="4xx",outcome="error"}') == 1
     assert scalar(api, 'ttftrace_ttft_seconds_count{route="unknown"}') == 0
     assert "/v1/nope" not in text

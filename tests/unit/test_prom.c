@@ -57,6 +57,9 @@ static void lacks(const char *text, const char *s)
 }
 
 /* 3 token events written 120, 130 and 160 ms after the start: ITLs 10 and 30 ms. */
+/* The request body's "model" of the next observe_one() (empty: unknown). */
+static const char *obs_model = "";
+
 static void observe_one(struct prom_metrics *pm, uint32_t flags, int status, enum ttf_api api,
 			const char *comm, const struct ttf_attrib *a)
 {
@@ -70,10 +73,11 @@ static void observe_one(struct prom_metrics *pm, uint32_t flags, int status, enu
 	};
 
 	snprintf(r.comm, sizeof(r.comm), "%s", comm);
+	snprintf(r.model, sizeof(r.model), "%s", obs_model);
 	prom_metrics__observe(pm, &r, &m, a);
 }
 
-#define L "route=\"chat\",comm=\"srv\""
+#define L "route=\"chat\",comm=\"srv\",model=\"unknown\""
 
 static void test_render(void **state)
 {
@@ -178,15 +182,40 @@ static void test_labels_bounded(void **state)
 	observe_one(pm, 0, 200, TTF_API_COMPLETION, "q\"x", NULL);	/* over the cap too */
 	text = prom_metrics__render(pm, NULL);
 	assert_non_null(text);
-	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c0\"} 1");
-	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c15\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c0\",model=\"unknown\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"c15\",model=\"unknown\"} 1");
 	lacks(text, "comm=\"c16\"");
-	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"other\"} 5");
-	has(text, "ttftrace_ttft_seconds_count{route=\"completion\",comm=\"other\"} 1");
-	has(text, "ttftrace_requests_total{route=\"unknown\",comm=\"c0\",status_class=\"4xx\","
+	has(text, "ttftrace_ttft_seconds_count{route=\"llamacpp\",comm=\"other\",model=\"unknown\"} 5");
+	has(text, "ttftrace_ttft_seconds_count{route=\"completion\",comm=\"other\",model=\"unknown\"} 1");
+	has(text, "ttftrace_requests_total{route=\"unknown\",comm=\"c0\",model=\"unknown\",status_class=\"4xx\","
 		  "outcome=\"ok\"} 1");
 	/* a 404 feeds no latency histogram */
-	has(text, "ttftrace_ttft_seconds_count{route=\"unknown\",comm=\"c0\"} 0");
+	has(text, "ttftrace_ttft_seconds_count{route=\"unknown\",comm=\"c0\",model=\"unknown\"} 0");
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/* model from the request body, capped at PROM_MAX_MODELS then "other"; none: "unknown" */
+static void test_model_label_bounded(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	char model[32], *text;
+
+	assert_non_null(pm);
+	for (int i = 0; i < PROM_MAX_MODELS + 3; i++) {
+		snprintf(model, sizeof(model), "m%d", i);
+		obs_model = model;
+		observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	}
+	obs_model = "";
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"m0\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"m15\"} 1");
+	lacks(text, "model=\"m16\"");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"other\"} 3");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"unknown\"} 1");
 	free(text);
 	prom_metrics__free(pm);
 }
@@ -303,6 +332,7 @@ int main(void)
 		cmocka_unit_test(test_histo_buckets),
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_labels_bounded),
+		cmocka_unit_test(test_model_label_bounded),
 		cmocka_unit_test(test_cupti_counters),
 		cmocka_unit_test(test_buckets_option),
 		cmocka_unit_test(test_parse_listen),

@@ -32,6 +32,7 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	memcpy(s->comm, r->comm, sizeof(s->comm) - 1);
 	memcpy(s->method, r->method, sizeof(s->method) - 1);
 	memcpy(s->path, r->path, sizeof(s->path) - 1);
+	memcpy(s->model, r->model, sizeof(s->model) - 1);
 	s->status = r->status;
 	s->api = r->api;
 	s->server_port = r->addr.lport;
@@ -214,6 +215,8 @@ static void request_attrs(cJSON *at, const struct otlp_span_src *s, int *err)
 		attr_str(at, "gen_ai.operation.name", "chat", err);
 	else if (s->api == TTF_API_COMPLETION || s->api == TTF_API_LLAMACPP)
 		attr_str(at, "gen_ai.operation.name", "text_completion", err);
+	if (s->model[0])
+		attr_str(at, "gen_ai.request.model", s->model, err);
 	if (s->ttft_ns >= 0)
 		attr_double(at, "gen_ai.server.time_to_first_token", s->ttft_ns / 1e9, err);
 	if (s->tpot_ns >= 0)

@@ -22,7 +22,8 @@
  *
  * Attributes follow the OpenTelemetry semantic conventions v1.37.0 where a
  * name exists (GenAI conventions are of "Development" stability there):
- *   gen_ai.operation.name "chat" | "text_completion"; gen_ai.usage.output_tokens;
+ *   gen_ai.operation.name "chat" | "text_completion"; gen_ai.request.model (when
+ *   the body named one); gen_ai.usage.output_tokens;
  *   gen_ai.usage.input_tokens (only when the server's usage report said);
  *   gen_ai.server.time_to_first_token, gen_ai.server.time_per_output_token
  *   (seconds; semconv names these metrics, we put the request's value on its span);
@@ -51,6 +52,7 @@ struct otlp_span_src {
 	char comm[16];
 	char method[8];
 	char path[96];
+	char model[64];		/* the request body's "model"; "" unknown */
 	int status;		/* 0 unknown */
 	enum ttf_api api;
 	uint16_t server_port;

@@ -131,6 +131,8 @@ static int status_class(int status)
 #define MAX_COUNTERS 128
 #define N_API 4			/* enum ttf_api: unknown, chat, completion, llamacpp */
 #define COMM_OTHER PROM_MAX_COMMS	/* comm index of "other" */
+#define MODEL_OTHER PROM_MAX_MODELS	/* model index of "other" */
+#define MODEL_UNKNOWN (PROM_MAX_MODELS + 1)	/* no model in the request body */
 
 struct prom_counter {
 	char name[48];
@@ -141,6 +143,7 @@ struct prom_counter {
 struct prom_series {
 	enum ttf_api api;
 	int comm;		/* index into prom_metrics.comms; COMM_OTHER */
+	int model;		/* index into prom_metrics.models; MODEL_OTHER, MODEL_UNKNOWN */
 	struct histo ttft, tokenize, tpot, itl, e2e;
 	struct histo stage[TTF_ST__ALL];
 	uint64_t requests[N_CLASSES][TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
@@ -151,7 +154,9 @@ struct prom_metrics {
 	struct prom_buckets b;	/* the bounds every histogram points into */
 	char comms[PROM_MAX_COMMS][16];
 	int n_comms;
-	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1)];
+	char models[PROM_MAX_MODELS][64];
+	int n_models;
+	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	uint64_t uprobe_hits;
 	int n_counters;
@@ -209,21 +214,43 @@ static const char *comm_name(const struct prom_metrics *pm, int i)
 	return i == COMM_OTHER ? "other" : pm->comms[i];
 }
 
+/* The first PROM_MAX_MODELS distinct names keep their own series, then "other". */
+static int model_index(struct prom_metrics *pm, const char *model)
+{
+	if (!model[0])
+		return MODEL_UNKNOWN;
+	for (int i = 0; i < pm->n_models; i++)
+		if (!strcmp(pm->models[i], model))
+			return i;
+	if (pm->n_models == PROM_MAX_MODELS || !strcmp(model, "other") ||
+	    !strcmp(model, "unknown"))
+		return MODEL_OTHER;
+	snprintf(pm->models[pm->n_models], sizeof(pm->models[0]), "%s", model);
+	return pm->n_models++;
+}
+
+static const char *model_name(const struct prom_metrics *pm, int i)
+{
+	return i == MODEL_UNKNOWN ? "unknown" : i == MODEL_OTHER ? "other" : pm->models[i];
+}
+
 /* The series of r's labels, created on first use; NULL when out of memory. */
 static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_request *r)
 {
 	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
-	int comm = comm_index(pm, r->comm);
+	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model);
 	struct prom_series *s;
 
 	for (int i = 0; i < pm->n_series; i++)
-		if (pm->series[i]->api == api && pm->series[i]->comm == comm)
+		if (pm->series[i]->api == api && pm->series[i]->comm == comm &&
+		    pm->series[i]->model == model)
 			return pm->series[i];
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->api = api;
 	s->comm = comm;
+	s->model = model;
 	init_histo(pm, &s->ttft, PROM_H_TTFT);
 	init_histo(pm, &s->tokenize, PROM_H_TOKENIZE);
 	init_histo(pm, &s->tpot, PROM_H_TPOT);
@@ -440,7 +467,7 @@ static void put_counters(FILE *f, const struct prom_metrics *pm)
 	}
 }
 
-/* `route="...",comm="...",` of a series (escaped). */
+/* `route="...",comm="...",model="...",` of a series (escaped). */
 static void series_label(const struct prom_metrics *pm, const struct prom_series *s, char *out,
 			 size_t len)
 {
@@ -453,6 +480,8 @@ static void series_label(const struct prom_metrics *pm, const struct prom_series
 		return;
 	fprintf(f, "route=\"%s\",comm=\"", ttf_api_name(s->api));
 	put_label(f, comm_name(pm, s->comm));
+	fputs("\",model=\"", f);
+	put_label(f, model_name(pm, s->model));
 	fputs("\",", f);
 	if (!fclose(f))
 		snprintf(out, len, "%s", buf);

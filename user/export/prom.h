@@ -71,6 +71,7 @@ struct prom_buckets {
 };
 
 #define PROM_MAX_COMMS 16
+#define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
 
 #define PROM_BUCKETS_HINT \
 	"--buckets NAME=B1,B2,... with NAME one of ttft, stage, tokenize, tpot, itl, e2e " \

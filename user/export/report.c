@@ -343,6 +343,7 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	else
 		err |= !cJSON_AddNullToObject(o, "status");
 	j_str(o, "api", ttf_api_name(r->api), &err);
+	j_str(o, "model", r->model[0] ? r->model : NULL, &err);
 
 	j_ms(o, "ttft_ms", m->ttft_ns, &err);
 	j_str(o, "ttft_end", m->ttft_ns < 0 ? NULL : ttf_ttft_end_name(m->ttft_end_is_xmit), &err);

@@ -358,6 +358,13 @@ void track_req_head(struct track_req *tq, const char *method, const char *path,
 	q->r.api = api;
 }
 
+void track_req_model(struct track_req *tq, const char *model)
+{
+	struct creq *q = creq_of(tq);
+
+	snprintf(q->r.model, sizeof(q->r.model), "%s", model);
+}
+
 void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 {
 	struct conn *c = conn_of(tc);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/proto/body_model.h"
 #include "user/proto/http.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/sse.h"
@@ -28,6 +29,7 @@ struct http1 {
 	bool body_incomplete;		/* tx's non-streamed body not fully kept */
 	char *body;
 	size_t body_len;
+	struct body_model model;	/* rx's "model", from its body's first bytes */
 };
 
 static enum ttf_api api_of(const char *path)
@@ -87,6 +89,7 @@ static void req_begin(void *ctx)
 	q = track_req_begin(s->tc);
 	if (q)
 		s->rx = q;
+	body_model__reset(&s->model);
 }
 
 static void req_head(void *ctx, struct http_head *h)
@@ -95,6 +98,22 @@ static void req_head(void *ctx, struct http_head *h)
 
 	if (s->rx)
 		track_req_head(s->rx, h->method, h->path, api_of(h->path));
+}
+
+static void req_body(void *ctx, const char *data, size_t len)
+{
+	struct http1 *s = ctx;
+	char model[BODY_MODEL_MAX];
+
+	if (s->rx && body_model__feed(&s->model, data, len, model))
+		track_req_model(s->rx, model);
+}
+
+static void req_body_gap(void *ctx, size_t len)
+{
+	struct http1 *s = ctx;
+
+	s->model.done = 1;	/* bytes not captured: the body is no longer contiguous */
 }
 
 static void req_end(void *ctx, uint64_t msg_bytes)
@@ -257,6 +276,8 @@ static void resp_end(void *ctx, uint64_t msg_bytes)
 static const struct http_parser_cbs req_cbs = {
 	.on_begin = req_begin,
 	.on_head = req_head,
+	.on_body = req_body,
+	.on_body_gap = req_body_gap,
 	.on_end = req_end,
 };
 

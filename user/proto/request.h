@@ -72,6 +72,7 @@ struct ttf_request {
 	char path[96];   /* request target without the query string, truncated */
 	int status;      /* HTTP status code; 0 unknown */
 	enum ttf_api api;
+	char model[64];  /* "model" of the request body (user/proto/body_model.h); "" unknown */
 
 	uint64_t arrival_first_ns; /* first request byte reached the server socket (kernel) */
 	uint64_t arrival_last_ns;  /* last request byte reached the server socket */

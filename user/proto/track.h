@@ -53,6 +53,8 @@ struct track_req *track_req_begin(struct track_conn *tc);
 /* Its head: method and path (truncated to fit), and the API the path names. */
 void track_req_head(struct track_req *q, const char *method, const char *path,
 		    enum ttf_api api);
+/* The "model" its body names (user/proto/body_model.h). */
+void track_req_model(struct track_req *q, const char *model);
 /* It was read completely in the current record (bytes: all of it); fires on_request_read. */
 void track_req_end(struct track_conn *tc, struct track_req *q, uint64_t bytes);
 /* Bytes of a request cut short (the connection closed inside it). */
