@@ -14,8 +14,8 @@
  * With opts.verbose > 0 a request with ITL outliers gets a second line
  * listing them ("#i" = index of the ITL sample, 0-based).
  *
- * NDJSON request object: ids, model (the body's "model", null unknown), connection ("laddr:lport<-raddr:rport", IPv6
- * in brackets), ttft_ms/ttfv_ms/e2e_ms/tpot_ms/itl_mean_ms (ms, rounded to
+ * NDJSON request object: ids, model (the body's "model", null unknown),
+ * connection ("laddr:lport<-raddr:rport", IPv6 in brackets), ttft_ms/ttfv_ms/e2e_ms/tpot_ms/itl_mean_ms (ms, rounded to
  * 1 us), itl_ms[] (one per gap between token events), outliers[] {index,
  * itl_ms}, itl_cv, grade, tokens, token_events, tokens_per_event,
  * token_source ("usage"|"events"), flags[] (names above), t_*_ns and byte
