@@ -220,6 +220,28 @@ static void test_model_label_bounded(void **state)
 	prom_metrics__free(pm);
 }
 
+/* read -> in flight; observed or rejected -> not; a request never read does not count */
+static void test_in_flight(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	struct ttf_request r = { .api = TTF_API_CHAT, .flags = TTF_REQ_READ, .comm = "srv" };
+	char *text;
+
+	assert_non_null(pm);
+	prom_metrics__read(pm, &r);
+	prom_metrics__read(pm, &r);
+	prom_metrics__read(pm, &r);
+	observe_one(pm, TTF_REQ_READ, 200, TTF_API_CHAT, "srv", NULL);
+	prom_metrics__rejected(pm, &r);
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);	/* aborted while being read */
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "# TYPE ttftrace_requests_in_flight gauge");
+	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"unknown\"} 1");
+	free(text);
+	prom_metrics__free(pm);
+}
+
 static void test_cupti_counters(void **state)
 {
 	struct prom_metrics *pm = prom_metrics__new(NULL);
@@ -333,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_labels_bounded),
 		cmocka_unit_test(test_model_label_bounded),
+		cmocka_unit_test(test_in_flight),
 		cmocka_unit_test(test_cupti_counters),
 		cmocka_unit_test(test_buckets_option),
 		cmocka_unit_test(test_parse_listen),

@@ -143,6 +143,9 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 {
 	struct pipeline *p = ctx;
 
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].request_read)
+			p->sinks[i].request_read(p->sinks[i].ctx, r);
 	/* Only requests that carry a prompt reach an engine. */
 	if (p->tl && strcmp(r->method, "POST") == 0)
 		timeline__on_request_read(p->tl, r->id, r->sock_cookie, r->rx_tid,

@@ -129,6 +129,8 @@ static int status_class(int status)
 }
 
 #define MAX_COUNTERS 128
+/* route + comm + model (63) label text, escaped: room for every byte doubled */
+#define PROM_LABEL_BYTES 384
 #define N_API 4			/* enum ttf_api: unknown, chat, completion, llamacpp */
 #define COMM_OTHER PROM_MAX_COMMS	/* comm index of "other" */
 #define MODEL_OTHER PROM_MAX_MODELS	/* model index of "other" */
@@ -148,6 +150,7 @@ struct prom_series {
 	struct histo stage[TTF_ST__ALL];
 	uint64_t requests[N_CLASSES][TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
 	uint64_t out_tokens, prompt_tokens;
+	uint64_t in_flight;	/* read completely, not finished */
 };
 
 struct prom_metrics {
@@ -285,6 +288,8 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 	if (!s)
 		return;
 	s->requests[cls][o]++;
+	if ((r->flags & TTF_REQ_READ) && s->in_flight)
+		s->in_flight--;
 	if (o == TTF_OC_UNKNOWN)
 		return;
 	s->out_tokens += m->n_tokens;
@@ -492,7 +497,7 @@ static void series_label(const struct prom_metrics *pm, const struct prom_series
 static void put_family(FILE *f, const struct prom_metrics *pm, const char *name, const char *help,
 		       const struct histo *(*which)(const struct prom_series *))
 {
-	char label[128];
+	char label[PROM_LABEL_BYTES];
 
 	put_head(f, name, "histogram", help);
 	for (int i = 0; i < pm->n_series; i++) {
@@ -510,7 +515,7 @@ static const struct histo *h_e2e(const struct prom_series *s) { return &s->e2e; 
 /* The disjoint stages (all but tokenize, which lies inside frontend), in NDJSON order. */
 static void put_stages(FILE *f, const struct prom_metrics *pm)
 {
-	char label[128], full[160];
+	char label[PROM_LABEL_BYTES], full[PROM_LABEL_BYTES + 32];
 
 	put_head(f, "ttftrace_ttft_stage_seconds", "histogram",
 		 "TTFT split into disjoint stages that sum to TTFT (server = merged frontend..emit)");
@@ -530,7 +535,7 @@ static void put_stages(FILE *f, const struct prom_metrics *pm)
 static void put_series_counter(FILE *f, const struct prom_metrics *pm, const char *name,
 			       const char *help, int prompt)
 {
-	char label[128];
+	char label[PROM_LABEL_BYTES];
 
 	put_head(f, name, "counter", help);
 	for (int i = 0; i < pm->n_series; i++) {
@@ -543,9 +548,39 @@ static void put_series_counter(FILE *f, const struct prom_metrics *pm, const cha
 	}
 }
 
+static void put_in_flight(FILE *f, const struct prom_metrics *pm)
+{
+	char label[PROM_LABEL_BYTES];
+
+	put_head(f, "ttftrace_requests_in_flight", "gauge",
+		 "Requests read completely whose response has not finished");
+	for (int i = 0; i < pm->n_series; i++) {
+		series_label(pm, pm->series[i], label, sizeof(label));
+		label[strlen(label) - 1] = '\0';	/* no trailing comma */
+		fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label,
+			(unsigned long long)pm->series[i]->in_flight);
+	}
+}
+
+void prom_metrics__read(struct prom_metrics *pm, const struct ttf_request *r)
+{
+	struct prom_series *s = series_of(pm, r);
+
+	if (s)
+		s->in_flight++;
+}
+
+void prom_metrics__rejected(struct prom_metrics *pm, const struct ttf_request *r)
+{
+	struct prom_series *s = series_of(pm, r);
+
+	if (s && (r->flags & TTF_REQ_READ) && s->in_flight)
+		s->in_flight--;
+}
+
 char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 {
-	char *buf = NULL, label[128];
+	char *buf = NULL, label[PROM_LABEL_BYTES];
 	size_t sz = 0;
 	FILE *f = open_memstream(&buf, &sz);
 
@@ -591,6 +626,7 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 			   "Output tokens (the server's usage report, else token events)", 0);
 	put_series_counter(f, pm, "ttftrace_prompt_tokens_total",
 			   "Prompt tokens of the requests whose stream reported usage", 1);
+	put_in_flight(f, pm);
 	put_head(f, "ttftrace_uprobe_hits_total", "counter",
 		 "Engine uprobe hits (entry and return) delivered to the tracer");
 	fprintf(f, "ttftrace_uprobe_hits_total %llu\n", (unsigned long long)pm->uprobe_hits);
@@ -740,6 +776,24 @@ static void sink_request(void *ctx, const struct ttf_request *r, const struct tt
 	pthread_mutex_unlock(&ps->lock);
 }
 
+static void sink_request_read(void *ctx, const struct ttf_request *r)
+{
+	struct prom_sink *ps = ctx;
+
+	pthread_mutex_lock(&ps->lock);
+	prom_metrics__read(ps->pm, r);
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void sink_rejected(void *ctx, const struct ttf_request *r)
+{
+	struct prom_sink *ps = ctx;
+
+	pthread_mutex_lock(&ps->lock);
+	prom_metrics__rejected(ps->pm, r);
+	pthread_mutex_unlock(&ps->lock);
+}
+
 static void sink_engine_event(void *ctx, const struct ttf_engine_event *e)
 {
 	struct prom_sink *ps = ctx;
@@ -860,6 +914,7 @@ int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_b
 	print_url(fd);
 	*out = (struct ttf_sink){
 		.name = "prometheus", .ctx = ps, .request = sink_request,
+		.request_read = sink_request_read, .rejected = sink_rejected,
 		.engine_event = sink_engine_event, .counters = sink_counters,
 		.finish = sink_finish, .destroy = sink_destroy,
 	};

@@ -92,6 +92,10 @@ struct prom_metrics;
 struct prom_metrics *prom_metrics__new(const struct prom_buckets *b);
 void prom_metrics__free(struct prom_metrics *pm);
 /* Account one finished request (a may be NULL). */
+/* A request read completely (in flight until observed or rejected). */
+void prom_metrics__read(struct prom_metrics *pm, const struct ttf_request *r);
+/* A finished request whose metrics were refused: it leaves the in-flight gauge. */
+void prom_metrics__rejected(struct prom_metrics *pm, const struct ttf_request *r);
 void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 			   const struct ttf_req_metrics *m, const struct ttf_attrib *a);
 /* Replace the tracer counters by this cumulative snapshot (names copied, the first 47 bytes). */

@@ -26,6 +26,11 @@ struct ttf_sink {
 	void (*sched_event)(void *ctx, const struct ttf_sched_event *e);
 	void (*engine_event)(void *ctx, const struct ttf_engine_event *e);
 	void (*gpu_event)(void *ctx, uint32_t pid, uint32_t kind, const void *body, size_t len);
+	/*
+	 * a request was read completely, long before it finishes (its request or
+	 * rejected hook follows, with TTF_REQ_READ set): for in-flight gauges
+	 */
+	void (*request_read)(void *ctx, const struct ttf_request *r);
 	/* a finished request (a is NULL without attribution) */
 	void (*request)(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
 			const struct ttf_attrib *a);

@@ -372,6 +372,7 @@ void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 	struct creq *q = creq_of(tq);
 	const struct ttf_net_event *e = c->cur;
 
+	q->r.flags |= TTF_REQ_READ;
 	q->r.req_bytes = bytes;
 	q->r.read_done_ns = e->ts_ns;
 	if (c->role == ROLE_SERVER)

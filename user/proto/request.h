@@ -41,6 +41,7 @@ enum ttf_req_flags {
 	TTF_REQ_UNKNOWN = 1 << 9,     /* lost sync with the byte stream; request not trusted */
 	TTF_REQ_ERROR = 1 << 10,      /* HTTP status >= 400 or an error event in the stream */
 	TTF_REQ_NODELAY = 1 << 11,    /* the first token was written with TCP_NODELAY set */
+	TTF_REQ_READ = 1 << 12,       /* read completely: on_request_read fired (in-flight gauges) */
 };
 
 enum ttf_api {
