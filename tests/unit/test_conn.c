@@ -150,7 +150,8 @@ static void test_keepalive_two_requests(void **state)
 	assert_int_equal(o.r[0].n_sse_events, 2);
 	assert_int_equal(o.r[0].n_events, 1);
 	assert_int_equal(o.r[0].events[0].write_ns, 22 * MS);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM);
+	assert_true(o.r[0].flags & TTF_REQ_READ);	/* read completely: on_request_read fired */
 
 	assert_int_equal(o.r[1].id, 2);
 	assert_int_equal(o.r[1].conn_seq, 1);
@@ -160,7 +161,7 @@ static void test_keepalive_two_requests(void **state)
 	assert_int_equal(o.r[1].arrival_first_ns, 50 * MS);
 	assert_int_equal(o.r[1].read_done_ns, 50 * MS);
 	assert_int_equal(o.r[1].end_write_ns, 51 * MS);
-	assert_int_equal(o.r[1].flags, TTF_REQ_NONSTREAM);
+	assert_int_equal(o.r[1].flags & ~TTF_REQ_READ, TTF_REQ_NONSTREAM);
 	assert_int_equal(conn_table__stats(t)->requests, 2);
 	assert_int_equal(conn_table__stats(t)->connections, 1);
 	conn_table__free(t);
@@ -187,7 +188,7 @@ static void test_chunked_request_three_recvs_split_headers(void **state)
 	assert_int_equal(o.r[0].read_first_ns, 10 * MS);
 	assert_int_equal(o.r[0].read_done_ns, 13 * MS);
 	assert_int_equal(o.r[0].req_bytes, 39 + 25 + 5 + 5);
-	assert_int_equal(o.r[0].flags, TTF_REQ_NONSTREAM | TTF_REQ_USAGE);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_NONSTREAM | TTF_REQ_USAGE);
 	assert_int_equal(o.r[0].usage_completion_tokens, 5);
 	assert_int_equal(o.r[0].n_events, 1);
 	assert_int_equal(o.r[0].events[0].write_ns, 20 * MS);
@@ -223,7 +224,7 @@ static void test_coalesced_split_and_done(void **state)
 	assert_int_equal(o.r[0].usage_prompt_tokens, 7);
 	assert_int_equal(o.r[0].end_write_ns, 24 * MS);
 	/* the close ends an until-close body: not aborted */
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_USAGE | TTF_REQ_DONE_MARKER);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_USAGE | TTF_REQ_DONE_MARKER);
 	conn_table__free(t);
 }
 
@@ -239,7 +240,7 @@ static void test_done_then_next_request_ends_it(void **state)
 	recv_(t, 40 * MS, CHAT_REQ, 0, 0);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].end_write_ns, 21 * MS);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_DONE_MARKER);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_DONE_MARKER);
 	conn_table__free(t);
 }
 
@@ -257,7 +258,7 @@ static void test_truncated_no_invented_events(void **state)
 	send_(t, 23 * MS, "0\r\n\r\n", 1300);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].n_events, 0);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_TRUNCATED);
 	assert_int_equal(conn_table__stats(t)->truncated_events, 1);
 	assert_int_equal(conn_table__stats(t)->lost_sync, 0);
 	conn_table__free(t);
@@ -293,7 +294,7 @@ static void test_unseen_write_is_a_gap(void **state)
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].n_events, 1);
 	assert_int_equal(o.r[0].events[0].write_ns, 21 * MS);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN |
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN |
 					   TTF_REQ_ABORTED);
 	assert_int_equal(conn_table__stats(t)->lost_sync, 1);
 	conn_table__free(t);
@@ -309,7 +310,7 @@ static void test_close_mid_stream_aborted(void **state)
 	close_(t, 25 * MS);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].n_events, 1);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_ABORTED);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_ABORTED);
 	assert_int_equal(o.r[0].resp_bytes, 80 + 53);
 	assert_int_equal(o.r[0].end_write_ns, 20 * MS);
 	/* late records of a closed socket are ignored */
@@ -344,7 +345,7 @@ static void test_xmit_both_orders(void **state)
 	assert_int_equal(o.r[0].events[1].xmit_ns, 24 * MS);
 	assert_int_equal(o.r[0].events[2].xmit_ns, 24 * MS);
 	assert_int_equal(o.r[0].end_xmit_ns, 26 * MS);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_XMIT);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_XMIT);
 	conn_table__free(t);
 }
 
@@ -362,7 +363,7 @@ static void test_xmit_wait_is_bounded(void **state)
 	rec(t, TTF_EV_XMIT, 221 * MS, NULL, 1, 0, 5, 0, 0, 1);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].end_xmit_ns, 0);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM);
 	conn_table__free(t);
 }
 
@@ -389,7 +390,7 @@ static void test_llamacpp_stream(void **state)
 	assert_int_equal(o.r[0].n_sse_events, 3);
 	assert_int_equal(o.r[0].usage_completion_tokens, 3);
 	assert_int_equal(o.r[0].usage_prompt_tokens, 11);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_USAGE);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_USAGE);
 	assert_int_equal(conn_table__stats(t)->lost_sync, 0);
 	conn_table__free(t);
 }
@@ -409,11 +410,11 @@ static void test_lost_sync_resync(void **state)
 	send_(t, 31 * MS, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n", 1300);
 	assert_int_equal(o.n, 2);
 	assert_int_equal(o.r[0].n_events, 1);
-	assert_int_equal(o.r[0].flags, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_TRUNCATED | TTF_REQ_UNKNOWN);
 	assert_int_equal(o.r[1].conn_seq, 1);
 	assert_int_equal(o.r[1].status, 500);
 	assert_int_equal(o.r[1].n_events, 0);
-	assert_int_equal(o.r[1].flags, TTF_REQ_NONSTREAM | TTF_REQ_ERROR);
+	assert_int_equal(o.r[1].flags & ~TTF_REQ_READ, TTF_REQ_NONSTREAM | TTF_REQ_ERROR);
 	assert_int_equal(conn_table__stats(t)->lost_sync, 1);
 	conn_table__free(t);
 }
@@ -441,7 +442,7 @@ static void test_non_http_exit_finish(void **state)
 	e.ts_ns = 20 * MS;
 	assert_int_equal(conn_table__on_event(t, &e, sizeof(e)), 0);
 	assert_int_equal(o.n, 1);
-	assert_int_equal(o.r[0].flags, TTF_REQ_ABORTED);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_ABORTED);
 	/* a late record of the exited process's socket is ignored */
 	recv_(t, 21 * MS, CHAT_REQ, 0, 0);
 	conn_table__finish(t, 22 * MS);
@@ -453,7 +454,7 @@ static void test_non_http_exit_finish(void **state)
 	conn_table__finish(t, 40 * MS);
 	assert_int_equal(o.n, 1);
 	assert_int_equal(o.r[0].api, TTF_API_COMPLETION);
-	assert_int_equal(o.r[0].flags, TTF_REQ_INCOMPLETE);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_INCOMPLETE);
 	conn_table__free(t);
 }
 
