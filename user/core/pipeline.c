@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The pipeline: one entry for every record kind; see pipeline.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
