@@ -86,6 +86,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
+# The commit for --version (user/lib/version.h); only cli.c uses it.
+GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(OUTPUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
+
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)

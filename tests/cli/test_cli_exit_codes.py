@@ -211,3 +211,13 @@ def test_text_mode_live_line_and_summary(sse_server, tracer):
     assert "/v1/chat/completions" in out, out
     assert "P50" in out.upper() and "P99" in out.upper(), out
     assert "Tracing" in tr.stderr
+
+
+def test_version_names_commit_libbpf_and_kernel():
+    p = ttftrace("--version")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("ttftrace "), lines
+    assert lines[1].startswith("commit ") and lines[1] != "commit ", lines
+    assert lines[2].startswith("libbpf v1."), lines
+    assert lines[3] == "kernel " + os.uname().release, lines

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#include <bpf/libbpf.h>
 #include "bpf/net.h"
 #include "user/cmd/cli.h"
 #include "user/lib/version.h"
@@ -326,9 +328,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_USAGE:
 		argp_help(cli_argp, stdout, ARGP_HELP_USAGE, "ttftrace");
 		exit(TTF_EXIT_OK);
-	case 'V':
-		printf("%s\n", argp_program_version);
+	case 'V': {
+		struct utsname u;
+
+		printf("%s\ncommit %s\nlibbpf %s\nkernel %s\n", argp_program_version,
+		       TTF_GIT_COMMIT, libbpf_version_string(), uname(&u) ? "?" : u.release);
 		exit(TTF_EXIT_OK);
+	}
 	case ARGP_KEY_ERROR:
 		error_next = state->next;
 		break;
