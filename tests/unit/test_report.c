@@ -363,10 +363,15 @@ static void test_text_summary(void **state)
 	assert_int_equal(report__summary(c.rp, some_counters, 2), 0);
 	/* TTFT 100.5, 400: P50 250.25, P90 370.05, P95 385.025, P99 397.005 */
 	assert_non_null(strstr(c.buf, "TTFT(ms)            2    250.250    370.050    385.025"
-				      "    397.005    250.250    400.000\n"));
+				      "    397.005    250.250    400.000    100.500    149.750\n"));
 	/* E2E 150, 400: request b (500) is not a success and feeds no percentile */
 	assert_non_null(strstr(c.buf, "E2E(ms)             2    275.000    375.000    387.500"
-				      "    397.500    275.000    400.000\n"));
+				      "    397.500    275.000    400.000    150.000    125.000\n"));
+	/* first arrival T0 to the last response end (c's write at T0 + 1.4 s); a and c succeed */
+	assert_non_null(strstr(c.buf, "Duration 1.400 s (first request in to last response out): "
+				      "1.429 successful requests/s, 32.9 output tokens/s; "
+				      "output tokens 46, input tokens 12 (usage reports of 2 "
+				      "requests).\n"));
 	assert_non_null(strstr(c.buf, "Percentiles over the 2 successful requests (2xx, not "
 				      "aborted, incomplete, error or unknown): 1 left out.\n"));
 	/* ITL samples 19.5, 20 */
@@ -411,7 +416,13 @@ static void test_json_summary(void **state)
 	assert_float_equal(num(t, "p99"), 397.005, EPS);
 	assert_float_equal(num(t, "min"), 100.5, EPS);
 	assert_float_equal(num(t, "max"), 400, EPS);
+	assert_float_equal(num(t, "std"), 149.75, EPS);
 	assert_float_equal(num(j, "left_out_of_percentiles"), 1, EPS);
+	assert_float_equal(num(j, "duration_s"), 1.4, EPS);
+	assert_float_equal(num(j, "request_throughput"), 1.429, EPS);
+	assert_float_equal(num(j, "output_token_throughput"), 32.857, EPS);
+	assert_float_equal(num(j, "total_output_tokens"), 46, EPS);
+	assert_float_equal(num(j, "total_input_tokens"), 12, EPS);
 	t = cJSON_GetObjectItemCaseSensitive(j, "e2e_ms");
 	assert_float_equal(num(t, "n"), 2, EPS);
 	assert_float_equal(num(t, "mean"), 275, EPS);

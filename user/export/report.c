@@ -45,6 +45,11 @@ struct report {
 	uint64_t invalid;        /* requests ttf_metrics__compute refused */
 	int summary_err;         /* what report__summary returned from the sink's finish */
 	uint64_t left_out;       /* requests kept out of the percentiles: not successful */
+	/* the run as vllm bench reports it: over every request, from the first arrival */
+	uint64_t t_first_ns, t_last_ns; /* first request byte in, last response byte out */
+	uint64_t out_tokens;     /* output tokens of the successful requests */
+	uint64_t in_tokens;      /* prompt tokens of the successful requests (usage reports) */
+	uint64_t n_in_tokens;    /* ... of that many requests */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	int header_done;
 };
@@ -161,10 +166,24 @@ static void record(struct report *rp, const struct ttf_request *r, const struct 
 	if (r->flags & TTF_REQ_TRUNCATED)
 		rp->outcomes[TTF_OC_TRUNCATED]++;
 
+	{
+		uint64_t t0 = r->arrival_first_ns ? r->arrival_first_ns : r->read_first_ns;
+		uint64_t t1 = r->end_xmit_ns > r->end_write_ns ? r->end_xmit_ns : r->end_write_ns;
+
+		if (t0 && (!rp->t_first_ns || t0 < rp->t_first_ns))
+			rp->t_first_ns = t0;
+		if (t1 > rp->t_last_ns)
+			rp->t_last_ns = t1;
+	}
 	/* Only successful responses feed the percentiles; the others are counted. */
 	if (!ttf_vocab__success(r)) {
 		rp->left_out++;
 		return;
+	}
+	rp->out_tokens += m->n_tokens;
+	if (r->flags & TTF_REQ_USAGE) {
+		rp->in_tokens += r->usage_prompt_tokens;
+		rp->n_in_tokens++;
 	}
 
 	rp->grades[m->grade == 'A' ? 0 : m->grade == 'B' ? 1 : m->grade == 'C' ? 2 : 3]++;
@@ -454,14 +473,22 @@ static void print_text_stat(FILE *out, const char *title, struct stats *s, int p
 
 	fprintf(out, "%-12s %8zu", title, stats__count(s));
 	if (!stats__count(s)) {
-		for (i = 0; i < 6; i++)
+		for (i = 0; i < 8; i++)
 			fprintf(out, " %10s", "-");
 		fputc('\n', out);
 		return;
 	}
 	for (i = 0; i < 4; i++)
 		fprintf(out, " %10.*f", prec, stats__percentile(s, pct_vals[i]));
-	fprintf(out, " %10.*f %10.*f\n", prec, stats__mean(s), prec, stats__max(s));
+	fprintf(out, " %10.*f %10.*f %10.*f %10.*f\n", prec, stats__mean(s), prec, stats__max(s),
+		prec, stats__min(s), prec, stats__stddev(s));
+}
+
+/* From the first request byte in to the last response byte out, over all requests. */
+static double duration_s(const struct report *rp)
+{
+	return rp->t_last_ns > rp->t_first_ns && rp->t_first_ns ?
+	       (rp->t_last_ns - rp->t_first_ns) / 1e9 : 0;
 }
 
 static void summary_text(struct report *rp, const struct report_counter *counters, int n_counters)
@@ -470,13 +497,20 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 	int i, any = 0;
 
 	fprintf(out, "\nSummary: %" PRIu64 " requests\n", rp->n_requests);
-	fprintf(out, "%-12s %8s %10s %10s %10s %10s %10s %10s\n", "", "n", "P50", "P90", "P95",
-		"P99", "mean", "max");
+	fprintf(out, "%-12s %8s %10s %10s %10s %10s %10s %10s %10s %10s\n", "", "n", "P50", "P90",
+		"P95", "P99", "mean", "max", "min", "std");
 	for (i = 0; i < ST_NR; i++)
 		print_text_stat(out, stat_names[i].text, rp->st[i], i == ST_TOKENS ? 1 : 3);
 	fprintf(out, "Percentiles over the %" PRIu64 " successful requests (2xx, not aborted, "
 		"incomplete, error or unknown): %" PRIu64 " left out.\n",
 		rp->n_requests - rp->left_out, rp->left_out);
+	if (duration_s(rp) > 0)
+		fprintf(out, "Duration %.3f s (first request in to last response out): %.3f "
+			"successful requests/s, %.1f output tokens/s; output tokens %" PRIu64
+			", input tokens %" PRIu64 " (usage reports of %" PRIu64 " requests).\n",
+			duration_s(rp), (rp->n_requests - rp->left_out) / duration_s(rp),
+			rp->out_tokens / duration_s(rp), rp->out_tokens, rp->in_tokens,
+			rp->n_in_tokens);
 	fprintf(out, "TTFT n=%zu of %" PRIu64 " requests (requests without a token have no TTFT).\n",
 		stats__count(rp->st[ST_TTFT]), rp->n_requests);
 	fprintf(out, "TTFT ends at device transmit (xmit) for %" PRIu64 " requests, at write for %"
@@ -529,10 +563,12 @@ static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
 		j_num(so, "mean", round(stats__mean(s) * 1e3) / 1e3, err);
 		j_num(so, "min", round(stats__min(s) * 1e3) / 1e3, err);
 		j_num(so, "max", round(stats__max(s) * 1e3) / 1e3, err);
+		j_num(so, "std", round(stats__stddev(s) * 1e3) / 1e3, err);
 	} else {
 		*err |= !cJSON_AddNullToObject(so, "mean");
 		*err |= !cJSON_AddNullToObject(so, "min");
 		*err |= !cJSON_AddNullToObject(so, "max");
+		*err |= !cJSON_AddNullToObject(so, "std");
 	}
 }
 
@@ -549,6 +585,24 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	j_u64(o, "requests", rp->n_requests, 0, &err);
 	/* the percentiles below are over the successful requests only */
 	j_u64(o, "left_out_of_percentiles", rp->left_out, 0, &err);
+	/* the run, as vllm bench reports it (null when no request ended) */
+	{
+		double d = duration_s(rp);
+
+		if (d > 0) {
+			j_num(o, "duration_s", round(d * 1e6) / 1e6, &err);
+			j_num(o, "request_throughput", round((rp->n_requests - rp->left_out) / d *
+							     1e3) / 1e3, &err);
+			j_num(o, "output_token_throughput", round(rp->out_tokens / d * 1e3) / 1e3,
+			      &err);
+		} else {
+			err |= !cJSON_AddNullToObject(o, "duration_s");
+			err |= !cJSON_AddNullToObject(o, "request_throughput");
+			err |= !cJSON_AddNullToObject(o, "output_token_throughput");
+		}
+		j_u64(o, "total_output_tokens", rp->out_tokens, 0, &err);
+		j_u64(o, "total_input_tokens", rp->in_tokens, 0, &err);
+	}
 	sub = cJSON_AddObjectToObject(o, "outcomes");
 	for (i = 0; sub && i < TTF_OC__MAX; i++)
 		j_u64(sub, ttf_outcome_name(i), rp->outcomes[i], 0, &err);
