@@ -200,6 +200,8 @@ def test_ttftrace_slo_exit_code_after_summary(sse_server, tracer):
     assert "ttftrace: SLO ttft_p50 <= 0.001 ms: FAILED (%.3f ms)" % ttft in t.stderr, t.stderr
     assert "ttftrace: SLO tpot_p95 <= 10000 ms: met (" in t.stderr
     assert "ttftrace: 1 of 3 SLOs not met (exit 10)" in t.stderr
+    # goodput: no request is within a 1 us TTFT
+    assert "ttftrace: goodput 0 of 2 successful requests within every SLO limit" in t.stderr
     # not a terminal: no progress line
     assert "\r" not in t.stderr
 
@@ -214,6 +216,8 @@ def test_ttftrace_slo_met_exits_0(sse_server, tracer):
     t.wait_requests(1)
     assert t.stop() == 0, t.stderr
     assert "ttftrace: SLO ttft_p95 <= 10000 ms: met (" in t.stderr
+    assert re.search(r"ttftrace: goodput 1 of 1 successful requests within every SLO limit, "
+                     r"[0-9.]+ requests/s\n", t.stderr), t.stderr
 
 
 @needs_root

@@ -7,6 +7,7 @@
 #include "user/lib/progress.h"
 #include "user/model/slo.h"
 #include "user/lib/stats.h"
+#include "user/model/vocab.h"
 #include "user/cmd/live.h"
 
 struct live {
@@ -15,7 +16,38 @@ struct live {
 	struct stats *st[SLO_N_METRICS];	/* ms */
 	uint64_t samples_lost;
 	struct progress *progress;
+	/* goodput: successful requests within every SLO limit, over the run's span */
+	uint64_t n_success, n_good;
+	uint64_t t_first_ns, t_last_ns;
 };
+
+/* Every SLO limit holds for this one request (ITL: its largest gap). */
+static int within_limits(const struct live *l, const struct ttf_req_metrics *m,
+			 const uint64_t *itl, int n_itl)
+{
+	for (int i = 0; i < l->slo.n; i++) {
+		const struct slo *s = &l->slo.items[i];
+		double v = NAN;
+
+		switch (s->metric) {
+		case SLO_TTFT: v = m->ttft_ns >= 0 ? m->ttft_ns / 1e6 : NAN; break;
+		case SLO_TTFV: v = m->ttfv_ns >= 0 ? m->ttfv_ns / 1e6 : NAN; break;
+		case SLO_TPOT: v = m->tpot_ns >= 0 ? m->tpot_ns / 1e6 : NAN; break;
+		case SLO_E2E: v = m->e2e_ns >= 0 ? m->e2e_ns / 1e6 : NAN; break;
+		case SLO_ITL:
+			v = 0;
+			for (int k = 0; k < n_itl; k++)
+				if (itl[k] / 1e6 > v)
+					v = itl[k] / 1e6;
+			break;
+		default: break;
+		}
+		/* not measured (no token, one token): that limit does not apply */
+		if (!isnan(v) && v > s->limit_ms)
+			return 0;
+	}
+	return 1;
+}
 
 static void add(struct live *l, enum slo_metric m, double v_ms)
 {
@@ -31,9 +63,18 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	int n;
 
 	progress__request(l->progress, m->ttft_ns >= 0 ? m->ttft_ns / 1e6 : NAN);
-	/* Same rule as the summary: a request that lost sync feeds no percentile. */
-	if (!l->has_slo || (r->flags & TTF_REQ_UNKNOWN))
+	/* Same rule as the summary: only successful requests feed the percentiles. */
+	if (!l->has_slo || !ttf_vocab__success(r))
 		return;
+	{
+		uint64_t t0 = r->arrival_first_ns ? r->arrival_first_ns : r->read_first_ns;
+		uint64_t t1 = r->end_xmit_ns > r->end_write_ns ? r->end_xmit_ns : r->end_write_ns;
+
+		if (t0 && (!l->t_first_ns || t0 < l->t_first_ns))
+			l->t_first_ns = t0;
+		if (t1 > l->t_last_ns)
+			l->t_last_ns = t1;
+	}
 	if (m->ttft_ns >= 0)
 		add(l, SLO_TTFT, m->ttft_ns / 1e6);
 	if (m->ttfv_ns >= 0)
@@ -49,6 +90,8 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	}
 	for (int i = 0; i < n; i++)
 		add(l, SLO_ITL, itl[i] / 1e6);
+	l->n_success++;
+	l->n_good += within_limits(l, m, itl, n);
 	free(itl);
 }
 
@@ -135,6 +178,16 @@ int live__slo_verdict(struct live *l)
 		slo_values__from_stats(&v, i, l->st[i]);
 	slo__check(&l->slo, &v, &r);
 	slo__print(stderr, "ttftrace", &l->slo, &r);
+	/* goodput as vllm bench counts it: requests within every limit, per second */
+	if (l->t_last_ns > l->t_first_ns && l->t_first_ns)
+		fprintf(stderr, "ttftrace: goodput %llu of %llu successful requests within every "
+			"SLO limit, %.3f requests/s\n", (unsigned long long)l->n_good,
+			(unsigned long long)l->n_success,
+			l->n_good / ((l->t_last_ns - l->t_first_ns) / 1e9));
+	else
+		fprintf(stderr, "ttftrace: goodput %llu of %llu successful requests within every "
+			"SLO limit\n", (unsigned long long)l->n_good,
+			(unsigned long long)l->n_success);
 	if (l->samples_lost)
 		fprintf(stderr, "ttftrace: SLO samples lost (out of memory): %llu\n",
 			(unsigned long long)l->samples_lost);
