@@ -70,10 +70,123 @@ struct llama_batch_prefix {
 	__u64 token, embd, pos, n_seq_id, seq_id, logits;
 };
 
+/* Sampled sequence ids, no counts: kernels without bpf_loop. */
+static __always_inline void sample_llama_batch(struct ttf_engine_event *e,
+					       const struct llama_batch_prefix *b)
+{
+	/* every token when they fit, else evenly spread samples */
+	__u64 stride = (b->n_tokens + TTF_ENGINE_MAX_SEQ - 1) / TTF_ENGINE_MAX_SEQ;
+
+	for (int i = 0; i < TTF_ENGINE_MAX_SEQ; i++) {
+		__u64 tok = i * stride, p;
+		__s32 seq;
+		bool dup = false;
+
+		if (tok >= (__u64)b->n_tokens)
+			break;
+		if (bpf_probe_read_user(&p, sizeof(p), (void *)(b->seq_id + tok * 8)) ||
+		    bpf_probe_read_user(&seq, sizeof(seq), (void *)p))
+			break;
+		for (int k = 0; k < TTF_ENGINE_MAX_SEQ; k++)
+			if (k < e->n_seq && e->seq_ids[k & (TTF_ENGINE_MAX_SEQ - 1)] == seq)
+				dup = true;
+		if (!dup && e->n_seq < TTF_ENGINE_MAX_SEQ)
+			e->seq_ids[e->n_seq++ & (TTF_ENGINE_MAX_SEQ - 1)] = seq;
+	}
+}
+
+/* State of one walk over a batch's tokens (bpf_loop callback context). */
+struct batch_walk {
+	struct ttf_engine_event *e;
+	const struct llama_batch_prefix *b;
+	__s32 cur_seq;		/* sequence of the previous token */
+	__s32 cur_k;		/* its entry, -1 none */
+	__u64 ptrs[16];		/* seq_id[] pointers, read 16 at a time */
+	__s32 fault;
+};
+
+/* The last token of a run of entry k ends at token `last`: does it want logits? */
+static __always_inline void close_run(struct batch_walk *w, __s32 k, __u32 last)
+{
+	__s8 lg = 0;
+
+	if (k < 0 || k >= TTF_ENGINE_MAX_SEQ)
+		return;
+	if (!w->b->logits)
+		lg = last + 1 == (__u32)w->b->n_tokens;	/* NULL: only the batch's last token */
+	else if (bpf_probe_read_user(&lg, sizeof(lg), (void *)(w->b->logits + last)))
+		w->fault = 1;
+	if (lg)
+		w->e->seq_out_mask |= 1u << k;
+	else
+		w->e->seq_out_mask &= ~(1u << k);
+}
+
+static long walk_token(__u64 i, void *ctx)
+{
+	struct batch_walk *w = ctx;
+	struct ttf_engine_event *e = w->e;
+	__u64 p;
+	__s32 seq, n_ids = 1, k;
+
+	if ((i & 15) == 0) {
+		__u64 left = (__u64)w->b->n_tokens - i;
+		__u32 len = left >= 16 ? 16 * 8 : (__u32)left * 8;
+
+		if (len == 0 || len > sizeof(w->ptrs) ||
+		    bpf_probe_read_user(w->ptrs, len, (void *)(w->b->seq_id + i * 8))) {
+			w->fault = 1;
+			return 1;
+		}
+	}
+	p = w->ptrs[i & 15];
+	if (bpf_probe_read_user(&seq, sizeof(seq), (void *)p)) {
+		w->fault = 1;
+		return 1;
+	}
+	if (w->b->n_seq_id && i == 0 &&
+	    !bpf_probe_read_user(&n_ids, sizeof(n_ids), (void *)w->b->n_seq_id) && n_ids > 1)
+		e->batch_flags |= TTF_ENG_B_MULTI_SEQ;
+	if (i > 0 && seq == w->cur_seq) {
+		if (w->cur_k >= 0 && w->cur_k < TTF_ENGINE_MAX_SEQ)
+			e->seq_tokens[w->cur_k]++;
+		return 0;
+	}
+	if (i > 0)
+		close_run(w, w->cur_k, (__u32)i - 1);
+	w->cur_seq = seq;
+	w->cur_k = -1;
+	for (k = 0; k < TTF_ENGINE_MAX_SEQ; k++)
+		if (k < e->n_seq && e->seq_ids[k] == seq) {
+			w->cur_k = k;
+			break;
+		}
+	if (w->cur_k < 0) {
+		if (e->n_seq >= TTF_ENGINE_MAX_SEQ) {
+			e->batch_flags |= TTF_ENG_B_SEQ_OVERFLOW;
+			return 0;
+		}
+		k = e->n_seq++;
+		if (k < 0 || k >= TTF_ENGINE_MAX_SEQ)
+			return 1;
+		w->cur_k = k;
+		e->seq_ids[k] = seq;
+		e->seq_pos0[k] = -1;
+		if (w->b->pos &&
+		    bpf_probe_read_user(&e->seq_pos0[k], sizeof(__s32), (void *)(w->b->pos + i * 4)))
+			w->fault = 1;
+	}
+	k = w->cur_k;
+	if (k >= 0 && k < TTF_ENGINE_MAX_SEQ)
+		e->seq_tokens[k]++;
+	return 0;
+}
+
 static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 addr)
 {
 	struct llama_batch_prefix b;
-	__u64 stride;
+	struct batch_walk w = { .e = e, .b = &b, .cur_k = -1 };
+	__u32 n;
 
 	if (bpf_probe_read_user(&b, sizeof(b), (void *)addr)) {
 		count(TTF_ENG_CNT_ARG_FAULT);
@@ -82,24 +195,28 @@ static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 a
 	e->value = b.n_tokens;
 	if (!b.seq_id || b.n_tokens <= 0)
 		return;
-	/* Sample tokens spread over the batch; keep distinct sequence ids. */
-	/* every token when they fit, else evenly spread samples */
-	stride = (b.n_tokens + TTF_ENGINE_MAX_SEQ - 1) / TTF_ENGINE_MAX_SEQ;
-	for (int i = 0; i < TTF_ENGINE_MAX_SEQ; i++) {
-		__u64 tok = i * stride, p;
-		__s32 seq;
-		bool dup = false;
-
-		if (tok >= (__u64)b.n_tokens)
-			break;
-		if (bpf_probe_read_user(&p, sizeof(p), (void *)(b.seq_id + tok * 8)) ||
-		    bpf_probe_read_user(&seq, sizeof(seq), (void *)p))
-			break;
+	if (!bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop)) {
+		sample_llama_batch(e, &b);
+		return;
+	}
+	if (!b.pos)
+		e->batch_flags |= TTF_ENG_B_NO_POS;
+	n = b.n_tokens;
+	if (n > TTF_ENGINE_MAX_BATCH_TOKENS) {
+		n = TTF_ENGINE_MAX_BATCH_TOKENS;
+		e->batch_flags |= TTF_ENG_B_TRUNCATED;
+		count(TTF_ENG_CNT_BATCH_TRUNCATED);
+	}
+	bpf_loop(n, walk_token, &w, 0);
+	if (!w.fault)
+		close_run(&w, w.cur_k, n - 1);
+	if (e->batch_flags & TTF_ENG_B_SEQ_OVERFLOW)
+		count(TTF_ENG_CNT_SEQ_OVERFLOW);
+	if (w.fault) {
+		/* A partial walk would give wrong counts: keep the ids, drop the counts. */
+		count(TTF_ENG_CNT_ARG_FAULT);
 		for (int k = 0; k < TTF_ENGINE_MAX_SEQ; k++)
-			if (k < e->n_seq && e->seq_ids[k & (TTF_ENGINE_MAX_SEQ - 1)] == seq)
-				dup = true;
-		if (!dup && e->n_seq < TTF_ENGINE_MAX_SEQ)
-			e->seq_ids[e->n_seq++ & (TTF_ENGINE_MAX_SEQ - 1)] = seq;
+			e->seq_tokens[k] = 0;
 	}
 }
 

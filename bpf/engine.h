@@ -22,7 +22,9 @@
 #define TTF_ENGINE_COOKIE_RET_SITE (1u << 16)
 #define TTF_ENGINE_COOKIE_ID_MASK 0xffffu
 #define TTF_ENGINE_COOKIE_ROLE_SHIFT 24	/* bits 24..31: the probe's enum ttf_engine_role */
-#define TTF_ENGINE_MAX_SEQ 8	/* distinct sequence ids read per batch */
+#define TTF_ENGINE_MAX_SEQ 16	/* distinct sequence ids read per batch */
+/* Tokens of one batch walked for per-sequence counts (a longer batch: TTF_ENG_B_TRUNCATED). */
+#define TTF_ENGINE_MAX_BATCH_TOKENS 16384
 
 /*
  * How to read a step's size (and sequence ids) at function entry, per probe
@@ -38,7 +40,12 @@ enum ttf_arg_kind {
 	 * llama.cpp `int32_t llama_decode(struct llama_context *, struct llama_batch)`:
 	 * the 56-byte llama_batch is on the stack at sp + offset (8):
 	 * { int32 n_tokens; token*; embd*; pos*; int32 *n_seq_id; int32 **seq_id; int8 *logits; }
-	 * n_tokens and the seq_id[i][0] of up to TTF_ENGINE_MAX_SEQ tokens are read.
+	 * With bpf_loop (Linux 5.17+, docs/kernel.md B7) every token is walked:
+	 * per distinct seq_id[i][0] (up to TTF_ENGINE_MAX_SEQ), its token count,
+	 * the position of its first token and whether its last token has
+	 * logits set (an output: a prompt's last chunk, or a decode token).
+	 * Without bpf_loop, the seq_id of up to TTF_ENGINE_MAX_SEQ tokens spread
+	 * over the batch, and no counts (seq_tokens[] stay 0).
 	 */
 	TTF_ARG_LLAMA_BATCH,
 };
@@ -71,10 +78,18 @@ enum ttf_engine_ev_type {
 
 #define TTF_ENG_F_RET_SITE 0x1	/* a RETURN seen at a RET-instruction uprobe: value is -1 */
 
+/* batch_flags of a step entry read from a llama_batch. */
+#define TTF_ENG_B_SEQ_OVERFLOW 0x1	/* more distinct sequences than TTF_ENGINE_MAX_SEQ: counts cover the first */
+#define TTF_ENG_B_MULTI_SEQ 0x2		/* the first token belongs to several sequences: its first is counted */
+#define TTF_ENG_B_TRUNCATED 0x4		/* longer than TTF_ENGINE_MAX_BATCH_TOKENS: counts cover the start */
+#define TTF_ENG_B_NO_POS 0x8		/* batch.pos is NULL (the engine numbers positions itself) */
+
 /*
  * One engine hit, the only struct for it: the ring-buffer record, what the
  * probe loader delivers, what the engine timeline consumes and what a
- * recording stores (user/export/record.h codes it field by field). 64 bytes.
+ * recording stores (user/export/record.h codes it field by field). 232 bytes.
+ * Entries k < n_seq of the seq_* arrays describe one sequence of a step's batch,
+ * in the order of their first token in the batch.
  */
 struct ttf_engine_event {
 	__u64 ts_ns;		/* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
@@ -87,12 +102,18 @@ struct ttf_engine_event {
 	__u8 flags;		/* TTF_ENG_F_* */
 	__s64 value;		/* ENTRY: n_tokens (-1 unknown); RETURN: return value */
 	__s32 seq_ids[TTF_ENGINE_MAX_SEQ];
+	__s32 seq_tokens[TTF_ENGINE_MAX_SEQ];	/* its tokens in the batch; 0: not counted */
+	__s32 seq_pos0[TTF_ENGINE_MAX_SEQ];	/* position of its first token; -1 unknown */
+	__u32 seq_out_mask;	/* bit k: sequence k's last token in the batch has logits set */
+	__u32 batch_flags;	/* TTF_ENG_B_* */
 };
 
 enum ttf_engine_counter {
 	TTF_ENG_CNT_RINGBUF_FULL = 0,
 	TTF_ENG_CNT_HITS,	/* every entry or return seen */
 	TTF_ENG_CNT_ARG_FAULT,	/* reading an argument from user memory failed */
+	TTF_ENG_CNT_SEQ_OVERFLOW,	/* batches with more sequences than TTF_ENGINE_MAX_SEQ */
+	TTF_ENG_CNT_BATCH_TRUNCATED,	/* batches longer than TTF_ENGINE_MAX_BATCH_TOKENS */
 	TTF_ENG_CNT__MAX,
 };
 

@@ -359,7 +359,7 @@ static void test_count_match_decode_batch_last_chunk(void **state)
 	assert_int_equal(timeline__stats(tl)->prompt_steps, 4);
 	assert_int_equal(k2->prefill_start_ns, 6 * MS);
 	assert_int_equal(k2->prefill_tokens, 115);
-	assert_true(k2->matched_by_count);
+	assert_int_equal(k2->match, TL_MATCH_COUNT);
 	assert_int_equal(k2->n_waiting, 2);
 	assert_int_equal(k1->prefill_start_ns, 9 * MS);
 	assert_int_equal(k1->prefill_end_ns, 16 * MS);

@@ -109,7 +109,9 @@ static char *write_sample(uint64_t *end_ns, int close_it)
 				      .type = TTF_SCHED_WAKEUP };
 	struct ttf_engine_event ev = { .ts_ns = 160, .tgid = 10, .tid = 12, .role = TTF_ROLE_STEP,
 				       .type = TTF_ENG_ENTRY, .value = 32, .n_seq = 2,
-				       .seq_ids = { 0, 3 } };
+				       .seq_ids = { 0, 3, [9] = 77 }, .seq_tokens = { 30, 2 },
+				       .seq_pos0 = { 0, 41 }, .seq_out_mask = 2,
+				       .batch_flags = TTF_ENG_B_MULTI_SEQ };
 	struct ttf_gpu_name gname = { .name_id = 9, .len = 4 };
 	uint8_t gn[sizeof(gname) + 4];
 	uint64_t w = 140;
@@ -192,6 +194,12 @@ static void test_roundtrip(void **state)
 	assert_int_equal(ev->value, 32);
 	assert_int_equal(ev->n_seq, 2);
 	assert_int_equal(ev->seq_ids[1], 3);
+	assert_int_equal(ev->seq_ids[9], 77);	/* version 2 fields */
+	assert_int_equal(ev->seq_tokens[0], 30);
+	assert_int_equal(ev->seq_tokens[1], 2);
+	assert_int_equal(ev->seq_pos0[1], 41);
+	assert_int_equal(ev->seq_out_mask, 2);
+	assert_int_equal(ev->batch_flags, TTF_ENG_B_MULTI_SEQ);
 	/* a GPU item comes back as recorded: pid, kind, body */
 	assert_int_equal(rec_reader__next(rr, &type, &p, &len), 1);
 	assert_int_equal(type, REC_GPU);
@@ -283,9 +291,9 @@ static void test_corrupt(void **state)
 	assert_non_null(rr);
 	assert_int_equal(rec_reader__next(rr, &type, &p, &len), -EBADMSG);
 	rec_reader__close(rr);
-	/* version 2 is refused */
+	/* a version newer than this reader's is refused */
 	h = good;
-	h.version = 2;
+	h.version = REC_VERSION + 1;
 	write_gz(path, &h, sizeof(h));
 	assert_null(rec_reader__open(path, &h, &err));
 	assert_int_equal(err, -EBADMSG);

@@ -36,7 +36,13 @@ static const struct rec_field sched_fields[] = {
 	F(struct ttf_sched_event, tgid, 0), F(struct ttf_sched_event, state, 0),
 	F(struct ttf_sched_event, cpu, 0), F(struct ttf_sched_event, pad, 0),
 };
-/* role and n_seq are u32 in the file (format version 1), u8 in the record */
+/* A field of `bytes` bytes at `field` (an array's tail), coded whole. */
+#define A(type, field, bytes) { offsetof(type, field), bytes, 0, bytes }
+/*
+ * role and n_seq are u32 in the file, u8 in the record. Version 2 appended
+ * seq_ids[8..15], the per-sequence counts, positions and outputs, and the
+ * batch flags; a version 1 file never sets their mask bits (zero: no counts).
+ */
 static const struct rec_field engine_fields[] = {
 	F(struct ttf_engine_event, ts_ns, 1), F(struct ttf_engine_event, tgid, 0),
 	F(struct ttf_engine_event, tid, 0), W(struct ttf_engine_event, role, 4),
@@ -45,10 +51,14 @@ static const struct rec_field engine_fields[] = {
 	F(struct ttf_engine_event, seq_ids[2], 0), F(struct ttf_engine_event, seq_ids[3], 0),
 	F(struct ttf_engine_event, seq_ids[4], 0), F(struct ttf_engine_event, seq_ids[5], 0),
 	F(struct ttf_engine_event, seq_ids[6], 0), F(struct ttf_engine_event, seq_ids[7], 0),
+	A(struct ttf_engine_event, seq_ids[8], 8 * sizeof(__s32)),
+	F(struct ttf_engine_event, seq_tokens, 0), F(struct ttf_engine_event, seq_pos0, 0),
+	F(struct ttf_engine_event, seq_out_mask, 0), F(struct ttf_engine_event, batch_flags, 0),
 };
 #undef F
 #undef W
-_Static_assert(TTF_ENGINE_MAX_SEQ == 8, "engine_fields lists 8 sequence ids");
+#undef A
+_Static_assert(TTF_ENGINE_MAX_SEQ == 16, "engine_fields lists 16 sequence ids");
 
 #define CODEC(f, t) { f, sizeof(f) / sizeof(f[0]), sizeof(t) }
 const struct rec_codec rec_net_codec = CODEC(net_fields, struct ttf_net_event);
@@ -85,7 +95,7 @@ size_t rec_codec__encode(const struct rec_codec *c, const void *prev, const void
 			 uint8_t *out)
 {
 	const uint8_t *p = prev, *q = cur;
-	uint8_t body[sizeof(struct ttf_net_event) + 16];
+	uint8_t body[REC_MAX_RECORD_BYTES];
 	size_t n = 0, m;
 	uint64_t mask = 0;
 

@@ -8,7 +8,7 @@
  * frames; integers are little-endian (the reader refuses a header whose
  * byte-order mark differs):
  *
- *   header (40 bytes): magic "TTFREC\r\n" (8), u32 version (1), u32 header
+ *   header (40 bytes): magic "TTFREC\r\n" (8), u32 version (2; 1 is read too), u32 header
  *     bytes (40), u64 start CLOCK_MONOTONIC ns, u64 start CLOCK_REALTIME ns,
  *     u32 flags (enum rec_flags: how the live pipeline was set up), u32
  *     byte-order mark 0x01020304.
@@ -16,7 +16,8 @@
  *     NET      u8 net record type, delta record (below), cap_len payload bytes
  *     SCHED    u8 sched record type, delta record
  *     ENGINE   u8 is_return, delta record of a struct ttf_engine_event (role and
- *              n_seq coded as u32; probe_id and flags are not stored)
+ *              n_seq coded as u32; probe_id and flags are not stored;
+ *              version 1 files lack the per-sequence counts)
  *     ADVANCE  u64 watermark ns: the live pipeline advanced here
  *     COUNTERS at the end: u32 n, then n times { u64 value, u8 name bytes,
  *              name } with every drop and health counter of the live run
@@ -54,9 +55,12 @@
 #include "user/export/sink.h"
 
 #define REC_MAGIC "TTFREC\r\n"
-#define REC_VERSION 1
+#define REC_VERSION 2	/* 2: per-sequence batch fields in ENGINE frames; 1 is still read */
 #define REC_HEADER_BYTES 40
 #define REC_BOM 0x01020304u
+/* Largest delta-coded record body: every field of the larger record, plus the mask. */
+#define REC_MAX_RECORD_BYTES (16 + (sizeof(struct ttf_net_event) > sizeof(struct ttf_engine_event) ? \
+				    sizeof(struct ttf_net_event) : sizeof(struct ttf_engine_event)))
 /* Largest frame payload: a NET record with every field and the largest capture. */
 #define REC_MAX_FRAME (16 + sizeof(struct ttf_net_event) + TTF_CAPTURE_MAX_BYTES)
 
@@ -118,7 +122,7 @@ void record__abandon(struct record *rec);
 /* Delta coding of one record type (record.c has the tables). */
 struct rec_field {
 	uint16_t off;
-	uint8_t size;	/* bytes in the struct: 1, 2, 4, 8 or 16 */
+	uint8_t size;	/* bytes in the struct: 1, 2, 4, 8, 16, or an array's (up to 255) */
 	uint8_t is_ts;	/* coded as a zigzag varint difference */
 	uint8_t wire;	/* bytes in the file (>= size: zero-extended, little-endian) */
 };

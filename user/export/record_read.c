@@ -98,7 +98,7 @@ struct rec_reader *rec_reader__open(const char *path, struct rec_header *h, int 
 	if (*err)
 		goto fail;
 	memcpy(h, rr->buf, sizeof(*h));
-	if (memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) || h->version != REC_VERSION ||
+	if (memcmp(h->magic, REC_MAGIC, sizeof(h->magic)) || h->version < 1 || h->version > REC_VERSION ||
 	    h->header_bytes < REC_HEADER_BYTES || h->bom != REC_BOM) {
 		*err = -EBADMSG;
 		goto fail;

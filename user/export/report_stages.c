@@ -35,6 +35,10 @@ struct stage_stats {
 	struct row *rows;		/* the first STATS_EXACT_MAX requests; then NULL */
 	size_t n, cap;
 	struct tail_bucket **tail;	/* bucket mode: TAIL_BUCKETS pointers */
+	uint64_t n_kind[TTF_ATTR_MERGED + 1];	/* requests by attribution kind */
+	uint64_t n_cache_known, n_cache_hit;	/* requests with a known cached count; > 0 */
+	uint64_t cached_tokens, computed_tokens; /* over the n_cache_known requests */
+	uint64_t n_shared;			/* requests whose prefill shared a step */
 };
 
 /* Bucket of ttft_ns: exact below 2^TAIL_SUB_BITS ns, then log-linear. */
@@ -153,7 +157,17 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		if (a->stage_ns[i] >= 0)
 			err |= stats__add(ss->st[i], a->stage_ns[i] / 1e6);
-	if (a->prefill_tokens && a->stage_ns[TTF_ST_PREFILL] >= 0)
+	if (a->kind <= TTF_ATTR_MERGED)
+		ss->n_kind[a->kind]++;
+	if (a->cached_tokens >= 0) {
+		ss->n_cache_known++;
+		ss->n_cache_hit += a->cached_tokens > 0;
+		ss->cached_tokens += a->cached_tokens;
+		ss->computed_tokens += a->prefill_tokens;
+	}
+	ss->n_shared += a->prefill_shared_with > 0;
+	/* A shared step's time is not its own tokens' cost: fit unshared prefills only. */
+	if (a->prefill_tokens && a->stage_ns[TTF_ST_PREFILL] >= 0 && !a->prefill_shared_with)
 		linfit__add(&ss->prefill_fit, a->prefill_tokens, a->stage_ns[TTF_ST_PREFILL] / 1e6);
 	if (a->gpu.have && a->gpu.n_copies) {
 		if (!ss->copies)
@@ -311,6 +325,14 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 			       : cJSON_AddNullToObject(o, "merged"));
 	*err |= !cJSON_AddNumberToObject(o, "prefill_steps", a->prefill_steps);
 	*err |= !cJSON_AddNumberToObject(o, "prefill_tokens", (double)a->prefill_tokens);
+	*err |= !(a->cached_tokens >= 0 ?
+		  cJSON_AddNumberToObject(o, "cached_tokens", (double)a->cached_tokens) :
+		  cJSON_AddNullToObject(o, "cached_tokens"));
+	*err |= !cJSON_AddNumberToObject(o, "prefill_shared_with", a->prefill_shared_with);
+	*err |= !(a->prefill_token_share >= 0 ?
+		  cJSON_AddNumberToObject(o, "prefill_token_share",
+					  round(a->prefill_token_share * 1e4) / 1e4) :
+		  cJSON_AddNullToObject(o, "prefill_token_share"));
 	add_ms(o, "queued_behind_aborted_ms", a->queued_behind_aborted_ns, err);
 	ov = cJSON_AddObjectToObject(o, "overlay");
 	if (!ov) {
@@ -368,8 +390,16 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 		if (s < TTF_ST__MAX && a->have_overlay[s] && a->overlay[s].runnable_ns >= 1000000)
 			fprintf(out, " [runnable %.1f]", a->overlay[s].runnable_ns / 1e6);
 	}
-	fprintf(out, " [%s%s%s]\n", ttf_attrib_kind_name(a->kind), a->inferred_by[0] ? ": " : "",
+	fprintf(out, " [%s%s%s]", ttf_attrib_kind_name(a->kind), a->inferred_by[0] ? ": " : "",
 		a->inferred_by);
+	if (a->prefill_shared_with)
+		fprintf(out, " [prefill step shared with %u other%s, %.0f%% of its tokens]",
+			a->prefill_shared_with, a->prefill_shared_with > 1 ? "s" : "",
+			a->prefill_token_share >= 0 ? 100 * a->prefill_token_share : 0);
+	if (a->cached_tokens > 0)
+		fprintf(out, " [%lld prompt tokens cached, %llu computed]",
+			(long long)a->cached_tokens, (unsigned long long)a->prefill_tokens);
+	fputc('\n', out);
 	if (a->gpu.have) {
 		fprintf(out, "    gpu: prefill busy %.2f ms, copies on path %.2f ms, host gaps %.2f ms,"
 			" %u kernels", a->gpu.compute_ns / 1e6, a->gpu.copy_ns / 1e6,
@@ -411,6 +441,24 @@ void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
 		for (int p = 0; p < 3; p++)
 			fprintf(out, " %10.3f", stats__percentile(s, pcts[p]));
 		fputc('\n', out);
+	}
+	{
+		uint64_t attributed = ss->n_kind[0] + ss->n_kind[1] + ss->n_kind[2];
+
+		fprintf(out, "Attribution: %llu exact (%.0f%%), %llu inferred, %llu merged;"
+			" %llu prefills shared a step\n",
+			(unsigned long long)ss->n_kind[TTF_ATTR_EXACT],
+			attributed ? 100.0 * ss->n_kind[TTF_ATTR_EXACT] / attributed : 0,
+			(unsigned long long)ss->n_kind[TTF_ATTR_INFERRED],
+			(unsigned long long)ss->n_kind[TTF_ATTR_MERGED],
+			(unsigned long long)ss->n_shared);
+		if (ss->n_cache_known)
+			fprintf(out, "Prefix cache: %llu of %llu requests hit (%.0f%%), %llu of %llu"
+				" prompt tokens cached\n", (unsigned long long)ss->n_cache_hit,
+				(unsigned long long)ss->n_cache_known,
+				100.0 * ss->n_cache_hit / ss->n_cache_known,
+				(unsigned long long)ss->cached_tokens,
+				(unsigned long long)(ss->cached_tokens + ss->computed_tokens));
 	}
 	tail = stage_stats__tail_stage(ss);
 	if (tail >= 0)
@@ -455,6 +503,34 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 		for (int p = 0; p < 3; p++)
 			*err |= !cJSON_AddNumberToObject(
 				x, pct_keys[p], round(stats__percentile(s, pcts[p]) * 1e3) / 1e3);
+	}
+	{
+		cJSON *ak = cJSON_AddObjectToObject(o, "attribution");
+		uint64_t attributed = ss->n_kind[0] + ss->n_kind[1] + ss->n_kind[2];
+
+		*err |= !ak;
+		for (int k = 0; ak && k <= TTF_ATTR_MERGED; k++)
+			*err |= !cJSON_AddNumberToObject(ak, ttf_attrib_kind_name(k),
+							 (double)ss->n_kind[k]);
+		if (ak) {
+			*err |= !cJSON_AddNumberToObject(ak, "exact_share", attributed ?
+				round(1e4 * ss->n_kind[TTF_ATTR_EXACT] / attributed) / 1e4 : 0);
+			*err |= !cJSON_AddNumberToObject(ak, "shared_prefill", (double)ss->n_shared);
+		}
+	}
+	if (ss->n_cache_known) {
+		cJSON *pc = cJSON_AddObjectToObject(o, "prefix_cache");
+
+		*err |= !pc;
+		if (pc) {
+			*err |= !cJSON_AddNumberToObject(pc, "requests", (double)ss->n_cache_known);
+			*err |= !cJSON_AddNumberToObject(pc, "hits", (double)ss->n_cache_hit);
+			*err |= !cJSON_AddNumberToObject(pc, "hit_share",
+				round(1e4 * ss->n_cache_hit / ss->n_cache_known) / 1e4);
+			*err |= !cJSON_AddNumberToObject(pc, "cached_tokens", (double)ss->cached_tokens);
+			*err |= !cJSON_AddNumberToObject(pc, "computed_tokens",
+							 (double)ss->computed_tokens);
+		}
 	}
 	tail = stage_stats__tail_stage(ss);
 	*err |= !(tail >= 0 ? cJSON_AddStringToObject(o, "tail_stage", ttf_stage_name(tail))

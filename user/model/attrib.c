@@ -182,6 +182,8 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	if (!r || !m || !src || !a)
 		return -EINVAL;
 	memset(a, 0, sizeof(*a));
+	a->cached_tokens = -1;
+	a->prefill_token_share = -1;
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		a->stage_ns[i] = -1;
 	if (m->ttft_ns < 0 || !m->t_start_ns || !m->t_first_token_ns || !r->n_events)
@@ -252,12 +254,19 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 
 			a->stage_ns[TTF_ST_TOKENIZE] = b[3] > ts ? b[3] - ts : 0;
 		}
-		if (k->n_waiting > 1) {
+		a->cached_tokens = k->cached_tokens;
+		a->prefill_shared_with = k->max_sharing > 1 ? k->max_sharing - 1 : 0;
+		a->prefill_token_share = k->step_tokens && k->prefill_tokens ?
+					 (double)k->prefill_tokens / k->step_tokens : -1;
+		if (k->match == TL_MATCH_TIE || k->match == TL_MATCH_FIFO) {
 			char why[96];
 
-			snprintf(why, sizeof(why), "%s among %d waiting requests",
-				 k->matched_by_count ? "prompt length matched" : "FIFO order",
-				 k->n_waiting);
+			if (k->match == TL_MATCH_TIE)
+				snprintf(why, sizeof(why), "equal prompt lengths: arrival order among %d"
+					 " of %d waiting requests", k->n_tied, k->n_waiting);
+			else
+				snprintf(why, sizeof(why), "FIFO order among %d waiting requests",
+					 k->n_waiting);
 			set_inferred(a, why);
 		}
 	}

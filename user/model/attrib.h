@@ -119,7 +119,10 @@ struct ttf_attrib {
 	char inferred_by[96];		/* why not exact; "" when exact */
 	char merged[64];		/* e.g. "frontend+queue" or "frontend+queue+prefill+emit" */
 	uint32_t prefill_steps;
-	uint64_t prefill_tokens;
+	uint64_t prefill_tokens;	/* prompt tokens computed for it (counted batches), else its steps' */
+	int64_t cached_tokens;		/* prompt tokens served from the engine's prefix cache; -1 unknown */
+	uint16_t prefill_shared_with;	/* most other requests prefilling in one of its prefill steps */
+	double prefill_token_share;	/* its tokens / all tokens of its prefill steps; -1 unknown */
 	uint64_t queued_behind_aborted_ns;	/* queue time spent while the engine served aborted requests */
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];

@@ -13,6 +13,10 @@ struct call {
 	int role;			/* enum ttf_engine_role */
 	struct tl_step s;	/* start/end/tid (+ step fields) */
 	int64_t ret;		/* return value */
+	/* steps: the entry's per-sequence counts (bpf/engine.h); seq_tokens[0] 0: none */
+	int32_t seq_tokens[TL_MAX_SEQ];
+	int32_t seq_pos0[TL_MAX_SEQ];
+	uint32_t seq_out_mask;
 };
 
 struct open_call {
@@ -28,6 +32,7 @@ struct seq_slot {
 	enum seq_state state;
 	uint64_t req_id;
 	uint64_t orphan_since_ns;	/* != 0: serves a request whose client left */
+	int64_t next_pos;		/* position its next token continues at; -1 unknown */
 };
 
 /* An aborted request still waiting for the engine is forgotten after this. */
@@ -107,6 +112,7 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
 	k->rx_tid = rx_tid;
 	k->read_done_ns = read_done_ns;
 	k->seq = -1;
+	k->cached_tokens = -1;
 	tl->stats.tickets++;
 	return 0;
 }
@@ -152,6 +158,10 @@ int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event
 	if (c->s.n_seq > TL_MAX_SEQ)
 		c->s.n_seq = TL_MAX_SEQ;
 	memcpy(c->s.seq_ids, tl->open[i].entry.seq_ids, sizeof(c->s.seq_ids));
+	c->s.prompt_tokens = -1;
+	memcpy(c->seq_tokens, tl->open[i].entry.seq_tokens, sizeof(c->seq_tokens));
+	memcpy(c->seq_pos0, tl->open[i].entry.seq_pos0, sizeof(c->seq_pos0));
+	c->seq_out_mask = tl->open[i].entry.seq_out_mask;
 	memmove(&tl->open[i], &tl->open[i + 1], (tl->n_open - i - 1) * sizeof(tl->open[0]));
 	tl->n_open--;
 	return 0;
@@ -225,7 +235,7 @@ static struct seq_slot *seq_slot(struct timeline *tl, int32_t seq)
 			return &tl->seqs[i];
 	if (tl->n_seqs == MAX_SEQ_STATE)
 		return NULL;
-	tl->seqs[tl->n_seqs] = (struct seq_slot){ .seq = seq };
+	tl->seqs[tl->n_seqs] = (struct seq_slot){ .seq = seq, .next_pos = -1 };
 	return &tl->seqs[tl->n_seqs++];
 }
 
@@ -238,18 +248,20 @@ static struct tl_ticket *ticket_by_id(const struct timeline *tl, uint64_t id)
 }
 
 /*
- * The ticket a prompt step of n_tokens starting at `at` serves, among those
- * ready by then without a prefill: the only one whose tokenize count is
- * n_tokens, else the oldest. *n_waiting counts them all; *by_count says how.
+ * The ticket a prompt of prompt_len tokens (<= 0 unknown) whose first step
+ * starts at `at` serves, among those ready by then without a prefill: the
+ * only one whose tokenize count is prompt_len (or, for a first chunk, more
+ * than min_len: at_least), else the oldest of those that tie, else the
+ * oldest. *n_waiting counts them all, *n_tied the ties; *match says how.
  */
-static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int32_t n_tokens,
-				      int *n_waiting, int *by_count)
+static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int64_t prompt_len,
+				      int at_least, int *n_waiting, enum tl_match *match,
+				      int *n_tied)
 {
 	struct tl_ticket *best = NULL, *same = NULL;
 	int n_same = 0;
 
 	*n_waiting = 0;
-	*by_count = 0;
 	for (size_t i = 0; i < tl->n_tickets; i++) {
 		struct tl_ticket *k = &tl->tickets[i];
 
@@ -258,55 +270,73 @@ static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int32_t 
 		(*n_waiting)++;
 		if (!best || ready_ns(tl, k) < ready_ns(tl, best))
 			best = k;
-		if (n_tokens > 0 && k->tok_count == n_tokens) {
-			same = k;
+		if (prompt_len > 0 && k->tok_count > 0 &&
+		    (at_least ? k->tok_count > prompt_len : k->tok_count == prompt_len)) {
+			if (!same || ready_ns(tl, k) < ready_ns(tl, same))
+				same = k;
 			n_same++;
 		}
 	}
-	if (n_same == 1 && *n_waiting > 1) {
-		*by_count = 1;
+	*n_tied = n_same;
+	if (*n_waiting <= 1) {
+		*match = TL_MATCH_ALONE;
+		return best;
+	}
+	if (n_same == 1) {
+		*match = TL_MATCH_COUNT;
 		return same;
 	}
-	return best;
+	*match = n_same > 1 ? TL_MATCH_TIE : TL_MATCH_FIFO;
+	return n_same > 1 ? same : best;
 }
 
 static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n_waiting)
 {
-	int by_count;
+	enum tl_match match;
+	int n_tied;
 
-	return pick_waiting(tl, at, -1, n_waiting, &by_count);
+	return pick_waiting(tl, at, -1, 0, n_waiting, &match, &n_tied);
 }
 
-static void extend_prefill(struct tl_ticket *k, const struct tl_step *s)
+/* Step s is part of k's prefill; n_tokens of them are k's (-1: the step's). */
+static void extend_prefill(struct tl_ticket *k, const struct tl_step *s, int32_t n_tokens)
 {
 	if (s->end_ns > k->prefill_end_ns)
 		k->prefill_end_ns = s->end_ns;
 	k->prefill_steps++;
-	if (s->n_tokens > 0)
-		k->prefill_tokens += s->n_tokens;
+	if (n_tokens < 0)
+		n_tokens = s->n_tokens;
+	if (n_tokens > 0)
+		k->prefill_tokens += n_tokens;
 }
 
-static uint64_t start_prefill(struct timeline *tl, struct tl_step *s, int32_t seq)
+/*
+ * Give a new prompt of sequence seq in step s to a waiting ticket. prompt_len
+ * (<= 0 unknown; at_least: a first chunk, the prompt is longer) picks it;
+ * n_tokens of the step are its (-1: the step's). Returns its ticket or NULL.
+ */
+static struct tl_ticket *start_prefill(struct timeline *tl, struct tl_step *s, int32_t seq,
+				       int64_t prompt_len, int at_least, int32_t n_tokens)
 {
 	struct tl_ticket *k;
-	int n_waiting, by_count;
+	int n_waiting, n_tied;
+	enum tl_match match;
 
-	/* The step's tokens are all this sequence's when it is alone in the batch. */
-	k = pick_waiting(tl, s->start_ns, s->n_seq <= 1 ? s->n_tokens : -1, &n_waiting,
-			 &by_count);
+	k = pick_waiting(tl, s->start_ns, prompt_len, at_least, &n_waiting, &match, &n_tied);
 	if (!k) {
 		tl->stats.orphan_prompt_steps++;
-		return 0;
+		return NULL;
 	}
 	k->done = 1;
 	k->seq = seq;
 	k->n_waiting = n_waiting;
-	k->matched_by_count = by_count;
+	k->match = match;
+	k->n_tied = n_tied;
 	k->step_tid = s->tid;
 	k->step_tgid = s->tgid;
 	k->prefill_start_ns = s->start_ns;
-	extend_prefill(k, s);
-	return k->req_id;
+	extend_prefill(k, s, n_tokens);
+	return k;
 }
 
 /* Requests waiting while step s served an aborted request are delayed by it. */
@@ -371,7 +401,7 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 			/* A last chunk of exactly the prompt's remaining token (chunked prefill). */
 			if (k && k->tok_count > 0 && n_seq == 1 && s->n_tokens > 0 &&
 			    k->prefill_tokens + s->n_tokens == (uint64_t)k->tok_count) {
-				extend_prefill(k, s);
+				extend_prefill(k, s, -1);
 				s->req_id = k->req_id;
 				s->is_prompt = 1;
 				continue;
@@ -389,13 +419,14 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 		struct tl_ticket *k = oldest_waiting(tl, s->start_ns, &n_waiting);
 
 		if (k) {
-			s->req_id = start_prefill(tl, s, -1);
+			k = start_prefill(tl, s, -1, s->n_tokens, 0, -1);
+			s->req_id = k ? k->req_id : 0;
 		} else {
 			struct seq_slot *sl = seq_slot(tl, -1);
 			struct tl_ticket *prev = sl ? ticket_by_id(tl, sl->req_id) : NULL;
 
 			if (prev && sl->state == SEQ_PREFILL) {
-				extend_prefill(prev, s);
+				extend_prefill(prev, s, -1);
 				s->req_id = prev->req_id;
 			} else {
 				tl->stats.orphan_prompt_steps++;
@@ -405,7 +436,7 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 			struct seq_slot *sl = seq_slot(tl, -1);
 
 			if (sl)
-				*sl = (struct seq_slot){ -1, SEQ_PREFILL, s->req_id, 0 };
+				*sl = (struct seq_slot){ -1, SEQ_PREFILL, s->req_id, 0, -1 };
 		}
 		orphan_accounting(tl, s);
 		store_step(tl, s);
@@ -419,7 +450,7 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 			continue;
 		k = sl->state != SEQ_FREE ? ticket_by_id(tl, sl->req_id) : NULL;
 		if (sl->state == SEQ_PREFILL && k) {
-			extend_prefill(k, s);	/* chunked prefill */
+			extend_prefill(k, s, -1);	/* chunked prefill */
 			if (!s->req_id)
 				s->req_id = k->req_id;
 			continue;
@@ -427,16 +458,129 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 		/* In a batch of several sequences, a decoding one only brings its next token. */
 		if (sl->state == SEQ_DECODE && k && n_seq > 1)
 			continue;
-		uint64_t id = start_prefill(tl, s, s->seq_ids[i]);
+		/* The step's tokens are all this sequence's when it is alone in the batch. */
+		struct tl_ticket *nk = start_prefill(tl, s, s->seq_ids[i],
+						     n_seq <= 1 ? s->n_tokens : -1, 0, -1);
 
-		if (id) {
-			struct tl_ticket *nk = ticket_by_id(tl, id);
-
-			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_PREFILL, id,
-						 nk ? nk->aborted_ns : 0 };
+		if (nk) {
+			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_PREFILL, nk->req_id,
+						 nk->aborted_ns, -1 };
 			if (!s->req_id)
-				s->req_id = id;
+				s->req_id = nk->req_id;
 		}
+	}
+	orphan_accounting(tl, s);
+	store_step(tl, s);
+}
+
+/* Name request id as prefilling n_tokens of step s (its own tokens); ids[] gathers all. */
+static void note_prompt_req(struct tl_step *s, uint64_t id, int32_t n_tokens, uint64_t *ids)
+{
+	if (s->n_prompt_reqs < TL_MAX_SEQ)
+		ids[s->n_prompt_reqs] = id;
+	if (s->n_prompt_reqs < TL_STEP_REQS)
+		s->prompt_reqs[s->n_prompt_reqs] = id;
+	s->n_prompt_reqs++;
+	s->prompt_tokens += n_tokens;
+	if (!s->req_id)
+		s->req_id = id;
+	s->is_prompt = 1;
+}
+
+/* What sequence entry i of a counted step is (timeline.h). */
+enum seq_part { PART_DECODE, PART_CHUNK, PART_NEW };
+
+static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, int32_t n,
+			      int64_t pos)
+{
+	int continues = pos < 0 || sl->next_pos < 0 || pos == sl->next_pos;
+	struct tl_ticket *k = sl->state != SEQ_FREE ? ticket_by_id(tl, sl->req_id) : NULL;
+
+	if (!k && !sl->orphan_since_ns)
+		return PART_NEW;
+	if (sl->state == SEQ_PREFILL && continues)
+		return PART_CHUNK;
+	if (sl->state == SEQ_DECODE && n == 1 && continues)
+		return PART_DECODE;
+	return PART_NEW;
+}
+
+/*
+ * A step whose probe counted each sequence's tokens (timeline.h): chunks
+ * extend prefills, decode tokens advance their sequence, new prompts start
+ * prefills in batch order; then every request prefilling in it learns that
+ * it shared the step.
+ */
+static void process_counted_step(struct timeline *tl, struct call *c)
+{
+	struct tl_step *s = &c->s;
+	int new_k[TL_MAX_SEQ], n_new = 0;
+	uint64_t ids[TL_MAX_SEQ];
+
+	tl->stats.counted_steps++;
+	s->prompt_tokens = 0;
+	for (int i = 0; i < s->n_seq; i++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+		int32_t n = c->seq_tokens[i];
+		int64_t pos = c->seq_pos0[i];
+		struct tl_ticket *k;
+
+		if (!sl || n <= 0)
+			continue;
+		switch (classify(tl, sl, n, pos)) {
+		case PART_DECODE:
+			break;
+		case PART_CHUNK:
+			k = ticket_by_id(tl, sl->req_id);
+			if (!k)
+				break;	/* an orphan's chunk: its client left and was released */
+			extend_prefill(k, s, n);
+			note_prompt_req(s, k->req_id, n, ids);
+			if (c->seq_out_mask & (1u << i)) {
+				k->prompt_done = 1;
+				sl->state = SEQ_DECODE;
+			}
+			break;
+		case PART_NEW:
+			new_k[n_new++] = i;
+			continue;	/* next_pos once its request is known */
+		}
+		sl->next_pos = pos >= 0 ? pos + n : -1;
+	}
+	for (int j = 0; j < n_new; j++) {
+		int i = new_k[j];
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+		int32_t n = c->seq_tokens[i];
+		int64_t pos = c->seq_pos0[i] > 0 ? c->seq_pos0[i] : 0;
+		int ends = !!(c->seq_out_mask & (1u << i));
+		struct tl_ticket *k = start_prefill(tl, s, s->seq_ids[i], pos + n, !ends, n);
+
+		if (!k) {
+			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_FREE, 0, 0, -1 };
+			continue;
+		}
+		k->cached_tokens = c->seq_pos0[i] >= 0 ? c->seq_pos0[i] : -1;
+		k->prompt_done = ends;
+		*sl = (struct seq_slot){ s->seq_ids[i], ends ? SEQ_DECODE : SEQ_PREFILL, k->req_id,
+					 k->aborted_ns, c->seq_pos0[i] >= 0 ? c->seq_pos0[i] + n : -1 };
+		note_prompt_req(s, k->req_id, n, ids);
+	}
+	if (s->is_prompt) {
+		tl->stats.prompt_steps++;
+		if (s->n_prompt_reqs > 1)
+			tl->stats.shared_prompt_steps++;
+	}
+	for (int j = 0; j < s->n_prompt_reqs && j < TL_MAX_SEQ; j++) {
+		struct tl_ticket *k = ticket_by_id(tl, ids[j]);
+
+		if (!k)
+			continue;
+		if (s->n_prompt_reqs > 1)
+			k->shared_steps++;
+		if (s->n_prompt_reqs > k->max_sharing)
+			k->max_sharing = s->n_prompt_reqs;
+		if (s->n_tokens > 0)
+			k->step_tokens += s->n_tokens;
 	}
 	orphan_accounting(tl, s);
 	store_step(tl, s);
@@ -509,7 +653,10 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 			join_tokenize(tl, &c->s, c->ret);
 			break;
 		case TTF_ROLE_STEP:
-			process_step(tl, &c->s);
+			if (c->s.n_seq > 0 && c->seq_tokens[0] > 0)
+				process_counted_step(tl, c);
+			else
+				process_step(tl, &c->s);
 			break;
 		case TTF_ROLE_SYNC:
 			process_sync(tl, &c->s);

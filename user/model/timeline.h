@@ -12,14 +12,31 @@
  * watermark in time order:
  *   - a tokenize call joins the ticket its thread read last (same tid,
  *     read before the call started): "the engine has it" at tokenize end;
- *   - a prompt step (some sequence brings several tokens: fewer distinct
- *     sequence ids than tokens among the sampled ones) for a sequence that
- *     is not already prefilling starts the prefill of a waiting ticket: the
- *     one whose tokenize count equals the step's tokens when exactly one
- *     does, else the oldest (FIFO). The mapping is exact when that ticket
- *     was the only one waiting, else inferred; further prompt steps of that
- *     sequence extend its prefill (chunked prefill), and so does a step that
- *     brings exactly the prompt's remaining tokens (a 1-token last chunk).
+ *   - steps with per-sequence counts (the probe walked the batch: tokens,
+ *     first position and output flag of each sequence id), docs/design.md D10:
+ *     each sequence of the batch is one of
+ *       . a chunk of a prompt it is prefilling (its position continues the
+ *         last chunk): extends that request's prefill; the chunk whose last
+ *         token wants logits ends it;
+ *       . one decode token (1 token, position continuing its last);
+ *       . a new prompt (otherwise; also after the sequence id was freed by
+ *         its request's end: slot reuse). Its first position is the length
+ *         of the prompt prefix served from the engine's cache; prompt
+ *         length = that + its tokens when the chunk ends the prompt.
+ *     A new prompt starts the prefill of a waiting ticket: the only one
+ *     whose tokenize count equals the prompt length (exact), else the
+ *     oldest of those that tie (inferred: arrival order), else the oldest
+ *     waiting (inferred: FIFO). Several new prompts of one step are taken in
+ *     batch order. Every request prefilling in a step has the whole step in
+ *     its prefill: the step is shared.
+ *   - steps without counts (older kernels, engines that give no sequence
+ *     ids): a prompt step (some sequence brings several tokens: fewer
+ *     distinct sequence ids than tokens among the sampled ones) for a
+ *     sequence that is not already prefilling starts the prefill of a
+ *     waiting ticket, chosen as above with the step's tokens as the
+ *     prompt length when one sequence is in it; further prompt steps of
+ *     that sequence extend its prefill (chunked prefill), and so does a step
+ *     that brings exactly the prompt's remaining tokens (a 1-token last chunk).
  * All times CLOCK_MONOTONIC ns.
  */
 #ifndef TTFTRACE_TIMELINE_H
@@ -32,6 +49,9 @@
 /* Sequence ids sampled per step (the engine record's). */
 #define TL_MAX_SEQ TTF_ENGINE_MAX_SEQ
 
+/* Requests named per step as prefilling in it (n_prompt_reqs counts them all). */
+#define TL_STEP_REQS 4
+
 struct tl_step {
 	uint64_t start_ns, end_ns;
 	uint32_t tgid;
@@ -40,7 +60,18 @@ struct tl_step {
 	int n_seq;
 	int32_t seq_ids[TL_MAX_SEQ];
 	int is_prompt;		/* brings prompt tokens (prefill) */
-	uint64_t req_id;	/* request whose prefill it is (prompt steps), 0 unknown */
+	uint64_t req_id;	/* first request whose prefill it is (prompt steps), 0 unknown */
+	int32_t prompt_tokens;	/* prompt tokens in it, all requests; -1 not counted */
+	uint16_t n_prompt_reqs;	/* requests prefilling in it */
+	uint64_t prompt_reqs[TL_STEP_REQS];	/* the first of them, batch order */
+};
+
+/* How a prompt was given to its request (docs/design.md D10). */
+enum tl_match {
+	TL_MATCH_ALONE = 0,	/* the only request waiting: exact */
+	TL_MATCH_COUNT,		/* the only one whose tokenize count is the prompt length: exact */
+	TL_MATCH_TIE,		/* oldest of n_tied with that count: inferred */
+	TL_MATCH_FIFO,		/* oldest waiting, no count matched: inferred */
 };
 
 /* What the timeline knows about one request's way through the engine. */
@@ -53,12 +84,18 @@ struct tl_ticket {
 	int64_t tok_count;	/* tokens the tokenize call returned; <= 0 unknown */
 	uint64_t prefill_start_ns, prefill_end_ns; /* 0: no prompt step joined */
 	uint32_t prefill_steps;
-	uint64_t prefill_tokens;
+	uint64_t prefill_tokens;	/* its own prompt tokens computed (counted), else its steps' */
 	uint32_t step_tid;	/* thread that ran its prefill */
 	uint32_t step_tgid;	/* ... and its process (the GPU owner for CUPTI joins) */
 	int32_t seq;		/* sequence id of its prompt, -1 unknown */
 	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
-	int matched_by_count;	/* chosen among them by its tokenize count, not FIFO */
+	enum tl_match match;	/* how its prompt step was given to it */
+	int n_tied;		/* TL_MATCH_TIE: waiting tickets with its prompt length */
+	int64_t cached_tokens;	/* prompt tokens the engine had cached (first position); -1 unknown */
+	int prompt_done;	/* the chunk ending its prompt was seen (counted batches) */
+	uint32_t shared_steps;	/* its prefill steps that also prefilled other requests */
+	uint16_t max_sharing;	/* most requests prefilling in one of its steps (itself included) */
+	uint64_t step_tokens;	/* all tokens of its prefill steps (for its token share) */
 	int done;		/* prefill assigned */
 	uint64_t queued_behind_orphan_ns; /* waited while the engine served an aborted request */
 	uint64_t aborted_ns;	/* its client left at this time; 0 never */
@@ -67,6 +104,8 @@ struct tl_ticket {
 
 struct timeline_stats {
 	uint64_t steps, prompt_steps, tokenize_calls, tickets;
+	uint64_t counted_steps;		/* steps with per-sequence counts */
+	uint64_t shared_prompt_steps;	/* prompt steps that prefilled several requests */
 	uint64_t unmatched_returns;	/* a return without its entry */
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
 	uint64_t dropped_old;		/* items evicted by the memory bound */
