@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
       libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev uthash-dev pkg-config
       python3 python3-pytest make gcc iproute2 procps golang-go
+      cmake g++ git	# tools/demo/build_llama_server.sh: llama.cpp's own server
       bpftrace	# bench/overhead.sh: the bpftrace baseline
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/export: the real Prometheus scrapes --metrics
@@ -34,4 +35,5 @@ fi
 # Demo engine (node-llama-cpp, CPU build only) and demo model.
 if [ -x tools/demo/install.sh ]; then
 	tools/demo/install.sh
+	tools/demo/build_llama_server.sh
 fi

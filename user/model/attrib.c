@@ -24,21 +24,61 @@ static void overlay_stage(struct ttf_attrib *a, const struct attrib_sources *src
 		a->have_overlay[st] = 1;
 }
 
+#define GAP_NAMES 4	/* requests named in one cause; more are counted */
+
 struct gap_scan {
 	uint64_t self_id;
-	uint64_t other_id;
-	int found;
+	uint64_t ids[GAP_NAMES];
+	int n_ids;		/* distinct requests named (ids[] holds the first) */
+	int unknown;		/* a prompt step of an unknown request */
 };
 
+static void gap_add(struct gap_scan *g, uint64_t id)
+{
+	if (!id || id == g->self_id) {
+		g->unknown |= !id;
+		return;
+	}
+	for (int i = 0; i < g->n_ids && i < GAP_NAMES; i++)
+		if (g->ids[i] == id)
+			return;
+	if (g->n_ids < GAP_NAMES)
+		g->ids[g->n_ids] = id;
+	g->n_ids++;
+}
+
+/* Every other request prefilling in a step of the gap. */
 static int find_other_prefill(void *ctx, const struct tl_step *s)
 {
 	struct gap_scan *g = ctx;
+	int n = s->n_prompt_reqs < TL_STEP_REQS ? s->n_prompt_reqs : TL_STEP_REQS;
 
-	if (!s->is_prompt || (s->req_id && s->req_id == g->self_id))
+	if (!s->is_prompt)
 		return 0;
-	g->found = 1;
-	g->other_id = s->req_id;
-	return 1;
+	if (!s->n_prompt_reqs)
+		gap_add(g, s->req_id);
+	for (int i = 0; i < n; i++)
+		gap_add(g, s->prompt_reqs[i]);
+	if (s->n_prompt_reqs > TL_STEP_REQS)
+		g->n_ids += s->n_prompt_reqs - TL_STEP_REQS;	/* named nowhere: counted */
+	return 0;
+}
+
+/* "prefill of request 12", "prefill of requests 12, 15 +2", "prefill of another request" */
+static void gap_cause(const struct gap_scan *g, char *out, size_t n)
+{
+	size_t len;
+
+	if (!g->n_ids) {
+		snprintf(out, n, "prefill of another request");
+		return;
+	}
+	len = snprintf(out, n, "prefill of request%s", g->n_ids > 1 ? "s" : "");
+	for (int i = 0; i < g->n_ids && i < GAP_NAMES && len < n; i++)
+		len += snprintf(out + len, n - len, "%s %llu", i ? "," : "",
+				(unsigned long long)g->ids[i]);
+	if (g->n_ids > GAP_NAMES && len < n)
+		snprintf(out + len, n - len, " +%d", g->n_ids - GAP_NAMES);
 }
 
 /* Name the visible cause of one ITL outlier between token events i and i+1. */
@@ -55,12 +95,8 @@ static void outlier_cause(const struct ttf_request *r, const struct ttf_req_metr
 		struct gap_scan g = { .self_id = r->id };
 
 		timeline__steps_in(src->tl, t0, t1, find_other_prefill, &g);
-		if (g.found) {
-			if (g.other_id)
-				snprintf(out, n, "prefill of request %llu",
-					 (unsigned long long)g.other_id);
-			else
-				snprintf(out, n, "prefill of another request");
+		if (g.n_ids || g.unknown) {
+			gap_cause(&g, out, n);
 			return;
 		}
 	}
@@ -258,10 +294,23 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		a->prefill_shared_with = k->max_sharing > 1 ? k->max_sharing - 1 : 0;
 		a->prefill_token_share = k->step_tokens && k->prefill_tokens ?
 					 (double)k->prefill_tokens / k->step_tokens : -1;
+		if (k->tok_count > 0 && k->cached_tokens >= 0 && k->prompt_done &&
+		    k->cached_tokens + (int64_t)k->prefill_tokens != k->tok_count) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "prompt of %lld tokens, tokenize counted %lld",
+				 (long long)(k->cached_tokens + (int64_t)k->prefill_tokens),
+				 (long long)k->tok_count);
+			set_inferred(a, why);
+		}
 		if (k->match == TL_MATCH_TIE || k->match == TL_MATCH_FIFO) {
 			char why[96];
 
-			if (k->match == TL_MATCH_TIE)
+			if (k->match == TL_MATCH_TIE && k->by_first_chunk)
+				snprintf(why, sizeof(why), "chunked prefill: arrival order among %d"
+					 " longer prompts of %d waiting requests", k->n_tied,
+					 k->n_waiting);
+			else if (k->match == TL_MATCH_TIE)
 				snprintf(why, sizeof(why), "equal prompt lengths: arrival order among %d"
 					 " of %d waiting requests", k->n_tied, k->n_waiting);
 			else

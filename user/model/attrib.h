@@ -68,7 +68,7 @@ typedef int (*ttf_overlay_fn)(void *ctx, uint32_t tid, uint64_t start_ns, uint64
 struct ttf_outlier_cause {
 	uint32_t index;		/* ITL index (gap before token event index+1) */
 	double itl_ns;
-	char cause[48];		/* "prefill of request 12", "runqueue wait", ... */
+	char cause[64];		/* "prefill of requests 12, 15", "runqueue wait", ... */
 };
 
 #define TTF_MAX_COPIES 8

@@ -332,6 +332,7 @@ static struct tl_ticket *start_prefill(struct timeline *tl, struct tl_step *s, i
 	k->n_waiting = n_waiting;
 	k->match = match;
 	k->n_tied = n_tied;
+	k->by_first_chunk = at_least;
 	k->step_tid = s->tid;
 	k->step_tgid = s->tgid;
 	k->prefill_start_ns = s->start_ns;
@@ -473,17 +474,11 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 	store_step(tl, s);
 }
 
-/* Name request id as prefilling n_tokens of step s (its own tokens); ids[] gathers all. */
-static void note_prompt_req(struct tl_step *s, uint64_t id, int32_t n_tokens, uint64_t *ids)
+/* Sequence entry i of step s brings n_tokens of a prompt; seqs[] gathers them. */
+static void note_prompt_seq(struct tl_step *s, int i, int32_t n_tokens, int *seqs, int *n_seqs)
 {
-	if (s->n_prompt_reqs < TL_MAX_SEQ)
-		ids[s->n_prompt_reqs] = id;
-	if (s->n_prompt_reqs < TL_STEP_REQS)
-		s->prompt_reqs[s->n_prompt_reqs] = id;
-	s->n_prompt_reqs++;
+	seqs[(*n_seqs)++] = i;
 	s->prompt_tokens += n_tokens;
-	if (!s->req_id)
-		s->req_id = id;
 	s->is_prompt = 1;
 }
 
@@ -506,6 +501,102 @@ static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, in
 }
 
 /*
+ * Exchange the prefills given to two tickets (and their sequences); one may
+ * have none yet (still waiting): the other then waits again.
+ */
+static void swap_prefills(struct timeline *tl, struct tl_ticket *a, struct tl_ticket *b)
+{
+	struct tl_ticket t = *a;
+
+#define SWAP(f) do { a->f = b->f; b->f = t.f; } while (0)
+	SWAP(seq); SWAP(prefill_start_ns); SWAP(prefill_end_ns); SWAP(prefill_steps);
+	SWAP(prefill_tokens); SWAP(cached_tokens); SWAP(prompt_done); SWAP(shared_steps);
+	SWAP(max_sharing); SWAP(step_tokens); SWAP(step_tid); SWAP(step_tgid); SWAP(done);
+	SWAP(n_waiting);
+#undef SWAP
+	for (int i = 0; i < tl->n_seqs; i++) {
+		if (tl->seqs[i].req_id == a->req_id)
+			tl->seqs[i].req_id = b->req_id;
+		else if (tl->seqs[i].req_id == b->req_id)
+			tl->seqs[i].req_id = a->req_id;
+	}
+}
+
+/*
+ * k's prompt just ended. A pick made at a first chunk only knew the prompt
+ * was longer than that chunk; now its length is known. If it is not k's
+ * tokenize count but is that of another ticket picked the same way and still
+ * prefilling, the two were given each other's prompts: exchange them.
+ */
+static void confirm_prompt(struct timeline *tl, struct tl_ticket *k)
+{
+	struct tl_ticket *best = NULL;
+	int64_t len;
+
+	if (!k->by_first_chunk || k->cached_tokens < 0 || k->tok_count <= 0)
+		return;
+	len = k->cached_tokens + (int64_t)k->prefill_tokens;
+	if (len == k->tok_count) {
+		/* Right: exact when no other candidate of its pick had that count. */
+		int others = 0;
+
+		for (size_t i = 0; i < tl->n_tickets; i++) {
+			const struct tl_ticket *o = &tl->tickets[i];
+
+			others += o != k && o->tok_count == len &&
+				  (o->done ? o->by_first_chunk && !o->prompt_done :
+					     ready_ns(tl, o) <= k->prefill_start_ns);
+		}
+		if (!others) {
+			k->match = TL_MATCH_COUNT;
+			k->by_first_chunk = 0;
+		}
+		return;
+	}
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *o = &tl->tickets[i];
+
+		if (o == k || o->tok_count != len)
+			continue;
+		if (o->done ? o->by_first_chunk && !o->prompt_done :
+			      ready_ns(tl, o) <= k->prefill_start_ns && (!best || best->done ||
+			      ready_ns(tl, o) < ready_ns(tl, best)))
+			best = o;
+	}
+	if (!best)
+		return;
+	swap_prefills(tl, k, best);
+	best->match = TL_MATCH_COUNT;
+	best->by_first_chunk = 0;
+	k->by_first_chunk = k->done;	/* a chunked prompt it now holds is checked when it ends */
+	tl->stats.reassigned++;
+}
+
+/*
+ * A whole prompt of len tokens was given to k with no count to go by. If a
+ * ticket picked at a first chunk (still prefilling) has that tokenize count,
+ * the prompt is that ticket's, and k's is that chunked one: exchange them.
+ * Returns the ticket that now holds the whole prompt.
+ */
+static struct tl_ticket *claim_from_chunked(struct timeline *tl, struct tl_ticket *k,
+					    int64_t len)
+{
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *o = &tl->tickets[i];
+
+		if (o == k || !o->done || !o->by_first_chunk || o->prompt_done || o->tok_count != len)
+			continue;
+		swap_prefills(tl, k, o);
+		o->match = TL_MATCH_COUNT;
+		o->by_first_chunk = 0;
+		k->by_first_chunk = 1;	/* its chunked prompt is confirmed when it ends */
+		tl->stats.reassigned++;
+		return o;
+	}
+	return k;
+}
+
+/*
  * A step whose probe counted each sequence's tokens (timeline.h): chunks
  * extend prefills, decode tokens advance their sequence, new prompts start
  * prefills in batch order; then every request prefilling in it learns that
@@ -514,8 +605,7 @@ static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, in
 static void process_counted_step(struct timeline *tl, struct call *c)
 {
 	struct tl_step *s = &c->s;
-	int new_k[TL_MAX_SEQ], n_new = 0;
-	uint64_t ids[TL_MAX_SEQ];
+	int new_k[TL_MAX_SEQ], n_new = 0, seqs[TL_MAX_SEQ], n_seqs = 0;
 
 	tl->stats.counted_steps++;
 	s->prompt_tokens = 0;
@@ -535,10 +625,11 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 			if (!k)
 				break;	/* an orphan's chunk: its client left and was released */
 			extend_prefill(k, s, n);
-			note_prompt_req(s, k->req_id, n, ids);
+			note_prompt_seq(s, i, n, seqs, &n_seqs);
 			if (c->seq_out_mask & (1u << i)) {
 				k->prompt_done = 1;
 				sl->state = SEQ_DECODE;
+				confirm_prompt(tl, k);
 			}
 			break;
 		case PART_NEW:
@@ -561,17 +652,32 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 		}
 		k->cached_tokens = c->seq_pos0[i] >= 0 ? c->seq_pos0[i] : -1;
 		k->prompt_done = ends;
+		if (ends && k->tok_count != pos + n)
+			k = claim_from_chunked(tl, k, pos + n);
 		*sl = (struct seq_slot){ s->seq_ids[i], ends ? SEQ_DECODE : SEQ_PREFILL, k->req_id,
 					 k->aborted_ns, c->seq_pos0[i] >= 0 ? c->seq_pos0[i] + n : -1 };
-		note_prompt_req(s, k->req_id, n, ids);
+		note_prompt_seq(s, i, n, seqs, &n_seqs);
+	}
+	/* Who prefilled in it, once reassignments in it are done. */
+	for (int j = 0; j < n_seqs; j++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[seqs[j]]);
+
+		if (!sl)
+			continue;
+		if (s->n_prompt_reqs < TL_STEP_REQS)
+			s->prompt_reqs[s->n_prompt_reqs] = sl->req_id;
+		s->n_prompt_reqs++;
+		if (!s->req_id)
+			s->req_id = sl->req_id;
 	}
 	if (s->is_prompt) {
 		tl->stats.prompt_steps++;
 		if (s->n_prompt_reqs > 1)
 			tl->stats.shared_prompt_steps++;
 	}
-	for (int j = 0; j < s->n_prompt_reqs && j < TL_MAX_SEQ; j++) {
-		struct tl_ticket *k = ticket_by_id(tl, ids[j]);
+	for (int j = 0; j < n_seqs; j++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[seqs[j]]);
+		struct tl_ticket *k = sl ? ticket_by_id(tl, sl->req_id) : NULL;
 
 		if (!k)
 			continue;

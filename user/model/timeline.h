@@ -91,6 +91,7 @@ struct tl_ticket {
 	int n_waiting;		/* tickets waiting (itself included) when its prefill began */
 	enum tl_match match;	/* how its prompt step was given to it */
 	int n_tied;		/* TL_MATCH_TIE: waiting tickets with its prompt length */
+	int by_first_chunk;	/* picked at a first chunk: its length only bounded the prompt's */
 	int64_t cached_tokens;	/* prompt tokens the engine had cached (first position); -1 unknown */
 	int prompt_done;	/* the chunk ending its prompt was seen (counted batches) */
 	uint32_t shared_steps;	/* its prefill steps that also prefilled other requests */
@@ -106,6 +107,7 @@ struct timeline_stats {
 	uint64_t steps, prompt_steps, tokenize_calls, tickets;
 	uint64_t counted_steps;		/* steps with per-sequence counts */
 	uint64_t shared_prompt_steps;	/* prompt steps that prefilled several requests */
+	uint64_t reassigned;		/* chunked prompts re-given once their length was known */
 	uint64_t unmatched_returns;	/* a return without its entry */
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
 	uint64_t dropped_old;		/* items evicted by the memory bound */

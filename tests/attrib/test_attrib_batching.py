@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Attribution under continuous batching, against the fixture engine's truth.
+
+With --batch-tokens the fixture engine batches as llama-server does: one step
+holds a decode token of every decoding sequence and the prompts (or chunks of
+them) of several new requests, and a sequence id freed by a finished request
+is taken by the next (slot reuse). Every request prefilling in a step has the
+whole step as its prefill; the truth log gives each request's prefill steps
+and how many of them it shared.
+"""
+import math
+
+import pytest
+
+from attrib_helpers import assert_stages_match, check_stage_sums, prompt_lengths
+from conftest import needs_root
+from test_attrib_fixture import engine, load, traced_run  # noqa: F401 (fixture)
+
+pytestmark = needs_root
+
+BATCH_TOKENS = 512
+SLOTS = 8
+
+
+def check_batched(pairs, exact_frac):
+    """Prefill tokens and steps as the truth, shared steps seen, exact share."""
+    bad, exact, shared_truth, shared_seen = [], 0, 0, 0
+    for rec, t in pairs:
+        check_stage_sums(rec)
+        assert rec["attribution"] in ("exact", "inferred"), rec
+        if (rec["prefill_tokens"], rec["prefill_steps"]) != (t["prompt_tokens"],
+                                                            t["prefill_steps"]):
+            bad.append("id %s (%s %s): %s tokens in %s steps, truth %d in %d" % (
+                rec["id"], rec["attribution"], rec["inferred_by"], rec["prefill_tokens"],
+                rec["prefill_steps"], t["prompt_tokens"], t["prefill_steps"]))
+        exact += rec["attribution"] == "exact"
+        assert rec["cached_tokens"] == 0, rec      # the fixture caches nothing
+        if t["shared_steps"]:
+            shared_truth += 1
+            shared_seen += rec["prefill_shared_with"] > 0
+            assert 0 < rec["prefill_token_share"] < 1, rec
+        else:
+            assert rec["prefill_shared_with"] == 0, (rec, t)
+    need = math.ceil(0.95 * len(pairs))
+    assert len(pairs) - len(bad) >= need, "; ".join(bad)
+    assert shared_truth > len(pairs) // 4, "the load did not batch prompts: %d" % shared_truth
+    assert shared_seen == shared_truth, (shared_seen, shared_truth)
+    assert exact >= exact_frac * len(pairs), "exact %d of %d" % (exact, len(pairs))
+    return exact
+
+
+@pytest.mark.parametrize("concurrency,n", [(8, 32), (32, 64)])
+def test_batched_prefill_matches_truth(engine, tracer, concurrency, n):
+    lengths = prompt_lengths(n, lo=40, hi=400)
+    assert len(set(lengths)) == n   # unequal prompts: the tokenize count names each
+    tr, pairs = traced_run(engine, tracer, ("--batch-tokens", BATCH_TOKENS, "--slots", SLOTS),
+                           load(lengths, concurrency))
+    exact = check_batched(pairs, exact_frac=0.8)
+    assert_stages_match(pairs)
+    s = tr.summary()
+    assert s["attribution"]["exact"] == exact, s["attribution"]
+    assert s["attribution"]["exact_share"] == pytest.approx(exact / n, abs=1e-4)
+    assert s["attribution"]["shared_prefill"] > 0
+    assert "Attribution: %d exact" % exact in tr.stderr or "exact" in str(s["attribution"])
+
+
+def test_equal_prompts_tie_inferred_same_prefill(engine, tracer):
+    """Equal prompt lengths cannot be told apart by count: arrival order, inferred,
+    and the prefill is still right (requests sharing a step share its time)."""
+    lengths = [200] * 16
+    _, pairs = traced_run(engine, tracer, ("--batch-tokens", BATCH_TOKENS, "--slots", SLOTS),
+                          load(lengths, 8))
+    ties = [rec for rec, _ in pairs if rec["inferred_by"] and
+            rec["inferred_by"].startswith("equal prompt lengths: arrival order among")]
+    assert ties, [rec["inferred_by"] for rec, _ in pairs]
+    assert_stages_match(pairs)
+
+
+def test_chunked_batched_prefill(engine, tracer):
+    """Prompts longer than the batch: chunks mixed with decode, over several steps."""
+    lengths = prompt_lengths(24, lo=300, hi=900)
+    _, pairs = traced_run(engine, tracer, ("--batch-tokens", 256, "--slots", 4),
+                          load(lengths, 8))
+    assert max(t["prefill_steps"] for _, t in pairs) >= 3
+    check_batched(pairs, exact_frac=0.8)
+    assert_stages_match(pairs)

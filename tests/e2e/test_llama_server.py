@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Prefill attribution on llama.cpp's own llama-server under batching.
+
+llama-server (built by tools/demo/build_llama_server.sh from the llama.cpp
+source node-llama-cpp ships) runs the demo model with 4 slots: prompts of
+several new requests go into one llama_decode batch, next to the decode
+tokens of the others, and a slot freed by a finished request is taken by the
+next. The engine reports its own timings per request (timings.prompt_ms,
+prompt_n, cache_n in the last streamed event); ttftrace's prefill stage must
+agree within 3 ms + 10 %, and its cached token count must equal cache_n.
+"""
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import ROOT, free_port, needs_root
+
+pytestmark = needs_root
+
+BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
+SERVER = os.path.join(BIN, "llama-server")
+MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
+SLOTS = 4
+THREADS = min(2, os.cpu_count() or 1)   # more threads than cores runs ~20x slower
+
+
+@pytest.fixture
+def llama_server(procs, tmp_path):
+    if not os.access(SERVER, os.X_OK) or not os.path.exists(MODEL):
+        pytest.fail("llama-server or the demo model is missing: run tools/setup.sh")
+    port = free_port()
+    env = dict(os.environ, LD_LIBRARY_PATH=BIN)
+    log = open(str(tmp_path / "llama-server.log"), "w")
+    p = procs.add(subprocess.Popen(
+        [SERVER, "-m", MODEL, "-np", str(SLOTS), "-t", str(THREADS), "-c", str(2048 * SLOTS),
+         "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=log, env=env))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert p.poll() is None, open(log.name).read()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                if b" 200 " in s.recv(256):
+                    return port
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail("llama-server did not become healthy: %s" % open(log.name).read())
+
+
+def completion(port, prompt, n_predict=16):
+    """One streamed /completion; returns {port, timings} (the client's local port)."""
+    body = json.dumps({"prompt": prompt, "n_predict": n_predict, "stream": True,
+                       "cache_prompt": True}).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        lport = s.getsockname()[1]
+        s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        buf = b""
+        while True:     # llama-server closes the connection after a streamed response
+            d = s.recv(65536)
+            if not d:
+                break
+            buf += d
+    timings = None
+    for line in buf.split(b"\n"):
+        if line.startswith(b"data: ") and b'"timings"' in line:
+            timings = json.loads(line[6:])["timings"]
+    assert timings, buf[-500:]
+    return {"port": lport, "timings": timings}
+
+
+def load(port, clients, per_client, words, unequal):
+    out, errors, rnd = [], [], random.Random(7)
+    prompts = [[" ".join("w%d%s" % (c, chr(97 + rnd.randrange(26)))
+                         for _ in range(words + ((c * 11 + i * 5) if unequal else 0)))
+                for i in range(per_client)] for c in range(clients)]
+
+    def client(c):
+        try:
+            for p in prompts[c]:
+                out.append(completion(port, p))
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    th = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(300)
+    assert not errors, errors
+    return out
+
+
+def joined(tr, client):
+    by_port = {c["port"]: c for c in client}
+    recs = tr.requests()
+    assert len(recs) == len(client), tr.stderr
+    pairs = []
+    for r in recs:
+        port = int(re.search(r":(\d+)$", r["conn"]).group(1))
+        pairs.append((r, by_port[port]["timings"]))
+    return pairs
+
+
+def prefill_ok(r, t):
+    assert "stages_ms" in r, r
+    pf = r["stages_ms"]["prefill"]
+    return pf is not None and abs(pf - t["prompt_ms"]) <= 3 + 0.1 * t["prompt_ms"]
+
+
+def traced(tracer, port, fn):
+    tr = tracer("--port", port)
+    out = fn()
+    tr.wait_requests(len(out), timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    return tr, joined(tr, out)
+
+
+@pytest.mark.parametrize("unequal", [False, True], ids=["equal", "unequal"])
+def test_batched_prefill_matches_engine(llama_server, tracer, unequal):
+    tr, pairs = traced(tracer, llama_server, lambda: load(llama_server, 8, 3, 150, unequal))
+    bad = ["id %s: prefill %s ms, engine %.2f ms (%s %s)" % (
+        r["id"], r["stages_ms"]["prefill"], t["prompt_ms"], r["attribution"], r["inferred_by"])
+        for r, t in pairs if not prefill_ok(r, t)]
+    assert len(pairs) - len(bad) >= 0.95 * len(pairs), "\n".join(bad)
+    for r, t in pairs:
+        assert r["prefill_tokens"] == t["prompt_n"], (r, t)
+        assert r["cached_tokens"] == t["cache_n"], (r, t)
+    exact = sum(r["attribution"] == "exact" for r, _ in pairs)
+    if unequal:
+        assert exact >= 0.8 * len(pairs), [r["inferred_by"] for r, _ in pairs]
+    s = tr.summary()
+    assert s["attribution"]["exact"] == exact
+    # 4 slots, 8 clients: new prompts share steps
+    assert s["attribution"]["shared_prefill"] > 0, s["attribution"]
+
+
+def test_prefix_cache_hit_is_a_prefill(llama_server, tracer):
+    rnd = random.Random(3)
+    prompt = "".join(chr(97 + rnd.randrange(26)) for _ in range(1799))
+    tr, pairs = traced(tracer, llama_server,
+                       lambda: [completion(llama_server, prompt, 8) for _ in range(3)])
+    pairs.sort(key=lambda p: p[0]["id"])
+    for r, t in pairs[1:]:
+        assert t["cache_n"] > 1000, t     # the engine served it from its cache
+        assert prefill_ok(r, t), (r["stages_ms"], t)
+        assert r["cached_tokens"] == t["cache_n"], (r["cached_tokens"], t)
+        assert r["prefill_tokens"] == t["prompt_n"], (r["prefill_tokens"], t)
+        assert r["attribution"] == "exact", r
+    s = tr.summary()
+    assert s["prefix_cache"]["hits"] >= 2, s["prefix_cache"]
