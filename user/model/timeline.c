@@ -492,7 +492,13 @@ static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, in
 	struct tl_ticket *k = sl->state != SEQ_FREE ? ticket_by_id(tl, sl->req_id) : NULL;
 
 	if (!k && !sl->orphan_since_ns)
-		return PART_NEW;
+		/*
+		 * Its request is gone. One token continuing its positions is still a
+		 * decode token (of a request released under a mapping that was a guess,
+		 * or ended early); a new prompt jumps back to its cached prefix, or
+		 * brings several tokens.
+		 */
+		return n == 1 && pos >= 0 && pos == sl->next_pos ? PART_DECODE : PART_NEW;
 	if (sl->state == SEQ_PREFILL && continues)
 		return PART_CHUNK;
 	if (sl->state == SEQ_DECODE && n == 1 && continues)
