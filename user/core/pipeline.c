@@ -153,11 +153,20 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 					  r->read_done_ns);
 }
 
+static void on_response_begin(void *ctx, const struct ttf_request *r)
+{
+	struct pipeline *p = ctx;
+
+	if (p->tl)
+		timeline__on_response_begin(p->tl, r->id, r->resp_first_write_ns);
+}
+
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 	struct conn_table_opts co = { .sz = sizeof(co), .on_request = on_request,
-				      .on_request_read = on_request_read };
+				      .on_request_read = on_request_read,
+				      .on_response_begin = on_response_begin };
 
 	if (!p)
 		return NULL;

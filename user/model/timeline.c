@@ -254,9 +254,29 @@ static struct tl_ticket *ticket_by_id(const struct timeline *tl, uint64_t id)
  * than min_len: at_least), else the oldest of those that tie, else the
  * oldest. *n_waiting counts them all, *n_tied the ties; *match says how.
  */
-static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int64_t prompt_len,
-				      int at_least, int *n_waiting, enum tl_match *match,
-				      int *n_tied)
+/* k's response began inside [start_ns, end_ns]: the engine took it then. */
+static int began_in(const struct tl_ticket *k, uint64_t start_ns, uint64_t end_ns)
+{
+	return k->resp_begin_ns >= start_ns && k->resp_begin_ns <= end_ns;
+}
+
+/* Is a better than b as the oldest candidate, preferring a response begun in the step? */
+static int earlier(const struct timeline *tl, const struct tl_ticket *a,
+		   const struct tl_ticket *b, uint64_t start_ns, uint64_t end_ns)
+{
+	int ia = began_in(a, start_ns, end_ns), ib;
+
+	if (!b)
+		return 1;
+	ib = began_in(b, start_ns, end_ns);
+	if (ia != ib)
+		return ia;
+	return ready_ns(tl, a) < ready_ns(tl, b);
+}
+
+static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, uint64_t end,
+				      int64_t prompt_len, int at_least, int *n_waiting,
+				      enum tl_match *match, int *n_tied)
 {
 	struct tl_ticket *best = NULL, *same = NULL;
 	int n_same = 0;
@@ -268,11 +288,11 @@ static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, int64_t 
 		if (k->done || ready_ns(tl, k) > at)
 			continue;
 		(*n_waiting)++;
-		if (!best || ready_ns(tl, k) < ready_ns(tl, best))
+		if (earlier(tl, k, best, at, end))
 			best = k;
 		if (prompt_len > 0 && k->tok_count > 0 &&
 		    (at_least ? k->tok_count > prompt_len : k->tok_count == prompt_len)) {
-			if (!same || ready_ns(tl, k) < ready_ns(tl, same))
+			if (earlier(tl, k, same, at, end))
 				same = k;
 			n_same++;
 		}
@@ -295,7 +315,7 @@ static struct tl_ticket *oldest_waiting(struct timeline *tl, uint64_t at, int *n
 	enum tl_match match;
 	int n_tied;
 
-	return pick_waiting(tl, at, -1, 0, n_waiting, &match, &n_tied);
+	return pick_waiting(tl, at, 0, -1, 0, n_waiting, &match, &n_tied);
 }
 
 /* Step s is part of k's prefill; n_tokens of them are k's (-1: the step's). */
@@ -322,7 +342,8 @@ static struct tl_ticket *start_prefill(struct timeline *tl, struct tl_step *s, i
 	int n_waiting, n_tied;
 	enum tl_match match;
 
-	k = pick_waiting(tl, s->start_ns, prompt_len, at_least, &n_waiting, &match, &n_tied);
+	k = pick_waiting(tl, s->start_ns, s->end_ns, prompt_len, at_least, &n_waiting, &match,
+			 &n_tied);
 	if (!k) {
 		tl->stats.orphan_prompt_steps++;
 		return NULL;
@@ -495,10 +516,12 @@ static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, in
 		/*
 		 * Its request is gone. One token continuing its positions is still a
 		 * decode token (of a request released under a mapping that was a guess,
-		 * or ended early); a new prompt jumps back to its cached prefix, or
-		 * brings several tokens.
+		 * or ended early), and so is one token past position 0 on a sequence
+		 * never seen (tracing began while it decoded); a new prompt jumps back
+		 * to its cached prefix, or brings several tokens.
 		 */
-		return n == 1 && pos >= 0 && pos == sl->next_pos ? PART_DECODE : PART_NEW;
+		return n == 1 && pos > 0 && (pos == sl->next_pos || sl->next_pos < 0) ?
+		       PART_DECODE : PART_NEW;
 	if (sl->state == SEQ_PREFILL && continues)
 		return PART_CHUNK;
 	if (sl->state == SEQ_DECODE && n == 1 && continues)
@@ -784,6 +807,14 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id)
 {
 	return ticket_by_id(tl, req_id);
+}
+
+void timeline__on_response_begin(struct timeline *tl, uint64_t req_id, uint64_t ts_ns)
+{
+	struct tl_ticket *k = ticket_by_id(tl, req_id);
+
+	if (k && !k->resp_begin_ns)
+		k->resp_begin_ns = ts_ns;
 }
 
 void timeline__on_abort(struct timeline *tl, uint64_t req_id, uint64_t closed_ns)

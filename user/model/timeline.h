@@ -70,7 +70,8 @@ struct tl_step {
 enum tl_match {
 	TL_MATCH_ALONE = 0,	/* the only request waiting: exact */
 	TL_MATCH_COUNT,		/* the only one whose tokenize count is the prompt length: exact */
-	TL_MATCH_TIE,		/* oldest of n_tied with that count: inferred */
+	TL_MATCH_TIE,		/* oldest of n_tied with that count (preferring a response
+				   begun in the step): inferred */
 	TL_MATCH_FIFO,		/* oldest waiting, no count matched: inferred */
 };
 
@@ -80,6 +81,7 @@ struct tl_ticket {
 	uint64_t sock_cookie;
 	uint32_t rx_tid;
 	uint64_t read_done_ns;
+	uint64_t resp_begin_ns;	/* its response's first byte was written; 0 not yet */
 	uint64_t tok_start_ns, tok_end_ns;	/* 0: no tokenize call joined */
 	int64_t tok_count;	/* tokens the tokenize call returned; <= 0 unknown */
 	uint64_t prefill_start_ns, prefill_end_ns; /* 0: no prompt step joined */
@@ -129,6 +131,13 @@ int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event
 /* A request was read completely. -ENOMEM. */
 int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
 			      uint32_t rx_tid, uint64_t read_done_ns);
+/*
+ * The first byte of req_id's response was written at ts_ns. Among waiting
+ * requests a prompt cannot tell apart, one whose response began during the
+ * step comes first (llama-server writes a streamed response's headers when a
+ * slot takes the request).
+ */
+void timeline__on_response_begin(struct timeline *tl, uint64_t req_id, uint64_t ts_ns);
 /* Process every input older than watermark_ns, in time order. */
 void timeline__advance(struct timeline *tl, uint64_t watermark_ns);
 

@@ -398,6 +398,8 @@ struct track_req *track_resp_begin(struct track_conn *tc)
 	q->resp_started = true;
 	q->r.resp_first_write_ns = c->cur->ts_ns;
 	touch(c, q);
+	if (c->t->opts.on_response_begin)
+		c->t->opts.on_response_begin(c->t->opts.ctx, &q->r);
 	return (struct track_req *)q;
 }
 

@@ -36,6 +36,12 @@ struct conn_table_opts {
 	 * the attribution uses it to queue the request for the engine.
 	 */
 	conn_request_cb on_request_read;
+	/*
+	 * Optional: called when the first byte of a request's response is
+	 * written (resp_first_write_ns is set); llama-server writes its
+	 * streaming headers when a slot starts on the request.
+	 */
+	conn_request_cb on_response_begin;
 	void *ctx;
 	int xmit_expected;    /* 1: wait for XMIT records to end TTFT at the device */
 	/*
