@@ -9,11 +9,13 @@ whole step as its prefill; the truth log gives each request's prefill steps
 and how many of them it shared.
 """
 import math
+import os
+import subprocess
 
 import pytest
 
-from attrib_helpers import assert_stages_match, check_stage_sums, prompt_lengths
-from conftest import needs_root
+from attrib_helpers import PROFILE, assert_stages_match, check_stage_sums, prompt_lengths
+from conftest import TTFTRACE, needs_root
 from test_attrib_fixture import engine, load, traced_run  # noqa: F401 (fixture)
 
 pytestmark = needs_root
@@ -50,18 +52,28 @@ def check_batched(pairs, exact_frac):
 
 
 @pytest.mark.parametrize("concurrency,n", [(8, 32), (32, 64)])
-def test_batched_prefill_matches_truth(engine, tracer, concurrency, n):
+def test_batched_prefill_matches_truth(engine, tracer, tmp_path, concurrency, n):
     lengths = prompt_lengths(n, lo=40, hi=400)
     assert len(set(lengths)) == n   # unequal prompts: the tokenize count names each
+    rec = str(tmp_path / "run.rec")
     tr, pairs = traced_run(engine, tracer, ("--batch-tokens", BATCH_TOKENS, "--slots", SLOTS),
-                           load(lengths, concurrency))
+                           load(lengths, concurrency),
+                           probe_args=("--profile", PROFILE, "--record", rec))
     exact = check_batched(pairs, exact_frac=0.8)
     assert_stages_match(pairs)
     s = tr.summary()
     assert s["attribution"]["exact"] == exact, s["attribution"]
     assert s["attribution"]["exact_share"] == pytest.approx(exact / n, abs=1e-4)
     assert s["attribution"]["shared_prefill"] > 0
-    assert "Attribution: %d exact" % exact in tr.stderr or "exact" in str(s["attribution"])
+    assert 0 < s["attribution"]["shared_token_share_min"] <= \
+        s["attribution"]["shared_token_share_p50"] < 1, s["attribution"]
+    # the text summary of the same run (replayed from its recording)
+    out = subprocess.run([TTFTRACE, "replay", rec], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout + out.stderr
+    assert "Attribution: %d exact (%.0f%%)" % (exact, 100.0 * exact / n) in text, text[-2000:]
+    assert "prefills shared a step (their token share: min" in text, text[-2000:]
+    assert "prefill step shared with" in text
 
 
 def test_equal_prompts_tie_inferred_same_prefill(engine, tracer):
@@ -73,7 +85,11 @@ def test_equal_prompts_tie_inferred_same_prefill(engine, tracer):
     ties = [rec for rec, _ in pairs if rec["inferred_by"] and
             rec["inferred_by"].startswith("equal prompt lengths: arrival order among")]
     assert ties, [rec["inferred_by"] for rec, _ in pairs]
-    assert_stages_match(pairs)
+    # A wrong guess across steps moves time between queue, prefill and emit;
+    # seen: 15-16 of 16 right. Each stage sums to TTFT whatever the guess.
+    for rec, _ in pairs:
+        check_stage_sums(rec)
+    assert_stages_match(pairs, frac=0.85)
 
 
 def test_chunked_batched_prefill(engine, tracer):

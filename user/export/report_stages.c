@@ -39,6 +39,7 @@ struct stage_stats {
 	uint64_t n_cache_known, n_cache_hit;	/* requests with a known cached count; > 0 */
 	uint64_t cached_tokens, computed_tokens; /* over the n_cache_known requests */
 	uint64_t n_shared;			/* requests whose prefill shared a step */
+	struct stats *share;			/* their token shares, percent */
 };
 
 /* Bucket of ttft_ns: exact below 2^TAIL_SUB_BITS ns, then log-linear. */
@@ -112,6 +113,11 @@ struct stage_stats *stage_stats__new(void)
 			return NULL;
 		}
 	}
+	ss->share = stats__new();
+	if (!ss->share) {
+		stage_stats__free(ss);
+		return NULL;
+	}
 	return ss;
 }
 
@@ -121,6 +127,7 @@ void stage_stats__free(struct stage_stats *ss)
 		return;
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		stats__free(ss->st[i]);
+	stats__free(ss->share);
 	free(ss->rows);
 	for (size_t b = 0; ss->tail && b < TAIL_BUCKETS; b++)
 		free(ss->tail[b]);
@@ -166,6 +173,8 @@ int stage_stats__add(struct stage_stats *ss, const struct ttf_attrib *a, int64_t
 		ss->computed_tokens += a->prefill_tokens;
 	}
 	ss->n_shared += a->prefill_shared_with > 0;
+	if (a->prefill_shared_with && a->prefill_token_share >= 0)
+		err |= stats__add(ss->share, 100 * a->prefill_token_share);
 	/* A shared step's time is not its own tokens' cost: fit unshared prefills only. */
 	if (a->prefill_tokens && a->stage_ns[TTF_ST_PREFILL] >= 0 && !a->prefill_shared_with)
 		linfit__add(&ss->prefill_fit, a->prefill_tokens, a->stage_ns[TTF_ST_PREFILL] / 1e6);
@@ -446,12 +455,17 @@ void report_stages__summary_text(FILE *out, const struct stage_stats *ss)
 		uint64_t attributed = ss->n_kind[0] + ss->n_kind[1] + ss->n_kind[2];
 
 		fprintf(out, "Attribution: %llu exact (%.0f%%), %llu inferred, %llu merged;"
-			" %llu prefills shared a step\n",
+			" %llu prefills shared a step",
 			(unsigned long long)ss->n_kind[TTF_ATTR_EXACT],
 			attributed ? 100.0 * ss->n_kind[TTF_ATTR_EXACT] / attributed : 0,
 			(unsigned long long)ss->n_kind[TTF_ATTR_INFERRED],
 			(unsigned long long)ss->n_kind[TTF_ATTR_MERGED],
 			(unsigned long long)ss->n_shared);
+		if (stats__count(ss->share))
+			fprintf(out, " (their token share: min %.0f%%, P50 %.0f%%, max %.0f%%)",
+				stats__min(ss->share), stats__percentile(ss->share, 50),
+				stats__max(ss->share));
+		fputc('\n', out);
 		if (ss->n_cache_known)
 			fprintf(out, "Prefix cache: %llu of %llu requests hit (%.0f%%), %llu of %llu"
 				" prompt tokens cached\n", (unsigned long long)ss->n_cache_hit,
@@ -516,6 +530,12 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 			*err |= !cJSON_AddNumberToObject(ak, "exact_share", attributed ?
 				round(1e4 * ss->n_kind[TTF_ATTR_EXACT] / attributed) / 1e4 : 0);
 			*err |= !cJSON_AddNumberToObject(ak, "shared_prefill", (double)ss->n_shared);
+			if (stats__count(ss->share)) {
+				*err |= !cJSON_AddNumberToObject(ak, "shared_token_share_min",
+					round(100 * stats__min(ss->share)) / 1e4);
+				*err |= !cJSON_AddNumberToObject(ak, "shared_token_share_p50",
+					round(100 * stats__percentile(ss->share, 50)) / 1e4);
+			}
 		}
 	}
 	if (ss->n_cache_known) {
