@@ -294,15 +294,6 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		a->prefill_shared_with = k->max_sharing > 1 ? k->max_sharing - 1 : 0;
 		a->prefill_token_share = k->step_tokens && k->prefill_tokens ?
 					 (double)k->prefill_tokens / k->step_tokens : -1;
-		if (k->tok_count > 0 && k->cached_tokens >= 0 && k->prompt_done &&
-		    k->cached_tokens + (int64_t)k->prefill_tokens != k->tok_count) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "prompt of %lld tokens, tokenize counted %lld",
-				 (long long)(k->cached_tokens + (int64_t)k->prefill_tokens),
-				 (long long)k->tok_count);
-			set_inferred(a, why);
-		}
 		if (k->match == TL_MATCH_TIE || k->match == TL_MATCH_FIFO) {
 			char why[96];
 
