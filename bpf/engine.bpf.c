@@ -64,10 +64,11 @@ static __always_inline __s64 reg_arg(struct pt_regs *ctx, int index)
 	return -1;
 }
 
+/* The fields of a batch the walk uses, read by the profile's layout. */
 struct llama_batch_prefix {
 	__s32 n_tokens;
 	__s32 pad;
-	__u64 token, embd, pos, n_seq_id, seq_id, logits;
+	__u64 pos, n_seq_id, seq_id, logits;
 };
 
 /* Sampled sequence ids, no counts: kernels without bpf_loop. */
@@ -182,13 +183,18 @@ static long walk_token(__u64 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 addr)
+static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 addr,
+					     const struct ttf_batch_layout *l)
 {
-	struct llama_batch_prefix b;
+	struct llama_batch_prefix b = {};
 	struct batch_walk w = { .e = e, .b = &b, .cur_k = -1 };
 	__u32 n;
 
-	if (bpf_probe_read_user(&b, sizeof(b), (void *)addr)) {
+	if (bpf_probe_read_user(&b.n_tokens, sizeof(b.n_tokens), (void *)(addr + l->n_tokens)) ||
+	    bpf_probe_read_user(&b.pos, sizeof(b.pos), (void *)(addr + l->pos)) ||
+	    bpf_probe_read_user(&b.n_seq_id, sizeof(b.n_seq_id), (void *)(addr + l->n_seq_id)) ||
+	    bpf_probe_read_user(&b.seq_id, sizeof(b.seq_id), (void *)(addr + l->seq_id)) ||
+	    bpf_probe_read_user(&b.logits, sizeof(b.logits), (void *)(addr + l->logits))) {
 		count(TTF_ENG_CNT_ARG_FAULT);
 		return;
 	}
@@ -258,7 +264,7 @@ static __always_inline int emit(struct pt_regs *ctx, __u8 type)
 			else
 				e->value = v;
 		} else if (cfg && cfg->arg_kind == TTF_ARG_LLAMA_BATCH) {
-			read_llama_batch(e, PT_REGS_SP(ctx) + cfg->arg_offset);
+			read_llama_batch(e, PT_REGS_SP(ctx) + cfg->arg_offset, &cfg->batch);
 		}
 	}
 	/* Step-frequency events: a few per engine step; wake the reader lazily. */

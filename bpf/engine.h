@@ -50,11 +50,29 @@ enum ttf_arg_kind {
 	TTF_ARG_LLAMA_BATCH,
 };
 
+/*
+ * Where a batch struct (TTF_ARG_LLAMA_BATCH) keeps its fields, as byte
+ * offsets into it: the profile's `batch = ...` (user/probe/profile.h), so
+ * that an engine with a llama_batch-like struct can describe its own.
+ * llama.cpp's: n_tokens 0, pos 24, seq_id 40, logits 48.
+ */
+struct ttf_batch_layout {
+	__u8 n_tokens;		/* int32 token count */
+	__u8 pos;		/* int32 *pos: position of each token (NULL: none) */
+	__u8 n_seq_id;		/* int32 *n_seq_id: each token's number of sequence ids */
+	__u8 seq_id;		/* int32 **seq_id: each token's sequence ids; [i][0] is read */
+	__u8 logits;		/* int8 *logits: token wants an output (NULL: the last one) */
+	__u8 pad[3];
+};
+
+#define TTF_LLAMA_BATCH_LAYOUT { .n_tokens = 0, .pos = 24, .n_seq_id = 32, .seq_id = 40, \
+				 .logits = 48 }
+
 struct ttf_engine_probe_cfg {
 	__u32 arg_kind;		/* enum ttf_arg_kind */
 	__s32 arg_index;	/* register number for REG kinds */
 	__s32 arg_offset;	/* stack offset in bytes for STACK kinds */
-	__u32 pad;
+	struct ttf_batch_layout batch;	/* TTF_ARG_LLAMA_BATCH */
 };
 
 /*

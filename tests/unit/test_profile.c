@@ -55,6 +55,11 @@ static void test_llamacpp_profile(void **state)
 	assert_true(p->want_return);
 	assert_int_equal(p->arg.arg_kind, TTF_ARG_LLAMA_BATCH);
 	assert_int_equal(p->arg.arg_offset, 8);
+	assert_int_equal(p->arg.batch.n_tokens, 0);	/* llama_batch's fields */
+	assert_int_equal(p->arg.batch.pos, 24);
+	assert_int_equal(p->arg.batch.n_seq_id, 32);
+	assert_int_equal(p->arg.batch.seq_id, 40);
+	assert_int_equal(p->arg.batch.logits, 48);
 	assert_int_equal(probe("llama_tokenize")->role, TTF_ROLE_TOKENIZE);
 	assert_int_equal(probe("llama_sampler_sample")->role, TTF_ROLE_SAMPLE);
 	p = probe("llama_synchronize");
@@ -92,6 +97,27 @@ static void test_profile_errors(void **state)
 	expect_error("[engine]\nname = x\n", "needs at least one match");
 	expect_error("[engine]\nmatch = a\n[other]\nk = v\n", "t.ini:4: unknown section [other]");
 	expect_error("[engine]\nmatch = a\nno equals sign here\n", "t.ini:3: syntax error");
+}
+
+/* Another engine's batch struct: its layout from the profile, before or after arg =. */
+static void test_batch_layout(void **state)
+{
+	char err[512];
+	const char *text = "[engine]\nmatch = libx.so\n[probe s]\nsymbol = x_step\nrole = step\n"
+			   "batch = n_tokens:8, seq_id:16,pos:24\narg = llama_batch:16\n";
+
+	(void)state;
+	assert_int_equal(profile__parse_string(text, "t.ini", &prof, err, sizeof(err)), 0);
+	assert_int_equal(prof.probes[0].arg.arg_kind, TTF_ARG_LLAMA_BATCH);
+	assert_int_equal(prof.probes[0].arg.arg_offset, 16);
+	assert_int_equal(prof.probes[0].arg.batch.n_tokens, 8);
+	assert_int_equal(prof.probes[0].arg.batch.seq_id, 16);
+	assert_int_equal(prof.probes[0].arg.batch.pos, 24);
+	assert_int_equal(prof.probes[0].arg.batch.logits, 48);	/* unnamed: llama.cpp's */
+	expect_error("[engine]\nmatch = x\n[probe s]\nsymbol = a\nrole = step\n"
+		     "batch = tokens:8\n", "t.ini:6: bad batch 'tokens:8'");
+	expect_error("[engine]\nmatch = x\n[probe s]\nsymbol = a\nrole = step\n"
+		     "batch = pos:300\n", "bad batch 'pos:300'");
 }
 
 static void test_probe_spec(void **state)
@@ -137,6 +163,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_llamacpp_profile),
 		cmocka_unit_test(test_profile_errors),
+		cmocka_unit_test(test_batch_layout),
 		cmocka_unit_test(test_probe_spec),
 	};
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +68,47 @@ int probe_arg__parse(const char *s, struct ttf_engine_probe_cfg *cfg)
 	cfg->arg_offset = (int)v;
 	if (!strncmp(s, "stack:", 6))
 		cfg->arg_kind = TTF_ARG_STACK_I32;
-	else if (!strncmp(s, "llama_batch:", 12))
+	else if (!strncmp(s, "llama_batch:", 12)) {
 		cfg->arg_kind = TTF_ARG_LLAMA_BATCH;
-	else
+		cfg->batch = (struct ttf_batch_layout)TTF_LLAMA_BATCH_LAYOUT;
+	} else {
 		return -EINVAL;
+	}
+	return 0;
+}
+
+int probe_batch__parse(const char *s, struct ttf_batch_layout *l)
+{
+	static const struct { const char *name; size_t off; } fields[] = {
+		{ "n_tokens", offsetof(struct ttf_batch_layout, n_tokens) },
+		{ "pos", offsetof(struct ttf_batch_layout, pos) },
+		{ "n_seq_id", offsetof(struct ttf_batch_layout, n_seq_id) },
+		{ "seq_id", offsetof(struct ttf_batch_layout, seq_id) },
+		{ "logits", offsetof(struct ttf_batch_layout, logits) },
+	};
+	char buf[256], *save = NULL, *tok;
+	struct ttf_batch_layout out = TTF_LLAMA_BATCH_LAYOUT;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		char *colon = strchr(tok, ':');
+		size_t i;
+		long v;
+
+		if (!colon)
+			return -EINVAL;
+		*colon = '\0';
+		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (!strcmp(tok, fields[i].name))
+				break;
+		/* pointers are 8 bytes: the struct prefix read is at most 256 bytes */
+		if (i == sizeof(fields) / sizeof(fields[0]) || parse_int(colon + 1, 0, 248, &v))
+			return -EINVAL;
+		((uint8_t *)&out)[fields[i].off] = (uint8_t)v;
+	}
+	*l = out;
 	return 0;
 }
 
@@ -191,9 +229,19 @@ static int handler(void *user, const char *section, const char *key, const char 
 		else
 			return fail(c, "want_return must be yes or no, not '%s'%s", value, "");
 	} else if (!strcmp(key, "arg")) {
+		struct ttf_batch_layout keep = ps->arg.batch;
+		int had = ps->has_batch;
+
 		if (probe_arg__parse(value, &ps->arg))
 			return fail(c, "bad arg '%s' (none | reg:N | stack:OFF | "
 				    "llama_batch:OFF)%s", value, "");
+		if (had)
+			ps->arg.batch = keep;	/* a batch = line given before arg = */
+	} else if (!strcmp(key, "batch")) {
+		if (probe_batch__parse(value, &ps->arg.batch))
+			return fail(c, "bad batch '%s' (FIELD:OFFSET,...; fields n_tokens, pos, "
+				    "n_seq_id, seq_id, logits; offsets 0-248)%s", value, "");
+		ps->has_batch = true;
 	} else {
 		return fail(c, "unknown key '%s' in [%s]", key, section);
 	}

@@ -14,6 +14,10 @@
  *   role        = step          ; step | tokenize | sample | sync | detokenize
  *   want_return = yes           ; yes | no
  *   arg         = llama_batch:8 ; none | reg:N | stack:OFF | llama_batch:OFF
+ *   batch       = n_tokens:0,pos:24,n_seq_id:32,seq_id:40,logits:48
+ *                               ; optional: where a llama_batch-like struct keeps
+ *                               ; its fields (byte offsets; these are llama.cpp's,
+ *                               ; the default; bpf/engine.h struct ttf_batch_layout)
  *
  * ARGSPEC reads the step size at entry (bpf/engine.h enum ttf_arg_kind):
  * reg:N the Nth integer argument register (1-5), stack:OFF an int32 at
@@ -39,6 +43,7 @@ struct probe_spec {
 	char path[PATH_MAX];
 	int role;			/* enum ttf_engine_role (bpf/engine.h) */
 	bool want_return;
+	bool has_batch;			/* a `batch =` line set arg.batch */
 	struct ttf_engine_probe_cfg arg;
 };
 
@@ -71,6 +76,11 @@ int profile__load(const char *name_or_path, struct engine_profile *p, char *err,
  * 0 or -EINVAL with a message in err.
  */
 int probe_spec__parse(const char *s, struct probe_spec *out, char *err, size_t err_sz);
+/*
+ * Parse a batch layout "FIELD:OFFSET,..." (fields n_tokens, pos, n_seq_id,
+ * seq_id, logits; unnamed ones keep llama.cpp's) into *l. 0 or -EINVAL.
+ */
+int probe_batch__parse(const char *s, struct ttf_batch_layout *l);
 /* Parse ARGSPEC into *cfg. 0 or -EINVAL. */
 int probe_arg__parse(const char *s, struct ttf_engine_probe_cfg *cfg);
 /* "step", ... ; -EINVAL for an unknown name. */
