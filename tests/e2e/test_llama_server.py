@@ -154,7 +154,8 @@ def test_prefix_cache_hit_is_a_prefill(llama_server, tracer):
     pairs.sort(key=lambda p: p[0]["id"])
     for r, t in pairs[1:]:
         assert t["cache_n"] > 1000, t     # the engine served it from its cache
-        assert prefill_ok(r, t), (r["stages_ms"], t)
+        assert prefill_ok(r, t), "prefill %s ms, engine prompt_ms %.2f; stages %s" % (
+            r["stages_ms"]["prefill"], t["prompt_ms"], r["stages_ms"])
         assert r["cached_tokens"] == t["cache_n"], (r["cached_tokens"], t)
         assert r["prefill_tokens"] == t["prompt_n"], (r["prefill_tokens"], t)
         assert r["attribution"] == "exact", r

@@ -161,12 +161,23 @@ static void on_response_begin(void *ctx, const struct ttf_request *r)
 		timeline__on_response_begin(p->tl, r->id, r->resp_first_write_ns);
 }
 
+static void on_first_token(void *ctx, const struct ttf_request *r)
+{
+	struct pipeline *p = ctx;
+	const struct ttf_token_event *ev = &r->events[0];
+
+	if (p->tl)
+		timeline__on_first_token(p->tl, r->id, ev->write_start_ns ? ev->write_start_ns :
+								ev->write_ns);
+}
+
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 	struct conn_table_opts co = { .sz = sizeof(co), .on_request = on_request,
 				      .on_request_read = on_request_read,
-				      .on_response_begin = on_response_begin };
+				      .on_response_begin = on_response_begin,
+				      .on_first_token = on_first_token };
 
 	if (!p)
 		return NULL;

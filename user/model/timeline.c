@@ -765,16 +765,58 @@ static void sweep_released(struct timeline *tl, uint64_t now_ns)
 	}
 }
 
-void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
+void timeline__on_first_token(struct timeline *tl, uint64_t req_id, uint64_t ts_ns)
 {
-	size_t n = 0, keep = 0;
+	struct tl_ticket *k = ticket_by_id(tl, req_id);
 
-	/* Calls that completed before the watermark, by start time. */
-	for (size_t i = 0; i < tl->n_pending; i++)
-		if (tl->pending[i].s.end_ns <= watermark_ns)
-			n++;
-	if (!n)
+	if (k && !k->first_token_ns)
+		k->first_token_ns = ts_ns;
+}
+
+/*
+ * Checked this long after a first token: the other requests whose prompts
+ * ended in the same step have written theirs by then (an engine writes
+ * every first token of a step right after it).
+ */
+#define FIRST_TOKEN_CHECK_NS (20 * 1000000ull)
+
+/* k's first token was out before its prefill ended: a guess gave it another's prompt. */
+static void check_first_token(struct timeline *tl, struct tl_ticket *k)
+{
+	struct tl_ticket *best = NULL;
+
+	k->first_token_checked = 1;
+	if (!k->done || (k->prompt_done && k->prefill_end_ns <= k->first_token_ns))
 		return;
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *o = &tl->tickets[i];
+
+		/*
+		 * Its prompt ended before k's token, and its own first token is not
+		 * out, or came after the end of k's prompt: the two fit exchanged.
+		 */
+		if (o == k || !o->done || !o->prompt_done || o->prefill_end_ns > k->first_token_ns ||
+		    o->tok_count != k->tok_count)
+			continue;
+		if (o->first_token_ns && (!k->prompt_done || o->first_token_ns < k->prefill_end_ns))
+			continue;
+		if (o->match == TL_MATCH_COUNT)
+			continue;	/* its count named it */
+		/* the latest such prefill: the one that ended right before the token */
+		if (!best || o->prefill_end_ns > best->prefill_end_ns)
+			best = o;
+	}
+	if (best) {
+		swap_prefills(tl, k, best);
+		tl->stats.reassigned_by_token++;
+	}
+}
+
+/* Process the pending calls that ended by watermark_ns, in start order. */
+static void process_pending(struct timeline *tl, uint64_t watermark_ns)
+{
+	size_t keep = 0;
+
 	qsort(tl->pending, tl->n_pending, sizeof(*tl->pending), cmp_call);
 	for (size_t i = 0; i < tl->n_pending; i++) {
 		struct call *c = &tl->pending[i];
@@ -801,7 +843,27 @@ void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
 		}
 	}
 	tl->n_pending = keep;
-	sweep_released(tl, watermark_ns);
+}
+
+void timeline__advance(struct timeline *tl, uint64_t watermark_ns)
+{
+	size_t n = 0;
+
+	/* Calls that completed before the watermark, by start time. */
+	for (size_t i = 0; i < tl->n_pending; i++)
+		if (tl->pending[i].s.end_ns <= watermark_ns)
+			n++;
+	if (n)
+		process_pending(tl, watermark_ns);
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		struct tl_ticket *k = &tl->tickets[i];
+
+		if (k->first_token_ns && !k->first_token_checked &&
+		    k->first_token_ns + FIRST_TOKEN_CHECK_NS <= watermark_ns)
+			check_first_token(tl, k);
+	}
+	if (n)
+		sweep_released(tl, watermark_ns);
 }
 
 const struct tl_ticket *timeline__ticket(const struct timeline *tl, uint64_t req_id)
@@ -836,6 +898,8 @@ void timeline__release(struct timeline *tl, uint64_t req_id)
 
 	if (!k)
 		return;
+	if (k->first_token_ns && !k->first_token_checked)
+		check_first_token(tl, k);
 	/* An aborted request the engine has not started yet will still take a prefill. */
 	if (k->aborted_ns && !k->done) {
 		k->released = 1;

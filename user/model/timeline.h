@@ -82,6 +82,8 @@ struct tl_ticket {
 	uint32_t rx_tid;
 	uint64_t read_done_ns;
 	uint64_t resp_begin_ns;	/* its response's first byte was written; 0 not yet */
+	uint64_t first_token_ns;	/* its first token was written; 0 not yet */
+	int first_token_checked;	/* its prefill was checked against that write */
 	uint64_t tok_start_ns, tok_end_ns;	/* 0: no tokenize call joined */
 	int64_t tok_count;	/* tokens the tokenize call returned; <= 0 unknown */
 	uint64_t prefill_start_ns, prefill_end_ns; /* 0: no prompt step joined */
@@ -110,6 +112,7 @@ struct timeline_stats {
 	uint64_t counted_steps;		/* steps with per-sequence counts */
 	uint64_t shared_prompt_steps;	/* prompt steps that prefilled several requests */
 	uint64_t reassigned;		/* chunked prompts re-given once their length was known */
+	uint64_t reassigned_by_token;	/* guessed prompts exchanged by their first token's time */
 	uint64_t unmatched_returns;	/* a return without its entry */
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
 	uint64_t dropped_old;		/* items evicted by the memory bound */
@@ -138,6 +141,14 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
  * slot takes the request).
  */
 void timeline__on_response_begin(struct timeline *tl, uint64_t req_id, uint64_t ts_ns);
+/*
+ * The first token of req_id was written at ts_ns. Its prefill must have ended
+ * by then: once the timeline has processed past ts_ns, a request given a
+ * prompt that had not ended is exchanged with one that tied with it (same
+ * prompt length, picked by a guess) whose prompt had ended and whose first
+ * token is not out (docs/design.md D10).
+ */
+void timeline__on_first_token(struct timeline *tl, uint64_t req_id, uint64_t ts_ns);
 /* Process every input older than watermark_ns, in time order. */
 void timeline__advance(struct timeline *tl, uint64_t watermark_ns);
 

@@ -441,6 +441,8 @@ void track_resp_event(struct track_conn *tc, struct track_req *tq,
 	}
 	if (ttf_request__add_event(&q->r, tok))
 		c->t->stats.events_dropped_oom++;
+	else if (q->r.n_events == 1 && c->t->opts.on_first_token)
+		c->t->opts.on_first_token(c->t->opts.ctx, &q->r);
 }
 
 void track_resp_whole(struct track_conn *tc, struct track_req *tq)

@@ -42,6 +42,8 @@ struct conn_table_opts {
 	 * streaming headers when a slot starts on the request.
 	 */
 	conn_request_cb on_response_begin;
+	/* Optional: called when a request's first token event is recorded (events[0]). */
+	conn_request_cb on_first_token;
 	void *ctx;
 	int xmit_expected;    /* 1: wait for XMIT records to end TTFT at the device */
 	/*
