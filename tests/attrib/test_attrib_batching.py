@@ -43,7 +43,7 @@ def check_batched(pairs, exact_frac):
             assert 0 < rec["prefill_token_share"] < 1, rec
         else:
             assert rec["prefill_shared_with"] == 0, (rec, t)
-    need = math.ceil(0.9 * len(pairs))
+    need = math.ceil(0.95 * len(pairs))
     assert len(pairs) - len(bad) >= need, "; ".join(bad)
     assert shared_truth > len(pairs) // 4, "the load did not batch prompts: %d" % shared_truth
     assert shared_seen == shared_truth, (shared_seen, shared_truth)
@@ -85,11 +85,11 @@ def test_equal_prompts_tie_inferred_same_prefill(engine, tracer):
     ties = [rec for rec, _ in pairs if rec["inferred_by"] and
             rec["inferred_by"].startswith("equal prompt lengths: arrival order among")]
     assert ties, [rec["inferred_by"] for rec, _ in pairs]
-    # A wrong guess across steps moves time between queue, prefill and emit;
-    # seen: 15-16 of 16 right. Each stage sums to TTFT whatever the guess.
+    # A wrong guess across steps would move time between queue, prefill and
+    # emit; the first token's time corrects it.
     for rec, _ in pairs:
         check_stage_sums(rec)
-    assert_stages_match(pairs, frac=0.85)
+    assert_stages_match(pairs)
 
 
 def test_chunked_batched_prefill(engine, tracer):
@@ -99,5 +99,5 @@ def test_chunked_batched_prefill(engine, tracer):
                           load(lengths, 8))
     assert max(t["prefill_steps"] for _, t in pairs) >= 3
     check_batched(pairs, exact_frac=0.8)
-    # a first chunk's pick is a guess until the prompt ends: seen 23-24 of 24 right
-    assert_stages_match(pairs, frac=0.9)
+    # a first chunk's pick is a guess until the prompt ends (then checked)
+    assert_stages_match(pairs)

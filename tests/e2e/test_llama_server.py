@@ -130,10 +130,9 @@ def test_batched_prefill_matches_engine(llama_server, tracer, unequal):
     bad = ["id %s: prefill %s ms, engine %.2f ms (%s %s)" % (
         r["id"], r["stages_ms"]["prefill"], t["prompt_ms"], r["attribution"], r["inferred_by"])
         for r, t in pairs if not prefill_ok(r, t)]
-    # Equal lengths leave arrival order as the only guess across steps: seen
-    # 22 to 24 of 24 within tolerance (unequal: 24 of 24). The goal is 95 % for both.
-    need = 0.95 if unequal else 0.85
-    assert len(pairs) - len(bad) >= need * len(pairs), "\n".join(bad)
+    # Equal lengths: arrival order is a guess, checked against each request's
+    # first token (docs/design.md D10).
+    assert len(pairs) - len(bad) >= 0.95 * len(pairs), "\n".join(bad)
     for r, t in pairs:
         assert r["prefill_tokens"] == t["prompt_n"], (r, t)
         assert r["cached_tokens"] == t["cache_n"], (r, t)
