@@ -57,8 +57,9 @@ def llama_server(procs, tmp_path):
 
 def completion(port, prompt, n_predict=16):
     """One streamed /completion; returns {port, timings} (the client's local port)."""
+    # ignore_eos: the random-weights model may otherwise end before any token
     body = json.dumps({"prompt": prompt, "n_predict": n_predict, "stream": True,
-                       "cache_prompt": True}).encode()
+                       "cache_prompt": True, "ignore_eos": True}).encode()
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
         lport = s.getsockname()[1]
         s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
