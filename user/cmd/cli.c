@@ -66,7 +66,7 @@ static char *help_filter(int key, const char *text, void *input)
 		return (char *)text;
 	fputs(text, f);
 	for (int i = 0; i < n_subcmds; i++)
-		fprintf(f, "\n  %-7s %-28s %s", subcmds[i].name, subcmds[i].args,
+		fprintf(f, "\n  %-10s %-27s %s", subcmds[i].name, subcmds[i].args,
 			subcmds[i].summary);
 	if (fclose(f))
 		return (char *)text;
