@@ -178,19 +178,27 @@ static int cmp_tid(const void *a, const void *b)
 	return *(const pid_t *)a - *(const pid_t *)b;
 }
 
-/* Threads of pid in state S, the main thread first; -EAGAIN when one is stopped (T). */
+/*
+ * Threads of pid in state S, the main thread first, then by tid; at most max
+ * of the first INJECT_MAX_THREADS_SEEN. -EAGAIN when one is stopped (T).
+ */
 static int sleeping_threads(pid_t pid, pid_t *tids, int max, struct inject_lib_result *r)
 {
+	pid_t *all = calloc(INJECT_MAX_THREADS_SEEN, sizeof(*all));
 	char path[64];
 	struct dirent *de;
 	int n = 0, st;
 	DIR *d;
 
+	if (!all)
+		return -ENOMEM;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	d = opendir(path);
-	if (!d)
+	if (!d) {
+		free(all);
 		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) && n < max) {
+	}
+	while ((de = readdir(d)) && n < INJECT_MAX_THREADS_SEEN) {
 		pid_t tid = (pid_t)atoi(de->d_name);
 
 		if (tid <= 0)
@@ -198,20 +206,25 @@ static int sleeping_threads(pid_t pid, pid_t *tids, int max, struct inject_lib_r
 		st = inject_check__thread_state(pid, tid);
 		if (st == 'T') {
 			closedir(d);
+			free(all);
 			SAY(r, "PID %d is stopped (SIGSTOP or a job-control stop)", (int)pid);
 			HINT(r, "continue it (kill -CONT %d) and try again", (int)pid);
 			return -EAGAIN;
 		}
 		if (st == 'S')
-			tids[n++] = tid;
+			all[n++] = tid;
 	}
 	closedir(d);
-	qsort(tids, n, sizeof(*tids), cmp_tid);
+	qsort(all, n, sizeof(*all), cmp_tid);
 	for (int i = 0; i < n; i++)
-		if (tids[i] == pid) {
-			memmove(tids + 1, tids, i * sizeof(*tids));
-			tids[0] = pid;
+		if (all[i] == pid) {
+			memmove(all + 1, all, i * sizeof(*all));
+			all[0] = pid;
 		}
+	if (n > max)
+		n = max;
+	memcpy(tids, all, n * sizeof(*tids));
+	free(all);
 	return n;
 }
 

@@ -25,7 +25,8 @@
 #include <sys/types.h>
 
 #define INJECT_DEFAULT_TIMEOUT_MS 3000
-#define INJECT_MAX_THREADS_TRIED 32
+#define INJECT_MAX_THREADS_TRIED 32	/* sleeping threads tried, main thread first */
+#define INJECT_MAX_THREADS_SEEN 4096	/* threads looked at in /proc/PID/task */
 
 struct inject_lib_opts {
 	size_t sz;		/* sizeof(struct inject_lib_opts) */
