@@ -382,3 +382,20 @@ def test_trace_gpu_attach_refusal_exits_14(procs, tracer):
                 wait_attach=False)
     assert tr.wait_exit(30) == EXIT_REFUSED, tr.stderr
     assert "Error: gpu-attach refused: PID %d has " % t.pid in tr.stderr, tr.stderr
+
+
+def test_main_thread_is_used_among_many(procs):
+    """With 60 more threads asleep, the one held is still the main thread."""
+    many = PY_COUNTER.replace("threading.Thread(target=tick",
+                              "[threading.Thread(target=time.sleep, args=(3600,), daemon=True)"
+                              ".start() for _ in range(60)]\nthreading.Thread(target=tick", 1)
+    t = Target(procs, ["/usr/bin/python3", "-c", many])
+    t.wait_ticks(20)
+    assert len(t.tasks()) == 62
+    p = attach(t.pid)
+    assert p.returncode == EXIT_NO_CUDA, (p.returncode, p.stdout, p.stderr)
+    assert "through thread %d (blocked in clock_nanosleep (230))" % t.pid in p.stdout, p.stdout
+    t.assert_running_untraced()
+    n = len(t.lines)
+    t.wait_ticks(n + 20)
+    t.assert_unbroken()
