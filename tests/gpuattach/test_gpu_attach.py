@@ -308,6 +308,18 @@ def test_yama_ptrace_scope_3_is_refused(procs, tmp_path):
     assert os.path.realpath(LIB) not in t.maps()
 
 
+def test_yama_ptrace_scope_2_needs_cap_sys_ptrace(procs, tmp_path, nobody_dir):
+    scope = tmp_path / "ptrace_scope"
+    scope.write_text("2\n")
+    env = {"TTFTRACE_YAMA_PTRACE_SCOPE": str(scope)}
+    t = c_target(procs)
+    p = attach(t.pid, env=env, prefix=NO_PTRACE_CAP, exe=os.path.join(nobody_dir, "ttftrace"))
+    assert_refused(p, "ptrace_scope is 2: only a tracer with CAP_SYS_PTRACE may attach")
+    assert "libttftrace-cupti" not in t.maps()
+    p = attach(t.pid, env=env)  # root with CAP_SYS_PTRACE
+    assert p.returncode == EXIT_NO_CUDA, (p.returncode, p.stdout, p.stderr)
+
+
 def test_another_mount_namespace_is_refused(procs):
     require_built(COUNTER)
     t = Target(procs, ["unshare", "--mount", COUNTER, "10"])
