@@ -10,6 +10,9 @@
  *   RECORDS: count * struct ttf_gpu_rec
  *   NAME:    struct ttf_gpu_name + len bytes (not NUL-terminated)
  *   STATS:   struct ttf_gpu_stats (cumulative since the collector started)
+ *   NOTICE:  struct ttf_gpu_notice + len bytes of text (not NUL-terminated):
+ *            what a collector loaded into a running process found there
+ *            (`ttftrace gpu-attach`, docs/cupti.md A9)
  * Little-endian host order (same machine). All timestamps are CLOCK_MONOTONIC
  * ns, i.e. the bpf_ktime_get_ns() domain (docs/kernel.md B6, docs/cupti.md A4).
  */
@@ -34,6 +37,7 @@ enum ttf_gpu_msg_type {
 	TTF_GPU_MSG_RECORDS = 1,
 	TTF_GPU_MSG_NAME = 2,
 	TTF_GPU_MSG_STATS = 3,
+	TTF_GPU_MSG_NOTICE = 4,
 };
 
 struct ttf_gpu_msg_hdr {
@@ -136,6 +140,21 @@ struct ttf_gpu_name {
 	uint32_t truncated;
 };
 
+/* ttf_gpu_notice.code */
+enum ttf_gpu_notice_code {
+	TTF_GPU_NOTICE_NO_CUDA = 1,     /* no CUDA in this process: nothing traced */
+	TTF_GPU_NOTICE_ENABLED = 2,     /* CUPTI activity enabled: records follow */
+	TTF_GPU_NOTICE_UNAVAILABLE = 3, /* CUDA is there, CUPTI could not be enabled */
+};
+
+/* Longest notice text. */
+#define TTF_GPU_NOTICE_MAX 256
+
+struct ttf_gpu_notice {
+	uint32_t code; /* enum ttf_gpu_notice_code */
+	uint32_t len;  /* bytes of text that follow, <= TTF_GPU_NOTICE_MAX */
+};
+
 /* Collector health: cumulative counters, sent about once a second. */
 struct ttf_gpu_stats {
 	uint64_t records[5];        /* decoded and kept, by enum ttf_gpu_rec_type */
@@ -156,6 +175,7 @@ struct ttf_gpu_stats {
 _Static_assert(sizeof(struct ttf_gpu_msg_hdr) == 24, "wire: msg header layout");
 _Static_assert(sizeof(struct ttf_gpu_rec) == 64, "wire: record layout");
 _Static_assert(sizeof(struct ttf_gpu_name) == 16, "wire: name layout");
+_Static_assert(sizeof(struct ttf_gpu_notice) == 8, "wire: notice layout");
 _Static_assert(sizeof(struct ttf_gpu_stats) == 17 * 8, "wire: stats layout");
 
 #endif /* TTFTRACE_CUPTI_GPU_WIRE_H */

@@ -10,6 +10,7 @@
  *   TTFTRACE_CUPTI_FLUSH_MS     flush period (default 200)
  *   TTFTRACE_CUPTI_DISABLE=1    load but do nothing
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "cupti/collector.h"
+#include "cupti/inject.h"
 
 static struct cupti_collector *inj_col;
 
@@ -38,32 +40,65 @@ static void at_exit(void)
 	cupti_collector__stop(inj_col);
 }
 
-static void init_once(void)
+bool cupti_inject__claim(void)
 {
-	struct cupti_collector_opts opts = { .sz = sizeof(opts) };
+	static int claimed;
+
+	return !__atomic_exchange_n(&claimed, 1, __ATOMIC_SEQ_CST);
+}
+
+int cupti_inject__start(const char *sock_path, uint32_t *cupti_version, char *why,
+			size_t why_len)
+{
+	struct cupti_collector_opts opts = { .sz = sizeof(opts), .sock_path = sock_path };
+	struct ttf_gpu_stats st;
 	static struct cupti_api api;
 	const char *v;
-	char why[256];
 	int err;
 
 	v = getenv("TTFTRACE_CUPTI_DISABLE");
-	if (v && *v && strcmp(v, "0"))
-		return;
-	if (cupti_api__load(&api, why, sizeof(why))) {
-		dprintf(2, "ttftrace-cupti[%d]: GPU breakdown unavailable: %s\n", (int)getpid(), why);
-		return;
+	if (v && *v && strcmp(v, "0")) {
+		snprintf(why, why_len, "disabled by TTFTRACE_CUPTI_DISABLE");
+		return -ECANCELED;
 	}
+	err = cupti_api__load(&api, why, why_len);
+	if (err)
+		return err;
 	opts.buf_bytes = env_ul("TTFTRACE_CUPTI_BUF_KB", 2048) * 1024;
 	opts.max_buffers = env_ul("TTFTRACE_CUPTI_MAX_BUFFERS", 32);
 	opts.flush_period_ms = env_ul("TTFTRACE_CUPTI_FLUSH_MS", 200);
 	v = getenv("TTFTRACE_CUPTI_API");
 	opts.api_all = v && !strcmp(v, "all");
-	if (cupti_collector__new(&api, &opts, &inj_col))
-		return;
+	err = cupti_collector__new(&api, &opts, &inj_col);
+	if (err) {
+		snprintf(why, why_len, "cannot create the collector: %s", strerror(-err));
+		return err;
+	}
 	err = cupti_collector__start(inj_col);
-	if (err)
-		return; /* inert; the collector said why, once */
+	if (err) {
+		/* inert; the collector said why on stderr, once */
+		snprintf(why, why_len, "CUPTI refused to start (%s): the process's stderr has "
+			 "the reason", strerror(-err));
+		return err;
+	}
+	if (cupti_version) {
+		cupti_collector__stats(inj_col, &st);
+		*cupti_version = (uint32_t)st.cupti_version;
+	}
 	atexit(at_exit);
+	return 0;
+}
+
+static void init_once(void)
+{
+	char why[256];
+	int err;
+
+	if (!cupti_inject__claim())
+		return; /* attached already */
+	err = cupti_inject__start(NULL, NULL, why, sizeof(why));
+	if (err == -ENOENT || err == -ENOSYS)
+		dprintf(2, "ttftrace-cupti[%d]: GPU breakdown unavailable: %s\n", (int)getpid(), why);
 }
 
 /*

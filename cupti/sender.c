@@ -155,6 +155,24 @@ void cupti_sender__send_stats(struct cupti_sender *s)
 	send_msg(s, msg, sizeof(msg));
 }
 
+bool cupti_sender__send_notice(struct cupti_sender *s, uint32_t code, const char *text)
+{
+	uint8_t msg[sizeof(struct ttf_gpu_msg_hdr) + sizeof(struct ttf_gpu_notice) +
+		    TTF_GPU_NOTICE_MAX];
+	struct ttf_gpu_notice *n = (void *)(msg + sizeof(struct ttf_gpu_msg_hdr));
+	size_t len = strlen(text);
+
+	if (len > TTF_GPU_NOTICE_MAX)
+		len = TTF_GPU_NOTICE_MAX;
+	if (!try_connect(s))
+		return false;
+	fill_hdr(s, msg, TTF_GPU_MSG_NOTICE, 1);
+	n->code = code;
+	n->len = (uint32_t)len;
+	memcpy(n + 1, text, len);
+	return send_msg(s, msg, sizeof(struct ttf_gpu_msg_hdr) + sizeof(*n) + len);
+}
+
 void cupti_sender__sink(void *ctx, const struct ttf_gpu_rec *rec, struct cupti_name *name)
 {
 	cupti_sender__push(ctx, rec, name);

@@ -58,6 +58,12 @@ void cupti_sender__push(struct cupti_sender *s, const struct ttf_gpu_rec *rec,
 void cupti_sender__flush(struct cupti_sender *s);
 /* Send the current stats (best effort, not counted as a record drop). */
 void cupti_sender__send_stats(struct cupti_sender *s);
+/*
+ * Send one NOTICE (code: enum ttf_gpu_notice_code; text cut at
+ * TTF_GPU_NOTICE_MAX bytes), connecting first if needed. Returns true when
+ * it was sent, false when nobody listens or the socket is full.
+ */
+bool cupti_sender__send_notice(struct cupti_sender *s, uint32_t code, const char *text);
 /* Close the socket. */
 void cupti_sender__close(struct cupti_sender *s);
 

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 #include "user/cmd/cli.h"
+#include "user/cmd/gpu_attach.h"
 #include "user/hw/copybw.h"
 #include "user/export/html_report.h"
 #include "user/lib/log.h"
@@ -22,6 +23,7 @@ static const struct ttf_subcmd subcmds[] = {
 	{ "copybw", copybw_main, "[OPTIONS]", "host<->device copy bandwidth" },
 	{ "replay", replay_main, "FILE [--json] [-o OUT]", "run a --record FILE again, no root" },
 	{ "report", report_main, "RUN.ndjson [-o report.html]", "HTML report of a --json run" },
+	{ "gpu-attach", gpu_attach_main, "-p PID [OPTIONS]", "add the CUPTI collector, no restart" },
 };
 
 #define N_SUBCMDS ((int)(sizeof(subcmds) / sizeof(subcmds[0])))

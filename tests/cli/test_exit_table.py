@@ -11,7 +11,7 @@ import pytest
 
 from conftest import ROOT, TTFTRACE, require_built
 
-COMMANDS = ["pcie", "copybw", "replay", "report"]
+COMMANDS = ["pcie", "copybw", "replay", "report", "gpu-attach"]
 
 
 def run(*args):
@@ -36,7 +36,7 @@ def help_codes(out):
 
 
 def test_readme_and_header_are_one_table():
-    assert readme_table() == header_table() == set(range(14))
+    assert readme_table() == header_table() == set(range(15))
 
 
 @pytest.mark.parametrize("cmd", [None] + COMMANDS)
@@ -53,7 +53,7 @@ def test_help_lists_codes_of_the_table_and_examples(cmd):
 
 def test_tracer_help_lists_the_subcommands():
     out = run("--help").stdout
-    listed = re.findall(r"^  (\w+) ", out.split("COMMANDS:", 1)[1].split("\n\n", 1)[0], re.M)
+    listed = re.findall(r"^  ([\w-]+) ", out.split("COMMANDS:", 1)[1].split("\n\n", 1)[0], re.M)
     assert listed == COMMANDS, out
 
 

@@ -49,7 +49,8 @@ static const char doc[] =
 "  7   target gone (the summary is printed first)\n"
 "  8   output cannot be written\n"
 "  9   internal error\n"
-"  10  an --slo not met (after the summary)";
+"  10  an --slo not met (after the summary)\n"
+"  14  --gpu-attach refused (ptrace not allowed, the collector loaded already, ...)";
 
 /* Appends "  NAME  ARGS  SUMMARY" per subcommand to the text before \v. */
 /* argp's state->next when it met an option it does not know or one missing its value */
@@ -66,7 +67,7 @@ static char *help_filter(int key, const char *text, void *input)
 		return (char *)text;
 	fputs(text, f);
 	for (int i = 0; i < n_subcmds; i++)
-		fprintf(f, "\n  %-7s %-28s %s", subcmds[i].name, subcmds[i].args,
+		fprintf(f, "\n  %-10s %-27s %s", subcmds[i].name, subcmds[i].args,
 			subcmds[i].summary);
 	if (fclose(f))
 		return (char *)text;
@@ -89,7 +90,7 @@ static void unknown_word(const char *arg)
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
-       OPT_BUCKETS };
+       OPT_BUCKETS, OPT_GPU_ATTACH };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -110,6 +111,9 @@ static const struct argp_option options[] = {
 	{ "probe", OPT_PROBE, "SPEC", 0,
 	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync|detokenize; repeatable", 3 },
 	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
+	{ "gpu-attach", OPT_GPU_ATTACH, NULL, 0,
+	  "First load the CUPTI collector into the running targets (ptrace; see `ttftrace "
+	  "gpu-attach --help`)", 3 },
 	{ NULL, 0, NULL, 0, "Capture:", 4 },
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
 	  "Payload prefix captured per read (default 1024, max 8192)", 4 },
@@ -274,6 +278,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_PROFILE:
 		o->no_profile = 1;
 		break;
+	case OPT_GPU_ATTACH:
+		o->gpu_attach = 1;
+		break;
 	case OPT_PROFILE:
 		if (o->n_profiles == 4)
 			subcmd__usage_fail("ttftrace", "at most 4 --profile");
@@ -344,6 +351,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (o->target == TTF_TARGET_NONE)
 			subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+		if (o->gpu_attach && o->target == TTF_TARGET_CMD)
+			subcmd__usage_fail("ttftrace", "--gpu-attach is for running processes: "
+					   "start -c CMD with CUDA_INJECTION64_PATH instead");
 		if (o->n_buckets_opts && !o->metrics)
 			subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
 		check_distinct_outputs(o);

@@ -46,6 +46,7 @@ struct ttf_opts {
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/export/otlp.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
+	int gpu_attach;		/* --gpu-attach: load the CUPTI collector into the targets first */
 };
 
 /* A subcommand: `ttftrace NAME ARGS...` runs main(argc - 1, argv + 1). */

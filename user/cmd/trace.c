@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "user/probe/caps.h"
 #include "user/probe/engine_setup.h"
 #include "user/probe/gpu_rx.h"
+#include "user/cmd/gpu_attach.h"
 #include "user/hw/pcie.h"
 #include "user/core/pipeline.h"
 #include "user/probe/sched_probe.h"
@@ -317,9 +319,15 @@ static int open_engine(struct tracer *t)
  * Listen for CUPTI collectors (servers started with CUDA_INJECTION64_PATH).
  * Optional: without it the stage split has no GPU part.
  */
+/* What a collector loaded into a running process found there (gpu-attach). */
+static void on_gpu_notice(void *ctx, uint32_t pid, uint32_t code, const char *text)
+{
+	fprintf(stderr, "PID %u: GPU: %s\n", pid, text);
+}
+
 static void open_gpu(struct tracer *t, struct pipeline_opts *po)
 {
-	struct gpu_rx_opts gro = { .sz = sizeof(gro) };
+	struct gpu_rx_opts gro = { .sz = sizeof(gro), .notice = on_gpu_notice };
 	struct pcie_gpu *gpus;
 	int n;
 
@@ -338,6 +346,27 @@ static void open_gpu(struct tracer *t, struct pipeline_opts *po)
 	if (n > 1)
 		ttf_info("%d GPUs: copy bandwidth is compared with %s's link", n, gpus[0].bdf);
 	free(gpus);
+}
+
+/* --gpu-attach: the collector into every target found at start (docs/cupti.md A9). */
+static int attach_gpu(struct tracer *t)
+{
+	struct gpu_attach_opts ga = { .sock = gpu_attach__sock(NULL), .out = stderr };
+	char lib[PATH_MAX];
+	int code;
+
+	if (gpu_attach__find_lib(NULL, lib, sizeof(lib)))
+		return TTF_EXIT_USAGE;
+	ga.lib = lib;
+	if (!t->gpu_rx)
+		ttf_warn("--gpu-attach: not listening for collectors; they report to the ttftrace "
+			 "that listens on %s", ga.sock);
+	for (size_t i = 0; i < t->targets.n; i++) {
+		code = gpu_attach__run((pid_t)t->targets.tgids[i], &ga);
+		if (code)
+			return code;
+	}
+	return 0;
 }
 
 static void print_startup(struct tracer *t)
@@ -589,7 +618,10 @@ int trace__run(const struct ttf_opts *o)
 		gpu_rx__source(t.gpu_rx, &recs, &src);
 		add_source(&t, &src);
 	}
-	code = open_engine(&t);
+	/* before any sink starts a thread: the attach forks its ptrace holder */
+	code = o->gpu_attach ? attach_gpu(&t) : 0;
+	if (!code)
+		code = open_engine(&t);
 	if (!code)
 		open_wait(&t);
 	for (int i = 0; !code && i < t.n_sources; i++) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Exit codes of ttftrace: one table for the tracer and every subcommand
- * (pcie, copybw, replay, report). Each number means one thing for every
+ * (pcie, copybw, replay, report, gpu-attach). Each number means one thing for every
  * command; a command returns only the codes that can happen to it and lists
  * them under EXIT STATUS in its --help. README.md "Exit codes" documents the
  * same table.
@@ -30,6 +30,10 @@ enum ttf_exit {
 				    * report: input missing, unreadable, not ttftrace NDJSON */
 	TTF_EXIT_NO_CUDA = 12,	   /* the CUDA runtime or driver cannot be loaded */
 	TTF_EXIT_CUDA_FAILED = 13, /* a CUDA call failed during a test (copybw) */
+	TTF_EXIT_ATTACH_REFUSED = 14, /* gpu-attach, --gpu-attach: refused, the process untouched:
+				       * ptrace not allowed (Yama, another user, no CAP_SYS_PTRACE,
+				       * a container), the collector loaded already, no dlopen in
+				       * its libc, traced already, stopped, no thread in a system call */
 };
 
 #endif /* TTFTRACE_EXIT_H */

@@ -20,6 +20,9 @@ struct gpu_rx {
 	struct gpu_rx_client *clients;
 	uint32_t nclients, max_clients;
 	uint64_t bad_msgs;
+	uint64_t notices;
+	void (*notice)(void *ctx, uint32_t pid, uint32_t code, const char *text);
+	void *notice_ctx;
 	uint8_t buf[TTF_GPU_MSG_MAX_BYTES + sizeof(struct ttf_gpu_name) + TTF_GPU_NAME_MAX];
 };
 
@@ -45,6 +48,10 @@ struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts)
 	if (!rx)
 		return NULL;
 	rx->max_clients = opts && opts->max_clients ? opts->max_clients : 256;
+	if (opts && opts->sz >= offsetof(struct gpu_rx_opts, notice_ctx) + sizeof(void *)) {
+		rx->notice = opts->notice;
+		rx->notice_ctx = opts->notice_ctx;
+	}
 	rx->clients = calloc(rx->max_clients, sizeof(*rx->clients));
 	rx->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (!rx->clients || rx->fd < 0)
@@ -70,6 +77,11 @@ fail:
 	free(rx);
 	errno = err;
 	return NULL;
+}
+
+uint64_t gpu_rx__notices(const struct gpu_rx *rx)
+{
+	return rx->notices;
 }
 
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
@@ -140,6 +152,22 @@ static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
 		if (body_len != sizeof(struct ttf_gpu_stats))
 			goto bad;
 		out->gpu(out->ctx, pid, TTF_GPU_MSG_STATS, body, body_len);
+		return 0;
+	}
+	case TTF_GPU_MSG_NOTICE: {
+		struct ttf_gpu_notice n;
+		char text[TTF_GPU_NOTICE_MAX + 1];
+
+		if (body_len < sizeof(n))
+			goto bad;
+		memcpy(&n, body, sizeof(n));
+		if (n.len > TTF_GPU_NOTICE_MAX || body_len != sizeof(n) + n.len)
+			goto bad;
+		memcpy(text, body + sizeof(n), n.len);
+		text[n.len] = '\0';
+		rx->notices++;
+		if (rx->notice)
+			rx->notice(rx->notice_ctx, pid, n.code, text);
 		return 0;
 	}
 	}
