@@ -13,6 +13,7 @@
 #include "user/export/prom.h"
 #include "user/model/slo.h"
 #include "user/cmd/subcmd.h"
+#include "user/probe/net_probe.h"
 
 const char *argp_program_version = "ttftrace " TTF_VERSION;
 const char *argp_program_bug_address = "the project's issue tracker";
@@ -90,7 +91,7 @@ static void unknown_word(const char *arg)
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
-       OPT_BUCKETS, OPT_GPU_ATTACH };
+       OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -121,6 +122,10 @@ static const struct argp_option options[] = {
 	  "Payload prefix captured per write (default 8192, max 8192)", 4 },
 	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
+	{ "net-source", OPT_NET_SOURCE, "auto|sock|syscall", 0,
+	  "Where reads and writes are taken: sock = socket tracepoints (Linux 6.3+), "
+	  "syscall = raw syscall enter/exit (5.8+); auto (default) = sock when the kernel "
+	  "has them. Printed at start-up", 4 },
 	{ NULL, 0, NULL, 0, "Export:", 5 },
 	{ "metrics", OPT_METRICS, "[ADDR:]PORT", 0,
 	  "Serve Prometheus /metrics here (bare PORT: 127.0.0.1; 0.0.0.0:PORT: all IPv4)", 5 },
@@ -275,6 +280,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SCHED:
 		o->no_sched = 1;
 		break;
+	case OPT_NET_SOURCE: {
+		enum net_source ns;
+
+		if (net_source__parse(arg, &ns))
+			subcmd__usage_fail("ttftrace", "--net-source must be auto, sock or syscall, "
+					   "not '%s'", arg);
+		o->net_source = ns;
+		break;
+	}
 	case OPT_NO_PROFILE:
 		o->no_profile = 1;
 		break;

@@ -192,6 +192,20 @@ static int resolve_targets(struct tracer *t)
 	return 0;
 }
 
+/* The start-up line that says which network source runs, and why. */
+static void print_net_source(const struct tracer *t, enum net_source asked)
+{
+	const char *how = t->st.source == NET_SOURCE_SOCK ?
+		"socket tracepoints sock_recv_length/sock_send_length" :
+		t->st.raw_tp ? "raw syscall tracepoints sys_enter/sys_exit (raw_tp)" :
+			       "raw syscall tracepoints sys_enter/sys_exit (tp_btf)";
+	const char *why = asked != NET_SOURCE_AUTO ? "--net-source" :
+		t->st.source == NET_SOURCE_SOCK ? "auto" :
+		"auto: this kernel has no sock_recv_length/sock_send_length";
+
+	fprintf(stderr, "Net source: %s, %s (%s)\n", net_source__name(t->st.source), how, why);
+}
+
 static int load_probes(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
@@ -203,6 +217,7 @@ static int load_probes(struct tracer *t)
 		.port_filter = o->target == TTF_TARGET_PORT ? o->port : 0,
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
 		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
+		.source = o->net_source,
 		.on_event = on_net,
 		.ctx = t,
 	};
@@ -216,8 +231,8 @@ static int load_probes(struct tracer *t)
 	po.vmlinux_btf = t->vmlinux_btf;
 	t->probe = net_probe__open_load(&po, &err, missing, sizeof(missing));
 	if (!t->probe && missing[0]) {
-		ttf_error("sock_recv_length and sock_send_length arrived in Linux 6.3; "
-			  "ttftrace needs them and sys_enter",
+		ttf_error("sock_recv_length and sock_send_length arrived in Linux 6.3; the sock "
+			  "source needs them and sys_enter: use --net-source auto or syscall",
 			  "this kernel has no %s tracepoint (no btf_trace_%s in its BTF)",
 			  missing, missing);
 		return TTF_EXIT_KERNEL;
@@ -229,8 +244,8 @@ static int load_probes(struct tracer *t)
 			return TTF_EXIT_PRIV;
 		}
 		if (err == -ENOENT || err == -ESRCH) {
-			ttf_error("ttftrace needs kernel >= 6.3 (sock_send_length/sock_recv_length "
-				  "tracepoints) with BTF; run with -vvv for libbpf's log",
+			ttf_error("ttftrace needs a kernel with BTF, 6.3+ for the sock source and "
+				  "5.8+ for the syscall source; run with -vvv for libbpf's log",
 				  "the kernel lacks a type or tracepoint the probes need (%s)",
 				  strerror(-err));
 			return TTF_EXIT_KERNEL;
@@ -242,11 +257,15 @@ static int load_probes(struct tracer *t)
 	err = net_probe__attach(t->probe, &t->st);
 	if (err) {
 		ttf_error("run with -v to see which programs failed, -vvv for libbpf's log",
+			  t->st.source == NET_SOURCE_SOCK ?
 			  "nothing attached: the socket probes (sock_recv_length, "
-			  "sock_send_length) are required (%d attached, %d failed)",
+			  "sock_send_length) are required (%d attached, %d failed)" :
+			  "nothing attached: the syscall probes (sys_enter, sys_exit) are "
+			  "required (%d attached, %d failed)",
 			  t->st.n_attached, t->st.n_failed);
 		return TTF_EXIT_NOT_ATTACHED;
 	}
+	print_net_source(t, po.source);
 	net_probe__source(t->probe, &src);
 	add_source(t, &src);
 	for (size_t i = 0; i < t->targets.n; i++)

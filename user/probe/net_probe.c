@@ -7,6 +7,7 @@
 #include <bpf/libbpf.h>
 #include "user/probe/bpf_util.h"
 #include "net.skel.h"
+#include "net_syscall.skel.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
 #include "user/probe/tp_check.h"
@@ -14,7 +15,10 @@
 #define MAX_LINKS 32
 
 struct net_probe {
-	struct net_bpf *skel;
+	struct net_bpf *sock;		/* one of sock, sys is open */
+	struct net_syscall_bpf *sys;
+	struct bpf_object *obj;		/* its object */
+	struct bpf_map *events, *tgids, *ports, *counters;
 	struct ring_buffer *rb;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
@@ -60,11 +64,82 @@ static int skipped(const char *list, const char *name)
 static const char *const required_tps[] = {
 	"sys_enter", "sock_recv_length", "sock_send_length", NULL,
 };
+/* syscall: sys_enter/sys_exit fall back to raw_tp, so no tp_btf one is required. */
+static const char *const required_none[] = { NULL };
+
+/* Both skeletons have the same configuration (bpf/net_common.bpf.h). */
+#define CONFIGURE(skel, opts)                                                              \
+	do {                                                                               \
+		(skel)->rodata->targ_capture_bytes = (opts)->capture_bytes;                \
+		(skel)->rodata->targ_capture_send_bytes = (opts)->capture_send_bytes ?     \
+			(opts)->capture_send_bytes : TTF_CAPTURE_SEND_DEFAULT_BYTES;       \
+		(skel)->rodata->targ_port = (opts)->port_filter;                           \
+		if ((opts)->follow_comm) {                                                 \
+			strncpy((char *)(skel)->rodata->targ_comm, (opts)->follow_comm,    \
+				TTF_COMM_LEN - 1);                                         \
+			(skel)->rodata->targ_follow_comm = true;                           \
+		}                                                                          \
+	} while (0)
+
+static void set_wakeup(struct net_probe *np, uint64_t bytes)
+{
+	if (np->sock)
+		np->sock->rodata->targ_wakeup_bytes = bytes;
+	else
+		np->sys->rodata->targ_wakeup_bytes = bytes;
+}
+
+static void no_autoload(struct bpf_object *obj, const char *name)
+{
+	struct bpf_program *prog = bpf_object__find_program_by_name(obj, name);
+
+	if (prog)
+		bpf_program__set_autoload(prog, false);
+}
+
+/*
+ * Open the skeleton of source, find its maps, and leave out the programs
+ * this kernel has no use for: one pair of syscall hooks, and tcp_probe
+ * where sk_data_ready is there.
+ */
+static int open_source(struct net_probe *np, enum net_source source, const struct btf *btf)
+{
+	if (source == NET_SOURCE_SYSCALL) {
+		np->sys = net_syscall_bpf__open();
+		if (!np->sys)
+			return -errno;
+		np->obj = np->sys->obj;
+		if (!btf || (tp_check__has(btf, "sys_enter") && tp_check__has(btf, "sys_exit"))) {
+			no_autoload(np->obj, "handle_sys_enter_raw");
+			no_autoload(np->obj, "handle_sys_exit_raw");
+		} else {
+			no_autoload(np->obj, "handle_sys_enter");
+			no_autoload(np->obj, "handle_sys_exit");
+			np->st.raw_tp = 1;
+		}
+	} else {
+		np->sock = net_bpf__open();
+		if (!np->sock)
+			return -errno;
+		np->obj = np->sock->obj;
+	}
+	np->st.source = source;
+	if (!btf || tp_check__has(btf, "sk_data_ready"))
+		no_autoload(np->obj, "handle_tcp_probe");
+	np->events = bpf_object__find_map_by_name(np->obj, "events");
+	np->tgids = bpf_object__find_map_by_name(np->obj, "traced_tgids");
+	np->ports = bpf_object__find_map_by_name(np->obj, "listen_ports");
+	np->counters = bpf_object__find_map_by_name(np->obj, "counters");
+	if (!np->events || !np->tgids || !np->ports || !np->counters)
+		return -ENOENT;
+	return 0;
+}
 
 struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err,
 				       char *missing_tp, size_t missing_len)
 {
 	struct net_probe *np = calloc(1, sizeof(*np));
+	enum net_source source = net_source__choose(opts->source, opts->vmlinux_btf);
 	struct bpf_program *prog;
 
 	if (missing_len)
@@ -75,38 +150,33 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 	}
 	np->on_event = opts->on_event;
 	np->ctx = opts->ctx;
-	np->skel = net_bpf__open();
-	if (!np->skel) {
-		*err = -errno;
+	*err = open_source(np, source, opts->vmlinux_btf);
+	if (*err)
 		goto fail;
-	}
-	np->skel->rodata->targ_capture_bytes = opts->capture_bytes;
-	np->skel->rodata->targ_capture_send_bytes = opts->capture_send_bytes ?
-		opts->capture_send_bytes : TTF_CAPTURE_SEND_DEFAULT_BYTES;
-	np->skel->rodata->targ_port = opts->port_filter;
-	if (opts->follow_comm) {
-		strncpy((char *)np->skel->rodata->targ_comm, opts->follow_comm, TTF_COMM_LEN - 1);
-		np->skel->rodata->targ_follow_comm = true;
-	}
-	bpf_object__for_each_program(prog, np->skel->obj) {
+	if (np->sock)
+		CONFIGURE(np->sock, opts);
+	else
+		CONFIGURE(np->sys, opts);
+	bpf_object__for_each_program(prog, np->obj) {
 		if (skipped(opts->skip_progs, bpf_program__name(prog)))
 			bpf_program__set_autoload(prog, false);
 	}
 	if (opts->vmlinux_btf) {
-		*err = tp_check__prune(np->skel->obj, opts->vmlinux_btf, required_tps, missing_tp,
+		*err = tp_check__prune(np->obj, opts->vmlinux_btf,
+				       np->sock ? required_tps : required_none, missing_tp,
 				       missing_len);
 		if (*err < 0)
 			goto fail;
 	}
-	*err = bpf_map__set_max_entries(np->skel->maps.events, opts->ringbuf_bytes);
+	*err = bpf_map__set_max_entries(np->events, opts->ringbuf_bytes);
 	if (*err)
 		goto fail;
 	/* A fixed 4 MiB never triggered in rings of 4 MiB and less (--ringbuf-mb). */
-	np->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(np->skel->maps.events) / 4;
-	*err = net_bpf__load(np->skel);
+	set_wakeup(np, bpf_map__max_entries(np->events) / 4);
+	*err = np->sock ? net_bpf__load(np->sock) : net_syscall_bpf__load(np->sys);
 	if (*err)
 		goto fail;
-	np->rb = ring_buffer__new(bpf_map__fd(np->skel->maps.events), ring_cb, np, NULL);
+	np->rb = ring_buffer__new(bpf_map__fd(np->events), ring_cb, np, NULL);
 	if (!np->rb) {
 		*err = -errno;
 		goto fail;
@@ -117,12 +187,23 @@ fail:
 	return NULL;
 }
 
+/* The two programs of a source without which there are no RECV/SEND records. */
+static int must_have(const struct net_probe *np, const char *name)
+{
+	if (np->sock)
+		return !strcmp(name, "handle_recv") || !strcmp(name, "handle_send");
+	return !strncmp(name, "handle_sys_enter", strlen("handle_sys_enter")) ||
+	       !strncmp(name, "handle_sys_exit", strlen("handle_sys_exit"));
+}
+
 int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 {
 	struct bpf_program *prog;
 
 	memset(st, 0, sizeof(*st));
-	bpf_object__for_each_program(prog, np->skel->obj) {
+	st->source = np->st.source;
+	st->raw_tp = np->st.raw_tp;
+	bpf_object__for_each_program(prog, np->obj) {
 		const char *name = bpf_program__name(prog);
 		struct bpf_link *link;
 
@@ -138,8 +219,10 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 		ttf_debug("attached %s", name);
 		if (np->n_links < MAX_LINKS)
 			np->links[np->n_links++] = link;
-		if (!strcmp(name, "handle_recv") || !strcmp(name, "handle_send"))
+		if (must_have(np, name))
 			st->recv_send++;
+		else if (!strcmp(name, "handle_tcp_probe"))
+			st->arrival_tcp_probe = 1;
 		else if (!strcmp(name, "handle_xmit"))
 			st->xmit = 1;
 		else if (!strcmp(name, "handle_data_ready"))
@@ -158,7 +241,7 @@ int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
 {
 	uint8_t one = 1;
 
-	return bpf_map__update_elem(np->skel->maps.traced_tgids, &tgid, sizeof(tgid), &one,
+	return bpf_map__update_elem(np->tgids, &tgid, sizeof(tgid), &one,
 				    sizeof(one), BPF_ANY);
 }
 
@@ -166,13 +249,13 @@ int net_probe__trace_port(struct net_probe *np, uint16_t port)
 {
 	uint8_t one = 1;
 
-	return bpf_map__update_elem(np->skel->maps.listen_ports, &port, sizeof(port), &one,
+	return bpf_map__update_elem(np->ports, &port, sizeof(port), &one,
 				    sizeof(one), BPF_ANY);
 }
 
 int net_probe__tgids_fd(struct net_probe *np)
 {
-	return bpf_map__fd(np->skel->maps.traced_tgids);
+	return bpf_map__fd(np->tgids);
 }
 
 int net_probe__poll(struct net_probe *np, int timeout_ms)
@@ -187,7 +270,7 @@ int net_probe__poll(struct net_probe *np, int timeout_ms)
 
 void net_probe__counters(struct net_probe *np, uint64_t *out)
 {
-	bpf_util__sum_percpu(np->skel->maps.counters, TTF_CNT__MAX, out);
+	bpf_util__sum_percpu(np->counters, TTF_CNT__MAX, out);
 }
 
 void net_probe__destroy(struct net_probe *np)
@@ -197,7 +280,8 @@ void net_probe__destroy(struct net_probe *np)
 	for (int i = 0; i < np->n_links; i++)
 		bpf_link__destroy(np->links[i]);
 	ring_buffer__free(np->rb);
-	net_bpf__destroy(np->skel);
+	net_bpf__destroy(np->sock);
+	net_syscall_bpf__destroy(np->sys);
 	free(np);
 }
 
@@ -231,7 +315,16 @@ static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
 	const struct net_probe *np = ctx;
 	const struct ttf_probe_feature all[] = {
 		{ "net_dev_start_xmit", np->st.xmit, "TTFT ends at the write, not at the device" },
-		{ "sk_data_ready", np->st.arrival, "request arrival is taken at the read" },
+		{ "sk_data_ready", np->st.arrival,
+		  np->st.arrival_tcp_probe ?
+			  "request arrival is taken from tcp_probe (TCP receive of the segment, "
+			  "before it is queued; bytes sent with the handshake's last ACK are "
+			  "taken at the read)" :
+			  "request arrival is taken at the read (net_in is 0)" },
+		{ "sock_recv_length/sock_send_length", np->st.source == NET_SOURCE_SOCK,
+		  "reads and writes are taken at the syscall's return (sys_exit) and their "
+		  "socket through the fd: socket I/O not made by read/write/send/recv-family "
+		  "syscalls (io_uring, in-kernel senders) is not seen" },
 		{ "inet_sock_set_state", np->st.close,
 		  "connection closes are seen only when the process exits" },
 		{ "sched_process_fork/exit", np->st.follow,

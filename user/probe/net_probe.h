@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Lifecycle of the network probes (bpf/net.bpf.c): open the skeleton,
+ * Lifecycle of the network probes: open the skeleton of the chosen source,
  * configure, load, attach each program, drain the ring buffer, read the
  * drop counters. Ring buffer records are delivered to a callback as
- * (struct ttf_net_event header + payload).
+ * (struct ttf_net_event header + payload), the same from either source:
+ *   sock     bpf/net.bpf.c: socket tracepoints sock_{recv,send}_length (6.3+)
+ *   syscall  bpf/net_syscall.bpf.c: raw syscall enter/exit (5.8+), tp_btf
+ *            where the kernel BTF has the typedefs, raw_tp otherwise
+ * (docs/kernel.md B1.1, B1.9).
  */
 #ifndef TTFTRACE_NET_PROBE_H
 #define TTFTRACE_NET_PROBE_H
@@ -19,8 +23,28 @@ struct net_probe;
 
 typedef int (*net_event_cb)(void *ctx, const struct ttf_net_event *e, size_t len);
 
+/* Which programs supply the RECV/SEND records (--net-source). */
+enum net_source {
+	NET_SOURCE_AUTO = 0,	/* sock when the kernel has its tracepoints, else syscall */
+	NET_SOURCE_SOCK,
+	NET_SOURCE_SYSCALL,
+};
+
+/* "auto", "sock", "syscall" -> *out. Returns 0, or -EINVAL for another name. */
+int net_source__parse(const char *name, enum net_source *out);
+/* "sock", "syscall" ("auto" for NET_SOURCE_AUTO). */
+const char *net_source__name(enum net_source s);
+
+/*
+ * The source auto picks on the kernel whose BTF is vmlinux (NULL: unknown,
+ * sock): sock when it has sys_enter, sock_recv_length and sock_send_length,
+ * else syscall. forced other than AUTO is returned as it is.
+ */
+enum net_source net_source__choose(enum net_source forced, const struct btf *vmlinux);
+
 struct net_probe_opts {
 	size_t sz;			/* sizeof(struct net_probe_opts) */
+	enum net_source source;		/* AUTO: net_source__choose() */
 	uint32_t capture_bytes;		/* payload prefix per read, <= TTF_CAPTURE_MAX_BYTES */
 	uint32_t capture_send_bytes;	/* payload prefix per write, <= TTF_CAPTURE_MAX_BYTES */
 	uint32_t ringbuf_bytes;		/* power of two, >= page size */
@@ -33,8 +57,10 @@ struct net_probe_opts {
 	const char *skip_progs;
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
-	 * it. Required: sys_enter, sock_recv_length, sock_send_length; any
-	 * other missing tracepoint only leaves its program out.
+	 * it. Required by sock: sys_enter, sock_recv_length, sock_send_length;
+	 * by syscall: none (sys_enter/sys_exit go through raw_tp when their
+	 * typedefs are missing). Any other missing tracepoint only leaves its
+	 * program out; without sk_data_ready, tcp_probe stands in for it.
 	 */
 	const struct btf *vmlinux_btf;
 	net_event_cb on_event;
@@ -43,11 +69,14 @@ struct net_probe_opts {
 
 /* Which optional programs attached (for "TTFT ends at xmit or write"). */
 struct net_probe_status {
+	enum net_source source;	/* SOCK or SYSCALL: what was loaded */
+	int raw_tp;		/* syscall: the raw_tp pair of sys_enter/sys_exit attached */
 	int n_attached;
 	int n_failed;
-	int recv_send;		/* sock_{recv,send}_length attached: the must-haves */
+	int recv_send;		/* the must-haves: sock_{recv,send}_length, or sys_enter/exit */
 	int xmit;		/* net_dev_start_xmit */
 	int arrival;		/* sk_data_ready */
+	int arrival_tcp_probe;	/* tcp_probe standing in for a missing sk_data_ready */
 	int close;		/* inet_sock_set_state */
 	int follow;		/* sched_process_fork/exit */
 };

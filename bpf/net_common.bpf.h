@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * What the two socket sources share (BPF side only): net.bpf.c (socket
+ * tracepoints, 6.3+) and net_syscall.bpf.c (raw syscall enter/exit, 5.8+)
+ * each include this once. Maps, configuration and records are the same in
+ * both objects, so user/probe/net_probe.c drives either one.
+ *
+ *   sched_process_*     follow fork/exec/exit of traced processes
+ *   sk_data_ready       kernel arrival time of data on a traced socket
+ *   tcp_probe           the same from TCP receive, where sk_data_ready is missing
+ *   net_dev_start_xmit  XMIT record with the segment's end sequence number
+ *   inet_sock_set_state CLOSE record when a traced socket leaves ESTABLISHED
+ *
+ * Define TTF_SK_ID_BY_PTR before including it when the source finds its
+ * sockets through file descriptors (see sk_ids).
+ */
+#ifndef TTF_NET_COMMON_BPF_H
+#define TTF_NET_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "bpf/net.h"
+#include "bpf/common.bpf.h"
+
+#define MSG_PEEK 2
+#define IPPROTO_TCP 6
+#define TCP_ESTABLISHED 1
+#define TCP_TIME_WAIT 6
+#define TCP_CLOSE 7
+#define TCP_NEW_SYN_RECV 12
+#define MAX_IOVS 64
+/*
+ * Masks keep the verifier's bounds: offsets < MAX and sizes <= MAX (clamped,
+ * then masked), so any copy ends inside a 2 * MAX buffer (per-CPU map values
+ * are limited to 32 KiB).
+ */
+#define OFF_MASK (TTF_CAPTURE_MAX_BYTES - 1)
+#define LEN_MASK (2 * TTF_CAPTURE_MAX_BYTES - 1)
+#define SCRATCH_PAYLOAD (2 * TTF_CAPTURE_MAX_BYTES)
+
+/* Configuration, set by user space between open and load. */
+const volatile __u32 targ_capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;	/* reads */
+const volatile __u32 targ_capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
+const volatile __u16 targ_port = 0;	/* 0: any local port */
+/* Above this many unread bytes, wake the consumer (set to a quarter of the ring). */
+const volatile __u64 targ_wakeup_bytes = 4 << 20;
+const volatile char targ_comm[TTF_COMM_LEN] = {};
+const volatile bool targ_follow_comm = false;
+
+enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3, BUF_NONE = 4 /* sendfile */ };
+enum buf_dir { DIR_RECV = 1, DIR_SEND = 2 };
+
+struct sys_args {
+	__u64 enter_ns;	/* bpf_ktime_get_ns() at sys_enter */
+	__u64 buf;	/* user pointer: buffer, iovec array or msghdr */
+	__s64 nr;	/* syscall number */
+	__u32 len;	/* buffer length or iovec count */
+	__u32 fd;	/* first argument: the file descriptor */
+	__u32 flags;	/* recvfrom/recvmsg flags (MSG_PEEK), else 0 */
+	__u8 kind;	/* enum buf_kind */
+	__u8 dir;	/* enum buf_dir */
+	__u16 pad;
+};
+
+struct arrival {
+	__u64 first_ns;
+	__u64 last_ns;
+};
+
+/* The record header is followed by its payload in one contiguous buffer. */
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+struct scratch {
+	struct ttf_net_event ev;
+	__u8 payload[SCRATCH_PAYLOAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);	/* tgid */
+	__type(value, __u8);
+} traced_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u16);	/* local listening port, host order */
+	__type(value, __u8);
+} listen_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);	/* pid_tgid */
+	__type(value, struct sys_args);
+} sys_args SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* socket cookie (TTF_SK_ID_BY_PTR: the id from sk_ids) */
+	__type(value, __u8);
+} traced_socks SEC(".maps");
+
+#ifdef TTF_SK_ID_BY_PTR
+/*
+ * Sockets found through a file descriptor are not pointers the verifier
+ * trusts, so bpf_get_socket_cookie() cannot take them: such a source gives
+ * each socket an id of its own at first sight (bpf_ktime_get_ns() with the
+ * CPU in the top bits) and forgets it when the socket closes, so an address
+ * reused by a later socket gets a new id.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* struct sock address */
+	__type(value, __u64);	/* id in records (sock_cookie) */
+} sk_ids SEC(".maps");
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* socket cookie */
+	__type(value, struct arrival);
+} arrivals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TTF_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);	/* resized by user space before load */
+} events SEC(".maps");
+
+/* The shared helpers (common.bpf.h), bound to this program's maps. */
+static __always_inline void count(__u32 idx)
+{
+	ttf_count(&counters, idx);
+}
+
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+	return ttf_tgid_traced(&traced_tgids, tgid);
+}
+
+/* Wake the consumer only when the ring is filling up; it drains on a timer. */
+static __always_inline void submit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size,
+			       ttf_rb_wakeup_flags(&events, targ_wakeup_bytes)))
+		count(TTF_CNT_RINGBUF_FULL);
+	else
+		count(TTF_CNT_EVENTS);
+}
+
+static __always_inline bool sk_is_tcp(const struct sock *sk)
+{
+	__u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+
+	if (family != TTF_AF_INET && family != TTF_AF_INET6)
+		return false;
+	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
+}
+
+static __always_inline void fill_addr(struct ttf_net_event *e, const struct sock *sk)
+{
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (e->family == TTF_AF_INET) {
+		__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+		__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+		bpf_core_read(e->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_core_read(e->raddr, 4, &sk->__sk_common.skc_daddr);
+	} else {
+		bpf_core_read(e->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_core_read(e->raddr, 16, &sk->__sk_common.skc_v6_daddr);
+	}
+}
+
+#ifdef TTF_SK_ID_BY_PTR
+/* The id of socket sk (see sk_ids); create: give it one if it has none. 0: none. */
+static __always_inline __u64 sk_id(const struct sock *sk, bool create)
+{
+	__u64 key = (__u64)(unsigned long)sk, id, *v;
+
+	v = bpf_map_lookup_elem(&sk_ids, &key);
+	if (v)
+		return *v;
+	if (!create)
+		return 0;
+	id = bpf_ktime_get_ns() ^ ((__u64)(bpf_get_smp_processor_id() & 0xff) << 56);
+	if (bpf_map_update_elem(&sk_ids, &key, &id, BPF_NOEXIST)) {
+		count(TTF_CNT_SOCK_MAP_FULL);
+		return 0;
+	}
+	return id;
+}
+
+static __always_inline void sk_id_forget(const struct sock *sk)
+{
+	__u64 key = (__u64)(unsigned long)sk;
+
+	bpf_map_delete_elem(&sk_ids, &key);
+}
+#endif
+
+/* ---- follow processes ---------------------------------------------------- */
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+	struct ttf_net_event *e;
+	__u32 zero = 0;
+	struct scratch *s;
+
+	if (ptgid == ctgid || !tgid_traced(ptgid))
+		return 0;
+	if (bpf_map_update_elem(&traced_tgids, &ctgid, &one, BPF_ANY)) {
+		count(TTF_CNT_TGID_MAP_FULL);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	e = &s->ev;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_FORK;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tgid = ptgid;
+	e->tid = ctgid;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), child->comm);
+	submit(e, sizeof(*e));
+	return 0;
+}
+
+static __always_inline bool comm_matches(const char *comm)
+{
+	for (int i = 0; i < TTF_COMM_LEN; i++) {
+		if (comm[i] != targ_comm[i])
+			return false;
+		if (!comm[i])
+			return true;
+	}
+	return true;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	char comm[TTF_COMM_LEN];
+	__u32 tgid = p->tgid;
+	__u8 one = 1;
+
+	if (!targ_follow_comm)
+		return 0;
+	bpf_probe_read_kernel_str(comm, sizeof(comm), p->comm);
+	if (!comm_matches(comm))
+		return 0;
+	if (bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY))
+		count(TTF_CNT_TGID_MAP_FULL);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = p->tgid, zero = 0;
+	struct ttf_net_event *e;
+	struct scratch *s;
+
+	if (!group_dead || !tgid_traced(tgid))
+		return 0;
+	bpf_map_delete_elem(&traced_tgids, &tgid);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	e = &s->ev;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_EXIT;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tgid = tgid;
+	e->tid = p->pid;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	submit(e, sizeof(*e));
+	return 0;
+}
+
+/* Syscall numbers of the read/write family (arch/<arch>/.../syscall tables). */
+#if defined(__TARGET_ARCH_x86)
+#define NR_read 0
+#define NR_write 1
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_sendfile 40
+#elif defined(__TARGET_ARCH_arm64) || defined(__TARGET_ARCH_riscv)
+#define NR_read 63
+#define NR_write 64
+#define NR_readv 65
+#define NR_writev 66
+#define NR_sendto 206
+#define NR_recvfrom 207
+#define NR_sendmsg 211
+#define NR_recvmsg 212
+#define NR_sendfile 71
+#else
+#error "syscall numbers for this architecture are not known"
+#endif
+
+/* The syscalls whose buffer the sources remember: one test on x86. */
+static __always_inline bool payload_syscall(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	const __u64 mask = (1ULL << NR_read) | (1ULL << NR_write) | (1ULL << NR_readv) |
+			   (1ULL << NR_writev) | (1ULL << NR_sendto) | (1ULL << NR_recvfrom) |
+			   (1ULL << NR_sendmsg) | (1ULL << NR_recvmsg);
+
+	return (__u64)id < 64 && ((1ULL << id) & mask);
+#else
+	switch (id) {
+	case NR_read: case NR_write: case NR_readv: case NR_writev:
+	case NR_sendto: case NR_recvfrom: case NR_sendmsg: case NR_recvmsg:
+		return true;
+	}
+	return false;
+#endif
+}
+
+/*
+ * Remember the arguments of a payload syscall of a traced thread: its fd,
+ * user buffer (flat buffer, iovec array or msghdr), flags and entry time.
+ * A slot only ever holds its thread's last such syscall (see the callers).
+ */
+static __always_inline void remember_args(struct pt_regs *regs, long id)
+{
+	struct sys_args a = {};
+	__u64 pid_tgid;
+
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!tgid_traced(pid_tgid >> 32))
+		return;
+	switch (id) {
+	case NR_read:
+		a.kind = BUF_FLAT;
+		a.dir = DIR_RECV;
+		break;
+	case NR_recvfrom:
+		a.kind = BUF_FLAT;
+		a.dir = DIR_RECV;
+		a.flags = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		break;
+	case NR_write:
+	case NR_sendto:
+		a.kind = BUF_FLAT;
+		a.dir = DIR_SEND;
+		break;
+	case NR_readv:
+		a.kind = BUF_IOV;
+		a.dir = DIR_RECV;
+		break;
+	case NR_writev:
+		a.kind = BUF_IOV;
+		a.dir = DIR_SEND;
+		break;
+	case NR_recvmsg:
+		a.kind = BUF_MSG;
+		a.dir = DIR_RECV;
+		a.flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		break;
+	case NR_sendmsg:
+		a.kind = BUF_MSG;
+		a.dir = DIR_SEND;
+		break;
+	case NR_sendfile:
+		a.kind = BUF_NONE;	/* the payload comes from a file, not user memory */
+		a.dir = DIR_SEND;
+		break;
+	default:
+		return;
+	}
+	a.nr = id;
+	a.enter_ns = bpf_ktime_get_ns();
+	a.fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	a.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	bpf_map_update_elem(&sys_args, &pid_tgid, &a, BPF_ANY);
+}
+
+/* ---- payload capture ----------------------------------------------------- */
+
+/* Copy up to `want` bytes from an iovec array; returns bytes copied. */
+static __always_inline __u32 copy_iov(__u8 *dst, __u64 iov_ptr, __u32 iovcnt, __u32 want)
+{
+	__u64 off = 0;
+
+	for (int i = 0; i < MAX_IOVS; i++) {
+		struct iovec iov;
+		__u64 n;
+
+		if (i >= iovcnt || off >= want)
+			break;
+		if (bpf_probe_read_user(&iov, sizeof(iov), (void *)(iov_ptr + i * sizeof(iov))))
+			break;
+		n = iov.iov_len > want - off ? want - off : iov.iov_len;
+		if (n > TTF_CAPTURE_MAX_BYTES)
+			n = TTF_CAPTURE_MAX_BYTES;
+		if (bpf_probe_read_user(dst + (off & OFF_MASK), n & LEN_MASK, iov.iov_base))
+			break;
+		off += n;
+	}
+	return off;
+}
+
+static __always_inline __u32 copy_payload(__u8 *dst, const struct sys_args *a, __u64 want)
+{
+	struct user_msghdr msg;
+
+	if (want > TTF_CAPTURE_MAX_BYTES)
+		want = TTF_CAPTURE_MAX_BYTES;
+	switch (a->kind) {
+	case BUF_FLAT:
+		if (bpf_probe_read_user(dst, want & LEN_MASK, (void *)a->buf))
+			return 0;
+		return want;
+	case BUF_IOV:
+		return copy_iov(dst, a->buf, a->len, want);
+	case BUF_MSG:
+		if (bpf_probe_read_user(&msg, sizeof(msg), (void *)a->buf))
+			return 0;
+		return copy_iov(dst, (__u64)msg.msg_iov, msg.msg_iovlen, want);
+	}
+	return 0;
+}
+
+/*
+ * Should a read or write of ret bytes (recv flags in flags) on sk become a
+ * record? TCP only, no MSG_PEEK (counted), the --port filter. The caller has
+ * checked that the thread is traced.
+ */
+static __always_inline bool io_wanted(struct sock *sk, int ret, int flags, __u8 type)
+{
+	if (ret <= 0 || !sk_is_tcp(sk))
+		return false;
+	if (type == TTF_EV_RECV && (flags & MSG_PEEK)) {
+		count(TTF_CNT_PEEK_SKIPPED);
+		return false;
+	}
+	return !targ_port || BPF_CORE_READ(sk, __sk_common.skc_num) == targ_port;
+}
+
+/* Remember socket cookie as traced (for the kernel-side programs). */
+static __always_inline void mark_traced(__u64 cookie)
+{
+	__u8 one = 1;
+
+	if (!bpf_map_lookup_elem(&traced_socks, &cookie) &&
+	    bpf_map_update_elem(&traced_socks, &cookie, &one, BPF_ANY))
+		count(TTF_CNT_SOCK_MAP_FULL);
+}
+
+/*
+ * Submit the RECV or SEND record of a read/write that returned ret bytes on
+ * sk (id cookie), with the payload prefix from a's buffer; a NULL (or a
+ * sendfile's): no payload, flagged and counted.
+ */
+static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 type,
+				   const struct sys_args *a)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 zero = 0, want, got = 0;
+	struct ttf_net_event *e;
+	struct arrival *arr;
+	struct scratch *s;
+
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	e = &s->ev;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sock_cookie = cookie;
+	e->arrival_first_ns = 0;
+	e->arrival_last_ns = 0;
+	e->enter_ns = 0;
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->bytes = ret;
+	e->seq_end = 0;
+	e->type = type;
+	e->flags = 0;
+	e->pad = 0;
+	fill_addr(e, sk);
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+
+	if (type == TTF_EV_RECV) {
+		arr = bpf_map_lookup_elem(&arrivals, &cookie);
+		if (arr) {
+			e->arrival_first_ns = arr->first_ns;
+			e->arrival_last_ns = arr->last_ns;
+			bpf_map_delete_elem(&arrivals, &cookie);
+		}
+	} else {
+		struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+		e->seq_end = BPF_CORE_READ(tp, write_seq);
+		/* TCP_NAGLE_OFF (include/net/tcp.h): set by setsockopt(TCP_NODELAY) */
+		if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1)
+			e->flags |= TTF_EVF_NODELAY;
+	}
+
+	want = type == TTF_EV_RECV ? targ_capture_bytes : targ_capture_send_bytes;
+	if (want > (__u32)ret)
+		want = ret;
+	if (a && a->kind != BUF_NONE) {
+		e->enter_ns = a->enter_ns;
+		got = copy_payload(s->payload, a, want);
+	} else {
+		if (a)
+			e->enter_ns = a->enter_ns;
+		e->flags |= TTF_EVF_NO_BUF;
+		count(TTF_CNT_ARGS_MISSING);
+	}
+	if (got < (__u32)ret)
+		e->flags |= TTF_EVF_TRUNCATED;
+	if (got > TTF_CAPTURE_MAX_BYTES)
+		got = TTF_CAPTURE_MAX_BYTES;
+	e->cap_len = got;
+	submit(s, sizeof(*e) + got);
+	return 0;
+}
+
+/* ---- kernel-side timing of traced sockets -------------------------------- */
+
+static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
+{
+	__u16 lport;
+
+	if (!sk_is_tcp(sk))
+		return false;
+#ifdef TTF_SK_ID_BY_PTR
+	*cookie = sk_id(sk, false);
+	if (*cookie)
+		return true;
+#else
+	*cookie = bpf_get_socket_cookie((void *)sk);
+	if (bpf_map_lookup_elem(&traced_socks, cookie))
+		return true;
+#endif
+	/* Data can arrive before the server ever reads the new connection. */
+	lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	if (!bpf_map_lookup_elem(&listen_ports, &lport))
+		return false;
+#ifdef TTF_SK_ID_BY_PTR
+	*cookie = sk_id(sk, true);
+	return *cookie != 0;
+#else
+	return true;
+#endif
+}
+
+/* Remember now as the newest (and, when none is pending, oldest) arrival on cookie. */
+static __always_inline void note_arrival(__u64 cookie)
+{
+	struct arrival *arr, fresh;
+	__u64 now = bpf_ktime_get_ns();
+
+	arr = bpf_map_lookup_elem(&arrivals, &cookie);
+	if (arr) {
+		if (!arr->first_ns)
+			arr->first_ns = now;
+		arr->last_ns = now;
+		return;
+	}
+	fresh.first_ns = now;
+	fresh.last_ns = now;
+	if (bpf_map_update_elem(&arrivals, &cookie, &fresh, BPF_NOEXIST))
+		count(TTF_CNT_ARRIVAL_MAP_FULL);
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(handle_data_ready, const struct sock *sk)
+{
+	__u64 cookie;
+
+	if (sock_wanted(sk, &cookie))
+		note_arrival(cookie);
+	return 0;
+}
+
+/*
+ * Where sk_data_ready is missing (user space loads this program only then):
+ * tcp_probe fires at the top of tcp_rcv_established() for every segment an
+ * established socket receives, before it is queued (docs/kernel.md B1.2).
+ * Segments without payload (pure ACKs) are not arrivals; data that came
+ * with the handshake's last ACK never passes here.
+ */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(handle_tcp_probe, struct sock *sk, struct sk_buff *skb)
+{
+	struct tcphdr th;
+	__u64 cookie;
+	void *data;
+	__u32 len;
+
+	data = BPF_CORE_READ(skb, data);
+	len = BPF_CORE_READ(skb, len);
+	if (bpf_probe_read_kernel(&th, sizeof(th), data))
+		return 0;
+	if (len <= th.doff * 4)
+		return 0;
+	if (sock_wanted(sk, &cookie))
+		note_arrival(cookie);
+	return 0;
+}
+
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *dev)
+{
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+	__u16 mac_off, th_off;
+	__u32 len, hdr_len, zero = 0;
+	struct ttf_net_event *e;
+	struct scratch *s;
+	struct tcphdr th;
+	__u64 cookie;
+	__u8 state;
+	void *head;
+
+	if (!sk)
+		return 0;
+	state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	if (state == TCP_TIME_WAIT || state == TCP_NEW_SYN_RECV)
+		return 0;
+	if (!sk_is_tcp(sk))
+		return 0;
+	/*
+	 * skb->sk is not a trusted pointer here, so read the cookie that
+	 * bpf_get_socket_cookie() stored when the socket was first traced
+	 * (sock_gen_cookie() caches it in skc_cookie); 0 = never traced.
+	 */
+#ifdef TTF_SK_ID_BY_PTR
+	cookie = sk_id(sk, false);
+#else
+	cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+#endif
+	if (!cookie || !bpf_map_lookup_elem(&traced_socks, &cookie))
+		return 0;
+	head = BPF_CORE_READ(skb, head);
+	mac_off = BPF_CORE_READ(skb, mac_header);
+	th_off = BPF_CORE_READ(skb, transport_header);
+	len = BPF_CORE_READ(skb, len);
+	if (bpf_probe_read_kernel(&th, sizeof(th), head + th_off))
+		return 0;
+	hdr_len = (th_off - mac_off) + th.doff * 4;
+	if (len <= hdr_len)
+		return 0;	/* pure ACK / control segment */
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	e = &s->ev;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_XMIT;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sock_cookie = cookie;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->bytes = len - hdr_len;
+	e->seq_end = bpf_ntohl(th.seq) + e->bytes;
+	fill_addr(e, sk);
+	submit(e, sizeof(*e));
+	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	struct ttf_net_event *e;
+	__u32 zero = 0;
+	struct scratch *s;
+	__u64 cookie;
+
+	if (oldstate != TCP_ESTABLISHED && newstate != TCP_CLOSE)
+		return 0;
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+#ifdef TTF_SK_ID_BY_PTR
+	cookie = sk_id(sk, false);
+#else
+	cookie = bpf_get_socket_cookie((void *)sk);
+#endif
+	if (!bpf_map_lookup_elem(&traced_socks, &cookie))
+		return 0;
+	if (newstate == TCP_CLOSE) {
+		bpf_map_delete_elem(&traced_socks, &cookie);
+		bpf_map_delete_elem(&arrivals, &cookie);
+#ifdef TTF_SK_ID_BY_PTR
+		sk_id_forget(sk);
+#endif
+		if (oldstate != TCP_ESTABLISHED)
+			return 0;	/* CLOSE already reported when it left ESTABLISHED */
+	}
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	e = &s->ev;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_CLOSE;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sock_cookie = cookie;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->bytes = newstate;
+	e->seq_end = oldstate;
+	if (newstate == TCP_CLOSE)
+		e->flags |= TTF_EVF_RESET;
+	fill_addr(e, sk);
+	submit(e, sizeof(*e));
+	return 0;
+}
+
+#endif /* TTF_NET_COMMON_BPF_H */

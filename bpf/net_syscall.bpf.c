@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Network probes, syscall-tracepoint source ("syscall"): the same records as
+ * bpf/net.bpf.c on kernels without the socket tracepoints (before 6.3). It
+ * needs only the raw syscall tracepoints, the ring buffer (5.8) and BTF for
+ * CO-RE; every helper it calls is in Linux 5.8 (docs/kernel.md B8).
+ *
+ *   sys_enter   remember fd, user buffer, flags and entry time of the payload
+ *               syscalls (read, write, readv, writev, recvfrom, sendto,
+ *               recvmsg, sendmsg, sendfile)
+ *   sys_exit    find the socket behind the fd, and when it is TCP submit the
+ *               RECV/SEND record with the payload prefix read now from the
+ *               remembered buffer (the bytes are there once the call returns)
+ *   the rest    bpf/net_common.bpf.h (shared with net.bpf.c)
+ *
+ * Each hook comes twice, as tp_btf (typed arguments, 5.5+) and raw_tp; user
+ * space loads one pair: tp_btf where the kernel BTF has btf_trace_sys_enter
+ * and btf_trace_sys_exit, raw_tp otherwise. Both read their arguments with
+ * CO-RE, so the bodies are the same.
+ *
+ * What differs from the socket tracepoints (docs/kernel.md B1.9): the
+ * record's time is the syscall's return, not the socket layer's; a socket
+ * is found only through a descriptor of the calling task (io_uring and
+ * in-kernel senders are not seen); socket ids are this source's own
+ * (TTF_SK_ID_BY_PTR in net_common.bpf.h), not SO_COOKIE values.
+ */
+#define TTF_SK_ID_BY_PTR 1
+#include "bpf/net_common.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/*
+ * The socket behind descriptor fd of the current task:
+ * task->files->fdt->fd[fd], a file whose inode is a socket, private_data is
+ * its struct socket (net/socket.c sock_alloc_file). NULL when fd is not a
+ * socket or is gone.
+ */
+static __always_inline struct sock *sock_from_fd(__u32 fd)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **fds, *f;
+	struct socket *so;
+	umode_t mode;
+
+	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return NULL;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	so = BPF_CORE_READ(f, private_data);
+	return so ? BPF_CORE_READ(so, sk) : NULL;
+}
+
+static __always_inline bool wanted_syscall(long id)
+{
+	return payload_syscall(id) || id == NR_sendfile;
+}
+
+/* The number of the syscall that regs (its user registers) entered. */
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
+#else
+	return BPF_CORE_READ(regs, a7);
+#endif
+}
+
+static __always_inline void on_enter(struct pt_regs *regs, long id)
+{
+	if (wanted_syscall(id))
+		remember_args(regs, id);
+}
+
+/*
+ * The thread's remembered syscall returned ret. A slot is written at every
+ * payload syscall's entry and deleted at its exit, and a thread is in one
+ * syscall at a time, so the slot found here is this syscall's.
+ */
+static __always_inline void on_exit(struct pt_regs *regs, long ret)
+{
+	struct sys_args *a;
+	struct sock *sk;
+	__u64 pid_tgid;
+	__u64 id;
+	__u8 type;
+
+	/* Every syscall of the machine exits here: the number first, then maps. */
+	if (!wanted_syscall(syscall_nr(regs)))
+		return;
+	pid_tgid = bpf_get_current_pid_tgid();
+	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
+	if (!a)
+		return;
+	type = a->dir == DIR_RECV ? TTF_EV_RECV : TTF_EV_SEND;
+	if (ret > 0 && (sk = sock_from_fd(a->fd)) && io_wanted(sk, ret, a->flags, type)) {
+		id = sk_id(sk, true);
+		if (id) {
+			mark_traced(id);
+			emit_io(sk, id, ret, type, a);
+		}
+	}
+	bpf_map_delete_elem(&sys_args, &pid_tgid);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
+{
+	on_enter(regs, id);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
+{
+	on_exit(regs, ret);
+	return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(handle_sys_enter_raw, struct pt_regs *regs, long id)
+{
+	on_enter(regs, id);
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(handle_sys_exit_raw, struct pt_regs *regs, long ret)
+{
+	on_exit(regs, ret);
+	return 0;
+}
