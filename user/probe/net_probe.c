@@ -126,6 +126,11 @@ static int open_source(struct net_probe *np, enum net_source source, const struc
 	np->st.source = source;
 	if (!btf || tp_check__has(btf, "sk_data_ready"))
 		no_autoload(np->obj, "handle_tcp_probe");
+	/* sched_process_exit(p, group_dead) on 6.18; (p) alone on 6.1 */
+	if (btf && tp_check__nargs(btf, "sched_process_exit") == 1)
+		no_autoload(np->obj, "handle_exit");
+	else
+		no_autoload(np->obj, "handle_exit_live");
 	np->events = bpf_object__find_map_by_name(np->obj, "events");
 	np->tgids = bpf_object__find_map_by_name(np->obj, "traced_tgids");
 	np->ports = bpf_object__find_map_by_name(np->obj, "listen_ports");
@@ -229,10 +234,12 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			st->arrival = 1;
 		else if (!strcmp(name, "handle_set_state"))
 			st->close = 1;
-		else if (!strcmp(name, "handle_fork"))
-			st->follow = 1;
+		else if (!strcmp(name, "handle_fork") || !strcmp(name, "handle_exit") ||
+			 !strcmp(name, "handle_exit_live"))
+			st->follow++;
 	}
 	st->recv_send = st->recv_send == 2;
+	st->follow = st->follow == 2;
 	np->st = *st;
 	return st->recv_send ? 0 : -ENOENT;
 }

@@ -27,6 +27,27 @@ int tp_check__has(const struct btf *vmlinux, const char *tp)
 	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 }
 
+int tp_check__nargs(const struct btf *vmlinux, const char *tp)
+{
+	const struct btf_type *t;
+	char name[128];
+	int id;
+
+	if (snprintf(name, sizeof(name), "btf_trace_%s", tp) >= (int)sizeof(name))
+		return -ENOENT;
+	id = btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF);
+	if (id <= 0)
+		return -ENOENT;
+	t = btf__type_by_id(vmlinux, id);	/* typedef -> pointer -> func proto */
+	t = t ? btf__type_by_id(vmlinux, t->type) : NULL;
+	if (!t || !btf_is_ptr(t))
+		return -EINVAL;
+	t = btf__type_by_id(vmlinux, t->type);
+	if (!t || !btf_is_func_proto(t) || btf_vlen(t) < 1)
+		return -EINVAL;
+	return btf_vlen(t) - 1;
+}
+
 static int is_required(const char *const *required, const char *tp)
 {
 	if (!required)

@@ -36,6 +36,14 @@ struct btf *tp_check__kernel_btf(void);
 int tp_check__has(const struct btf *vmlinux, const char *tp);
 
 /*
+ * Number of arguments a tp_btf program of tracepoint tp gets (the
+ * prototype's parameters after the leading void *__data), or -ENOENT when
+ * the kernel BTF has no such tracepoint, -EINVAL when its typedef is not a
+ * pointer to a function prototype.
+ */
+int tp_check__nargs(const struct btf *vmlinux, const char *tp);
+
+/*
  * Walk obj's programs that will load and whose section is "tp_btf/<tp>".
  * A missing tracepoint that is in required (a NULL-terminated list of
  * tracepoint names; NULL means every one is required) fails the check:

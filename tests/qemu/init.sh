@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# /init of the QEMU smoke tier's initramfs (tests/qemu/run.py builds it with
+# busybox, ttftrace, the fixture server, loadgen and their libraries). Runs
+# the smoke tier on the guest kernel and prints everything the host checks on
+# the serial console between "TTF-BEGIN <name>" and "TTF-END <name>" lines;
+# "TTF-RC <name> <code>" gives an exit status. Then powers the guest off.
+export PATH=/bin:/usr/bin:/sbin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+ip link set lo up
+
+show() {	# show NAME FILE
+	echo "TTF-BEGIN $1"
+	cat "$2"
+	echo "TTF-END $1"
+}
+
+echo "TTF-KERNEL $(uname -r)"
+[ -r /sys/kernel/btf/vmlinux ] && echo "TTF-BTF yes" || echo "TTF-BTF no"
+
+# Exit codes for what this kernel lacks (README.md "Exit codes").
+ttftrace -p 1 -d 1 --net-source sock >/dev/null 2>/tmp/sock.err
+echo "TTF-RC sock_source $?"
+show sock_source.err /tmp/sock.err
+TTFTRACE_SYS_BTF=/nonexistent ttftrace -p 1 -d 1 >/dev/null 2>/tmp/nobtf.err
+echo "TTF-RC no_btf $?"
+show no_btf.err /tmp/nobtf.err
+TTFTRACE_SKIP_PROGS=all ttftrace -p 1 -d 1 >/dev/null 2>/tmp/noprogs.err
+echo "TTF-RC no_programs $?"
+show no_programs.err /tmp/noprogs.err
+
+# The fixture server, 20 requests, traced with the automatic source.
+sse_server --port 8080 --ttft-ms 100 --itl-ms 10 --nodelay --log /tmp/truth.ndjson \
+	>/tmp/srv.out 2>&1 &
+srv=$!
+i=0
+until grep -q listening /tmp/srv.out || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+ttftrace -p $srv --json -o /tmp/run.ndjson 2>/tmp/trace.err &
+tr=$!
+i=0
+until grep -q "Hit Ctrl-C" /tmp/trace.err || [ $i -ge 600 ]; do
+	kill -0 $tr 2>/dev/null || break
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "TTF-ATTACH-S $((i / 10))"
+loadgen -u http://127.0.0.1:8080/v1/chat/completions -n 20 -c 1 -m 8 -q -o /tmp/lg.json
+echo "TTF-RC loadgen $?"
+sleep 1
+kill -INT $tr
+wait $tr
+echo "TTF-RC trace $?"
+kill $srv
+show trace.err /tmp/trace.err
+show run.ndjson /tmp/run.ndjson
+show truth.ndjson /tmp/truth.ndjson
+echo "TTF-DONE"
+poweroff -f
