@@ -6,6 +6,7 @@
 #   make vmlinux    regenerate vmlinux/<arch>/vmlinux.h from $(VMLINUX_BTF)
 #   make fuzz       build the libFuzzer harnesses (tests/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
+#   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make V=1        show full commands
 
 OUTPUT ?= .output
@@ -71,7 +72,7 @@ CUPTI_LIB := $(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so)
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check
+.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test
 
 all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB)
 
@@ -242,5 +243,14 @@ GPU_RESULTS ?= $(OUTPUT)/gpu-check/results.json
 
 gpu-check:
 	$(Q)tests/gpu/run.sh $(GPU_RESULTS)
+
+# --- QEMU tier ----------------------------------------------------------------------
+# tests/qemu/run.py: Debian's linux-image-6.1 cloud kernel (fetched by
+# tests/qemu/fetch_kernel.sh into $(OUTPUT)/qemu/kernel) boots under TCG with an
+# initramfs of busybox, ttftrace, the fixture server and loadgen, and runs the smoke
+# tier there (syscall source, 20 requests, exit codes). About a minute; results in
+# $(OUTPUT)/qemu/results.json. Needs qemu-system-x86 and busybox-static (tools/setup.sh).
+qemu-test: all
+	$(Q)tests/qemu/run.py --out $(OUTPUT)/qemu
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)

@@ -12,7 +12,8 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       bpftrace	# bench/overhead.sh: the bpftrace baseline
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/export: the real Prometheus scrapes --metrics
-      chromium)	# tests/report: renders `ttftrace report` pages headless
+      chromium	# tests/report: renders `ttftrace report` pages headless
+      qemu-system-x86 busybox-static)	# make qemu-test: Debian's 6.1 kernel under TCG
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -33,11 +33,12 @@ echo "TTF-RC no_programs $?"
 show no_programs.err /tmp/noprogs.err
 
 # The fixture server, 20 requests, traced with the automatic source.
-sse_server --port 8080 --ttft-ms 100 --itl-ms 10 --nodelay --log /tmp/truth.ndjson \
+sse_server --port 8080 --ttft-ms 100 --itl-ms 10 --nodelay --rt 50 --log /tmp/truth.ndjson \
 	>/tmp/srv.out 2>&1 &
 srv=$!
 i=0
 until grep -q listening /tmp/srv.out || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+echo
 ttftrace -p $srv --json -o /tmp/run.ndjson 2>/tmp/trace.err &
 tr=$!
 i=0
@@ -48,7 +49,9 @@ until grep -q "Hit Ctrl-C" /tmp/trace.err || [ $i -ge 600 ]; do
 done
 echo "TTF-ATTACH-S $((i / 10))"
 loadgen -u http://127.0.0.1:8080/v1/chat/completions -n 20 -c 1 -m 8 -q -o /tmp/lg.json
-echo "TTF-RC loadgen $?"
+rc=$?
+echo
+echo "TTF-RC loadgen $rc"
 sleep 1
 kill -INT $tr
 wait $tr
