@@ -10,7 +10,16 @@ and checks it here:
 
   - the automatic source is syscall, and the start-up warnings say what is lost;
   - 20 fixture requests, each with its 8 tokens and a TTFT within 2 ms of
-    the server's own log (first token written - request read);
+    its truth, the rule of tests/bpf/test_net_metrics.py: the server's log
+    (first token written - request read) plus the time the request waited
+    in the socket before that read (kernel arrival to the server's read;
+    under TCG up to ~13 ms were seen here, and ttftrace's TTFT counts it
+    while the server's log does not); the arrival must precede the read.
+    A request the fixture itself served off its schedule (first token more
+    than 1 ms after its programmed 100 ms, as in check_request) and whose
+    first token ttftrace saw leave before the fixture logged its write has
+    no usable truth under TCG (the guest's vCPU is descheduled on a busy
+    host): it is listed, and at most a fifth of them may be such;
   - exit 4 for --net-source sock (no sock_recv_length) and for missing BTF,
     exit 6 when no program attaches.
 
@@ -41,6 +50,7 @@ QEMU = "qemu-system-x86_64"
 BOOT_TIMEOUT_S = 540
 REQUESTS = 20
 TOKENS = 8
+SERVER_TTFT_MS = 100	# init.sh: sse_server --ttft-ms
 # TTFT: ttftrace's vs the fixture's log (first token written - request read).
 TTFT_TOL_MS = float(os.environ.get("TTF_QEMU_TTFT_TOL_MS", "2.0"))
 SMP = os.environ.get("TTF_QEMU_SMP", "1")  # 1 had the smaller TTFT spread here
@@ -204,27 +214,36 @@ def check(text):
     truth = ndjson(blocks.get("truth.ndjson", ""))
     add("%d requests reported" % REQUESTS, len(recs) == REQUESTS, "%d reported" % len(recs))
     by_key = {(t["rport"], t["conn_seq"]): t for t in truth}
-    worst, bad = 0.0, []
+    worst, worst_raw, bad, excused = 0.0, 0.0, [], []
     for r in recs:
-        port = int(r["conn"].rsplit(":", 1)[1])
-        t = by_key.get((port, r["conn_seq"]))
+        key = (int(r["conn"].rsplit(":", 1)[1]), r["conn_seq"])
+        t = by_key.get(key)
         if not t:
-            bad.append("no truth for %s" % r["conn"])
+            bad.append("no truth for port %d seq %d" % key)
             continue
-        want = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
-        d = abs(r["ttft_ms"] - want)
-        worst = max(worst, d)
-        if r["tokens"] != TOKENS or d > TTFT_TOL_MS:
-            bad.append("conn %s seq %d: tokens %d, ttft %.3f ms, server %.3f ms" % (
-                r["conn"], r["conn_seq"], r["tokens"], r["ttft_ms"], want))
-    diffs = sorted(abs(r["ttft_ms"] - (by_key[(int(r["conn"].rsplit(":", 1)[1]), r["conn_seq"])]
-                                       ["t_first_ns"] - by_key[(int(r["conn"].rsplit(":", 1)[1]),
-                                       r["conn_seq"])]["t_read_ns"]) / 1e6)
-                   for r in recs if (int(r["conn"].rsplit(":", 1)[1]), r["conn_seq"]) in by_key)
-    median = diffs[len(diffs) // 2] if diffs else 0.0
-    add("tokens exact and TTFT within %g ms of the server's log" % TTFT_TOL_MS,
-        recs and not bad, "worst %.3f ms, median %.3f ms; %s" % (worst, median,
-                                                                  "; ".join(bad[:5])))
+        server_ms = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
+        read_wait_ms = (t["t_read_ns"] - r["t_arrival_ns"]) / 1e6
+        diff = r["ttft_ms"] - read_wait_ms - server_ms
+        worst_raw = max(worst_raw, abs(r["ttft_ms"] - server_ms))
+        what = "port %d seq %d: tokens %d, ttft %.3f ms, server %.3f ms, read wait %.3f ms" % (
+            key + (r["tokens"], r["ttft_ms"], server_ms, read_wait_ms))
+        if r["tokens"] != TOKENS or read_wait_ms < 0:
+            bad.append(what)
+        elif abs(diff) > TTFT_TOL_MS and server_ms - SERVER_TTFT_MS > 1.0 and \
+                r["t_first_token_ns"] <= t["t_first_ns"]:
+            excused.append(what + ", off by %.3f ms" % diff)
+        else:
+            worst = max(worst, abs(diff))
+            if abs(diff) > TTFT_TOL_MS:
+                bad.append(what + ", off by %.3f ms" % diff)
+    if len(excused) > len(recs) // 5:
+        bad += excused
+    add("tokens exact, arrival before the read, TTFT within %g ms of the truth" % TTFT_TOL_MS,
+        recs and not bad, "worst %.3f ms (%.3f ms against the server's log alone); %s" % (
+            worst, worst_raw, "; ".join(bad[:5])))
+    for e in excused:
+        print("no usable truth (the fixture was late on its own schedule): %s" % e)
+    res[-1]["excused"] = excused
     return res, worst
 
 
