@@ -40,6 +40,8 @@ static struct ttf_request req_a(void)
 		.method = "POST", .path = "/v1/chat/completions", .status = 200,
 		.api = TTF_API_CHAT, .arrival_first_ns = T0, .read_first_ns = T0 + MS,
 		.end_write_ns = T0 + 150 * MS, .req_bytes = 300, .resp_bytes = 2000,
+		.resp_first_write_ns = T0 + 20 * MS, .resp_first_xmit_ns = T0 + 20 * MS + 300000,
+		.first_event_write_ns = T0 + 60 * MS,
 		.events = ev_a, .n_events = 3, .cap_events = 3, .usage_completion_tokens = 6,
 		.usage_prompt_tokens = 12, .flags = TTF_REQ_STREAM | TTF_REQ_USAGE,
 	};
@@ -200,6 +202,9 @@ static void test_json_request_fields(void **state)
 	assert_float_equal(num(j, "ttft_ms"), 100.5, EPS);
 	assert_string_equal(str(j, "ttft_end"), "xmit");
 	assert_float_equal(num(j, "ttfv_ms"), 100.5, EPS);
+	/* the head's write reached the device 20.3 ms in; the first event was written at 60 */
+	assert_float_equal(num(j, "ttfb_ms"), 20.3, EPS);
+	assert_float_equal(num(j, "ttfe_ms"), 60, EPS);
 	assert_float_equal(num(j, "e2e_ms"), 150, EPS);
 	/* (140 - 100.5) ms / (6 - 1) */
 	assert_float_equal(num(j, "tpot_ms"), 7.9, EPS);
@@ -251,6 +256,8 @@ static void test_json_nulls_ipv6_nonstream(void **state)
 	assert_null_field(j, "ttft_ms");
 	assert_null_field(j, "ttft_end");
 	assert_null_field(j, "ttfv_ms");
+	assert_null_field(j, "ttfb_ms");
+	assert_null_field(j, "ttfe_ms");
 	assert_null_field(j, "tpot_ms");
 	assert_null_field(j, "itl_mean_ms");
 	assert_null_field(j, "itl_cv");
@@ -311,13 +318,13 @@ static void test_text_lines(void **state)
 	struct capture c;
 	struct ttf_request a = req_a(), b = req_b(), o = req_outlier();
 	const char *hdr = "TIME(s)  PID       REQ PATH                  ST TTFT(ms) TPOT(ms)   TOK"
-			  "    EV   E2E(ms) GR FLAGS\n";
+			  "    EV   E2E(ms) TTFB(ms) TTFE(ms) GR FLAGS\n";
 	const char *la = "0.500    4242        1 /v1/chat/completions 200    100.5     7.90"
-			 "     6     3     150.0  A stream,usage,nagle\n";
+			 "     6     3     150.0     20.3     60.0  A stream,usage,nagle\n";
 	const char *lb = "0.500    4242        2 /v1/completions      500        -        -"
-			 "     0     0      30.0  - stream,error\n";
+			 "     0     0      30.0        -        -  - stream,error\n";
 	const char *lo = "0.500    7           4 /a?[31mb             200    100.0    20.00"
-			 "    11    11     310.0  C stream,write-end,nagle\n"
+			 "    11    11     310.0        -        -  C stream,write-end,nagle\n"
 			 "    ITL outliers (> 3x mean 20.000 ms): #5 110.000 ms\n";
 	char *want;
 
@@ -431,6 +438,9 @@ static void test_json_summary(void **state)
 	assert_float_equal(num(t, "p50"), 19.75, EPS);
 	t = cJSON_GetObjectItemCaseSensitive(j, "ttfv_ms");
 	assert_float_equal(num(t, "n"), 2, EPS);
+	t = cJSON_GetObjectItemCaseSensitive(j, "ttfb_ms");
+	assert_float_equal(num(t, "n"), 1, EPS);
+	assert_float_equal(num(t, "p50"), 20.3, EPS);
 	sub = cJSON_GetObjectItemCaseSensitive(j, "outcomes");
 	assert_float_equal(num(sub, "ok"), 2, EPS);
 	assert_float_equal(num(sub, "error"), 1, EPS);

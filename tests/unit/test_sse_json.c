@@ -39,6 +39,27 @@ static const char *const agree[] = {
 	"{ \"choices\" : [ { \"delta\" : { \"content\" : \"sp\" } } ] }  trailing",
 	"{\"choices\":{\"delta\":{\"content\":\"not an array\"}}}",
 	"{\"choices\":[1,\"x\",null,{\"text\":\"y\"}]}",
+	/* OpenAI Responses delta events, Anthropic Messages events */
+	"{\"type\":\"response.output_text.delta\",\"item_id\":\"m\",\"delta\":\"Hi\"}",
+	"{\"delta\":\"\",\"type\":\"response.output_text.delta\"}",
+	"{\"type\":\"response.reasoning_summary_text.delta\",\"delta\":\"hmm\"}",
+	"{\"type\":\"response.function_call_arguments.delta\",\"delta\":\"{\\\"a\\\"\"}",
+	"{\"type\":\"response.output_text.delta\",\"delta\":\"x\",\"usage\":{\"output_tokens\":9}}",
+	"{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}",
+	"{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"\",\"type\":\"text_delta\"}}",
+	"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"t\"}}",
+	"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\"}}",
+	"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}",
+	"{\"type\":\"content_block_delta\",\"delta\":{\"type\":\"thinking_delta\",\"text\":\"wrong key\"}}",
+	"{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},"
+	"\"usage\":{\"output_tokens\":15,\"input_tokens\":7}}",
+	"{\"type\":\"message_start\",\"message\":{\"content\":[],\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}",
+	"{\"type\":\"ping\"}",
+	"{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"o\"}}",
+	"{\"type\":\"error\",\"code\":\"x\",\"message\":\"m\"}",
+	"{\"type\":\"ping\",\"content\":\"not a llama.cpp chunk\",\"choices\":[{\"text\":\"no\"}]}",
+	"{\"type\":\"something_else\",\"content\":\"llama.cpp rules\"}",
+	"{\"type\":7,\"content\":\"x\"}",
 };
 
 /* Payloads the fast path must leave to cJSON (differences in semantics or syntax). */
@@ -51,6 +72,11 @@ static const char *const refused[] = {
 	"{\"n\":1.}",
 	"{\"s\":\"bad \\q escape\"}",
 	"[1,2]",
+	/* Responses events other than deltas, and escaped event names, are cJSON's */
+	"{\"type\":\"response.created\",\"response\":{\"usage\":null}}",
+	"{\"type\":\"response.output_item.added\",\"item\":{\"content\":[]}}",
+	"{\"type\":\"response.output_text.delta\",\"delta\":\"x\",\"response\":{}}",
+	"{\"type\":\"content_block\\u005fdelta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
 };
 
 static void same(const struct sse_event_info *a, const struct sse_event_info *b, const char *s)

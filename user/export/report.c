@@ -18,7 +18,7 @@
 #include "user/export/sink.h"
 #include "user/lib/stats.h"
 
-enum { ST_TTFT, ST_TTFV, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
+enum { ST_TTFT, ST_TTFV, ST_TTFB, ST_TTFE, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
 
 static const struct {
 	const char *text; /* summary row title */
@@ -26,6 +26,8 @@ static const struct {
 } stat_names[ST_NR] = {
 	[ST_TTFT] = { "TTFT(ms)", "ttft_ms" },
 	[ST_TTFV] = { "TTFV(ms)", "ttfv_ms" },
+	[ST_TTFB] = { "TTFB(ms)", "ttfb_ms" },
+	[ST_TTFE] = { "TTFE(ms)", "ttfe_ms" },
 	[ST_TPOT] = { "TPOT(ms)", "tpot_ms" },
 	[ST_ITL] = { "ITL(ms)", "itl_ms" },
 	[ST_E2E] = { "E2E(ms)", "e2e_ms" },
@@ -196,6 +198,10 @@ static void record(struct report *rp, const struct ttf_request *r, const struct 
 	}
 	if (m->ttfv_ns >= 0)
 		err |= stats__add(rp->st[ST_TTFV], m->ttfv_ns / 1e6);
+	if (m->ttfb_ns >= 0)
+		err |= stats__add(rp->st[ST_TTFB], m->ttfb_ns / 1e6);
+	if (m->ttfe_ns >= 0)
+		err |= stats__add(rp->st[ST_TTFE], m->ttfe_ns / 1e6);
 	if (m->tpot_ns >= 0)
 		err |= stats__add(rp->st[ST_TPOT], m->tpot_ns / 1e6);
 	if (m->e2e_ns >= 0)
@@ -221,9 +227,9 @@ void report__header(struct report *rp)
 	if (rp->opts.json || rp->header_done)
 		return;
 	rp->header_done = 1;
-	fprintf(rp->opts.out, "%-8s %-7s %5s %-20s %3s %8s %8s %5s %5s %9s %2s %s\n",
+	fprintf(rp->opts.out, "%-8s %-7s %5s %-20s %3s %8s %8s %5s %5s %9s %8s %8s %2s %s\n",
 		"TIME(s)", "PID", "REQ", "PATH", "ST", "TTFT(ms)", "TPOT(ms)", "TOK", "EV",
-		"E2E(ms)", "GR", "FLAGS");
+		"E2E(ms)", "TTFB(ms)", "TTFE(ms)", "GR", "FLAGS");
 }
 
 static void fmt_ms(char *buf, size_t len, double ns, int prec)
@@ -239,7 +245,7 @@ static void print_text(struct report *rp, const struct ttf_request *r,
 {
 	FILE *out = rp->opts.out;
 	const char *flags[MAX_FLAGS];
-	char path[sizeof(r->path) + 1], ttft[24], tpot[24], e2e[24], st[12];
+	char path[sizeof(r->path) + 1], ttft[24], tpot[24], e2e[24], ttfb[24], ttfe[24], st[12];
 	double t_s = m->t_start_ns ? ((double)m->t_start_ns - (double)rp->opts.t0_ns) / 1e9 : 0;
 	int i, nf = flag_names(r, m, flags);
 
@@ -247,12 +253,15 @@ static void print_text(struct report *rp, const struct ttf_request *r,
 	fmt_ms(ttft, sizeof(ttft), m->ttft_ns, 1);
 	fmt_ms(tpot, sizeof(tpot), m->tpot_ns, 2);
 	fmt_ms(e2e, sizeof(e2e), m->e2e_ns, 1);
+	fmt_ms(ttfb, sizeof(ttfb), m->ttfb_ns, 1);
+	fmt_ms(ttfe, sizeof(ttfe), m->ttfe_ns, 1);
 	if (r->status > 0)
 		snprintf(st, sizeof(st), "%d", r->status);
 	else
 		snprintf(st, sizeof(st), "-");
-	fprintf(out, "%-8.3f %-7u %5" PRIu64 " %-20.20s %3s %8s %8s %5u %5u %9s %2c ", t_s, r->tgid,
-		r->id, path, st, ttft, tpot, m->n_tokens, m->n_events, e2e, m->grade);
+	fprintf(out, "%-8.3f %-7u %5" PRIu64 " %-20.20s %3s %8s %8s %5u %5u %9s %8s %8s %2c ",
+		t_s, r->tgid, r->id, path, st, ttft, tpot, m->n_tokens, m->n_events, e2e, ttfb, ttfe,
+		m->grade);
 	for (i = 0; i < nf; i++)
 		fprintf(out, "%s%s", i ? "," : "", flags[i]);
 	fputc('\n', out);
@@ -367,6 +376,8 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	j_ms(o, "ttft_ms", m->ttft_ns, &err);
 	j_str(o, "ttft_end", m->ttft_ns < 0 ? NULL : ttf_ttft_end_name(m->ttft_end_is_xmit), &err);
 	j_ms(o, "ttfv_ms", m->ttfv_ns, &err);
+	j_ms(o, "ttfb_ms", m->ttfb_ns, &err);
+	j_ms(o, "ttfe_ms", m->ttfe_ns, &err);
 	j_ms(o, "e2e_ms", m->e2e_ns, &err);
 	j_ms(o, "tpot_ms", m->tpot_ns, &err);
 	j_itls(o, r, m, &err);
@@ -380,6 +391,7 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	j_str(o, "grade", buf, &err);
 	j_num(o, "tokens", m->n_tokens, &err);
 	j_num(o, "token_events", m->n_events, &err);
+	j_num(o, "stream_events", r->n_sse_events, &err);
 	if (m->tokens_per_event >= 0)
 		j_num(o, "tokens_per_event", round(m->tokens_per_event * 1e3) / 1e3, &err);
 	else

@@ -101,7 +101,7 @@ int ttf_metrics__compute(const struct ttf_request *r, struct ttf_req_metrics *m)
 		return -EINVAL;
 
 	*m = (struct ttf_req_metrics){
-		.ttft_ns = -1, .ttfv_ns = -1, .e2e_ns = -1, .tpot_ns = -1,
+		.ttft_ns = -1, .ttfv_ns = -1, .ttfb_ns = -1, .ttfe_ns = -1, .e2e_ns = -1, .tpot_ns = -1,
 		.itl_mean_ns = -1, .itl_cv = -1, .tokens_per_event = -1, .grade = '-',
 	};
 	m->n_events = r->n_events;
@@ -114,6 +114,13 @@ int ttf_metrics__compute(const struct ttf_request *r, struct ttf_req_metrics *m)
 		if (m->e2e_ns >= 0)
 			m->t_end_ns = end;
 	}
+
+	if (r->resp_first_write_ns)
+		m->ttfb_ns = since(m->t_start_ns, r->resp_first_xmit_ns ? r->resp_first_xmit_ns :
+							      r->resp_first_write_ns);
+	if (r->first_event_write_ns)
+		m->ttfe_ns = since(m->t_start_ns, r->first_event_xmit_ns ? r->first_event_xmit_ns :
+							      r->first_event_write_ns);
 
 	for (i = 0; i < r->n_events; i++) {
 		const struct ttf_token_event *ev = &r->events[i];
@@ -133,6 +140,7 @@ int ttf_metrics__compute(const struct ttf_request *r, struct ttf_req_metrics *m)
 		/* The whole answer arrives at the end: first token = last byte. */
 		m->ttft_ns = m->e2e_ns;
 		m->ttfv_ns = m->e2e_ns;
+		m->ttfe_ns = m->e2e_ns;
 		m->ttft_end_is_xmit = m->e2e_ns >= 0 && r->end_xmit_ns != 0;
 		if (m->e2e_ns >= 0)
 			m->t_first_token_ns = m->t_last_token_ns = m->t_end_ns;

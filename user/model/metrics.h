@@ -13,7 +13,9 @@
  *
  * Details that the one-line definitions leave open:
  *   - the start is arrival_first_ns, or read_first_ns when arrival was not seen;
- *   - non-streamed responses (TTF_REQ_NONSTREAM): TTFT = TTFV = E2E;
+ *   - non-streamed responses (TTF_REQ_NONSTREAM): TTFT = TTFV = TTFE = E2E;
+ *   - TTFB and TTFE end at the device transmit of the write that carried the
+ *     first response byte / completed the first event, else at that write;
  *   - E2E ends at end_xmit_ns, else end_write_ns; it is -1 for aborted and
  *     incomplete requests (the response end was never seen);
  *   - TPOT needs n_tokens >= 2 *and* >= 2 token events: one event carrying
@@ -40,6 +42,8 @@
 struct ttf_req_metrics {
 	int64_t ttft_ns;          /* -1: no token was seen (TTFT is null, not 0) */
 	int64_t ttfv_ns;          /* time to first visible content (content, not reasoning); -1 none */
+	int64_t ttfb_ns;          /* time to the first response byte (interim 1xx excluded); -1 none */
+	int64_t ttfe_ns;          /* time to the first stream event of any kind; -1 none */
 	int64_t e2e_ns;           /* -1: response end not seen */
 	double tpot_ns;           /* -1: fewer than 2 tokens */
 	double itl_mean_ns;       /* -1: fewer than 2 events */

@@ -125,6 +125,10 @@ const char *ttf_api_name(enum ttf_api api)
 		return "completion";
 	case TTF_API_LLAMACPP:
 		return "llamacpp";
+	case TTF_API_RESPONSES:
+		return "responses";
+	case TTF_API_MESSAGES:
+		return "messages";
 	default:
 		return "unknown";
 	}

@@ -42,6 +42,9 @@ struct creq {
 	bool have_seq;
 	uint32_t last_seq_end;		/* seq_end of the latest response write */
 	uint64_t last_xmit_ns;		/* XMIT of that write; 0 unknown */
+	bool have_first_seq, have_first_ev_seq;
+	uint32_t first_seq_end;		/* seq_end of the write of the first response byte */
+	uint32_t first_ev_seq_end;	/* ... of the write that completed the first event */
 	uint64_t deadline_ns;
 };
 
@@ -186,6 +189,10 @@ static void apply_xmit(struct creq *q, uint32_t ev_from, uint32_t ev_to, uint32_
 			q->r.events[i].xmit_ns = ts;
 	if (q->have_seq && q->last_seq_end == seq_end && !q->last_xmit_ns)
 		q->last_xmit_ns = ts;
+	if (q->have_first_seq && q->first_seq_end == seq_end && !q->r.resp_first_xmit_ns)
+		q->r.resp_first_xmit_ns = ts;
+	if (q->have_first_ev_seq && q->first_ev_seq_end == seq_end && !q->r.first_event_xmit_ns)
+		q->r.first_event_xmit_ns = ts;
 }
 
 /* The first XMIT seen whose seq_end covers the write's. */
@@ -207,6 +214,15 @@ static void note_write(struct conn *c, struct creq *q, uint32_t ev_from, uint32_
 	q->have_seq = true;
 	q->last_seq_end = seq_end;
 	q->last_xmit_ns = 0;
+	/* the first write seen of the response, of its first event: their XMITs too */
+	if (q->r.resp_first_write_ns && !q->have_first_seq) {
+		q->have_first_seq = true;
+		q->first_seq_end = seq_end;
+	}
+	if (q->r.first_event_write_ns && !q->have_first_ev_seq) {
+		q->have_first_ev_seq = true;
+		q->first_ev_seq_end = seq_end;
+	}
 	ts = find_xmit(c, seq_end);
 	if (ts) {
 		apply_xmit(q, ev_from, q->r.n_events, seq_end, ts);
@@ -414,6 +430,8 @@ void track_resp_interim(struct track_conn *tc, struct track_req *tq)
 
 	q->resp_started = false;
 	q->r.resp_first_write_ns = 0;
+	q->r.resp_first_xmit_ns = 0;
+	q->have_first_seq = false;
 	q->r.end_write_ns = 0;
 }
 
@@ -432,6 +450,8 @@ void track_resp_event(struct track_conn *tc, struct track_req *tq,
 	struct creq *q = creq_of(tq);
 
 	q->r.n_sse_events++;
+	if (!q->r.first_event_write_ns && c->cur)
+		q->r.first_event_write_ns = c->cur->ts_ns;
 	if (!tok)
 		return;
 	if (!q->r.n_events) {

@@ -40,6 +40,10 @@ static enum ttf_api api_of(const char *path)
 		return TTF_API_COMPLETION;
 	if (!strcmp(path, "/completion") || !strcmp(path, "/completions"))
 		return TTF_API_LLAMACPP;
+	if (!strcmp(path, "/v1/responses") || !strcmp(path, "/responses"))
+		return TTF_API_RESPONSES;
+	if (!strcmp(path, "/v1/messages"))
+		return TTF_API_MESSAGES;
 	return TTF_API_UNKNOWN;
 }
 

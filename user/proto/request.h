@@ -49,6 +49,8 @@ enum ttf_api {
 	TTF_API_CHAT,       /* OpenAI /v1/chat/completions */
 	TTF_API_COMPLETION, /* OpenAI /v1/completions */
 	TTF_API_LLAMACPP,   /* llama.cpp /completion (and /completions) */
+	TTF_API_RESPONSES,  /* OpenAI /v1/responses */
+	TTF_API_MESSAGES,   /* Anthropic /v1/messages */
 };
 
 struct ttf_conn_addr {
@@ -80,6 +82,9 @@ struct ttf_request {
 	uint64_t read_first_ns;    /* the server's first read of the request returned */
 	uint64_t read_done_ns;     /* the server's read of the last request byte returned */
 	uint64_t resp_first_write_ns; /* first response byte (status line) written */
+	uint64_t resp_first_xmit_ns;  /* ... and reached the device; 0 unknown */
+	uint64_t first_event_write_ns; /* the write that completed the first stream event (any kind) */
+	uint64_t first_event_xmit_ns;  /* ... reached the device; 0 unknown */
 	uint64_t end_write_ns;     /* last response byte written (chunked terminator, [DONE], Content-Length) */
 	uint64_t end_xmit_ns;      /* ... and reached the device; 0 unknown */
 	uint64_t closed_ns;        /* aborted: the connection closed/reset before the response ended */

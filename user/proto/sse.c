@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "user/proto/request.h"
 #include "user/proto/sse.h"
+#include "user/proto/sse_events.h"
 #include "user/proto/sse_json.h"
 
 /* An event larger than this is dropped and counted lost (bounds memory per connection). */
@@ -79,6 +80,84 @@ void sse_classify(const char *data, size_t len, struct sse_event_info *out)
 	sse__classify_cjson(data, len, out);
 }
 
+/* TTF_TOK_* that a Responses output item already carries (output_item.added). */
+static uint32_t item_flags(const cJSON *item)
+{
+	const cJSON *part;
+	uint32_t f = 0;
+
+	if (!cJSON_IsObject(item))
+		return 0;
+	cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(item, "content"))
+		if (cJSON_IsObject(part) &&
+		    str_nonempty(cJSON_GetObjectItemCaseSensitive(part, "text")))
+			f |= TTF_TOK_CONTENT;
+	cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(item, "summary"))
+		if (cJSON_IsObject(part) &&
+		    str_nonempty(cJSON_GetObjectItemCaseSensitive(part, "text")))
+			f |= TTF_TOK_REASONING;
+	if (str_nonempty(cJSON_GetObjectItemCaseSensitive(item, "arguments")))
+		f |= TTF_TOK_TOOL;
+	return f;
+}
+
+static void usage_out_in(const cJSON *usage, struct sse_typed *t)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(usage, "output_tokens");
+	const cJSON *i = cJSON_GetObjectItemCaseSensitive(usage, "input_tokens");
+
+	if (!cJSON_IsObject(usage))
+		return;
+	if (cJSON_IsNumber(o)) {
+		t->has_out = true;
+		t->out_v = o->valuedouble;
+	}
+	if (cJSON_IsNumber(i)) {
+		t->has_in = true;
+		t->in_v = i->valuedouble;
+	}
+}
+
+/* Responses and Anthropic events (sse_events.h); false: not a typed event. */
+static bool classify_typed(const cJSON *root, struct sse_event_info *out)
+{
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "type");
+	const cJSON *delta, *dt, *resp;
+	struct sse_typed t = {};
+	enum sse_family fam;
+
+	if (!cJSON_IsString(type) || !type->valuestring)
+		return false;
+	t.type = type->valuestring;
+	t.type_len = strlen(t.type);
+	fam = sse_events__family(t.type, t.type_len);
+	if (fam == SSE_FAM_NONE)
+		return false;
+	delta = cJSON_GetObjectItemCaseSensitive(root, "delta");
+	t.delta_str = str_nonempty(delta);
+	if (cJSON_IsObject(delta)) {
+		dt = cJSON_GetObjectItemCaseSensitive(delta, "type");
+		if (cJSON_IsString(dt) && dt->valuestring) {
+			t.delta_type = dt->valuestring;
+			t.delta_type_len = strlen(dt->valuestring);
+		}
+		t.delta_text = str_nonempty(cJSON_GetObjectItemCaseSensitive(delta, "text"));
+		t.delta_thinking = str_nonempty(cJSON_GetObjectItemCaseSensitive(delta, "thinking"));
+		t.delta_json = str_nonempty(cJSON_GetObjectItemCaseSensitive(delta, "partial_json"));
+	}
+	if (fam == SSE_FAM_RESPONSES) {
+		resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+		if (cJSON_IsObject(resp))
+			usage_out_in(cJSON_GetObjectItemCaseSensitive(resp, "usage"), &t);
+		t.item_flags = item_flags(cJSON_GetObjectItemCaseSensitive(root, "item"));
+		t.failed = !strcmp(t.type, "response.failed");
+	} else {
+		usage_out_in(cJSON_GetObjectItemCaseSensitive(root, "usage"), &t);
+	}
+	sse_events__judge(fam, &t, out);
+	return true;
+}
+
 void sse__classify_cjson(const char *data, size_t len, struct sse_event_info *out)
 {
 	const cJSON *usage, *choices, *ch, *tokens, *stop;
@@ -88,7 +167,7 @@ void sse__classify_cjson(const char *data, size_t len, struct sse_event_info *ou
 	root = cJSON_ParseWithLength(data, len);
 	if (!root)
 		return;
-	if (!cJSON_IsObject(root))
+	if (!cJSON_IsObject(root) || classify_typed(root, out))
 		goto cleanup;
 
 	usage = cJSON_GetObjectItemCaseSensitive(root, "usage");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "user/proto/request.h"
 #include "user/proto/sse.h"
+#include "user/proto/sse_events.h"
 #include "user/proto/sse_json.h"
 
 #define MAX_DEPTH 64
@@ -310,6 +311,8 @@ struct facts {
 	bool usage_ct, usage_pt, tp, te, content, stop, error;
 	double usage_ct_v, usage_pt_v, tp_v, te_v;
 	size_t tokens;
+	struct sse_typed typed;		/* "type", "delta", usage output/input_tokens */
+	bool response_obj;		/* a top-level "response" (left to cJSON) */
 };
 
 static const char *const delta_keys[] = { "content", "reasoning_content", "reasoning", "tool_calls" };
@@ -348,7 +351,8 @@ static bool on_choice(struct scan *s, int key, void *ctx)
 	return true;
 }
 
-static const char *const usage_keys[] = { "completion_tokens", "prompt_tokens" };
+static const char *const usage_keys[] = { "completion_tokens", "prompt_tokens",
+					  "output_tokens", "input_tokens" };
 
 static bool on_usage(struct scan *s, int key, void *ctx)
 {
@@ -359,12 +363,59 @@ static bool on_usage(struct scan *s, int key, void *ctx)
 		return false;
 	if (v.type != J_NUM)
 		return true;
-	if (key == 0) {
+	switch (key) {
+	case 0:
 		f->usage_ct = true;
 		f->usage_ct_v = num_value(&v);
-	} else {
+		break;
+	case 1:
 		f->usage_pt = true;
 		f->usage_pt_v = num_value(&v);
+		break;
+	case 2:
+		f->typed.has_out = true;
+		f->typed.out_v = num_value(&v);
+		break;
+	default:
+		f->typed.has_in = true;
+		f->typed.in_v = num_value(&v);
+	}
+	return true;
+}
+
+/* A string value's raw bytes; false when it holds an escape (cJSON would decode it). */
+static bool raw_str(const struct jval *v, const char **p, size_t *n)
+{
+	if (v->type != J_STR || memchr(v->start + 1, '\\', v->str_len))
+		return false;
+	*p = v->start + 1;
+	*n = v->str_len;
+	return true;
+}
+
+static const char *const tdelta_keys[] = { "type", "text", "thinking", "partial_json" };
+
+/* A top-level "delta" object (Anthropic content_block_delta, message_delta). */
+static bool on_tdelta(struct scan *s, int key, void *ctx)
+{
+	struct facts *f = ctx;
+	struct jval v;
+
+	if (!value(s, &v))
+		return false;
+	switch (key) {
+	case 0:
+		if (v.type == J_STR && !raw_str(&v, &f->typed.delta_type, &f->typed.delta_type_len))
+			s->escaped_key = true;	/* an escaped type name: cJSON's job */
+		break;
+	case 1:
+		f->typed.delta_text = nonempty_str(&v);
+		break;
+	case 2:
+		f->typed.delta_thinking = nonempty_str(&v);
+		break;
+	default:
+		f->typed.delta_json = nonempty_str(&v);
 	}
 	return true;
 }
@@ -405,10 +456,11 @@ static bool choices(struct scan *s, struct sse_event_info *out)
 	}
 }
 
-enum { K_USAGE, K_CHOICES, K_CONTENT, K_STOP, K_TP, K_TE, K_TOKENS, K_ERROR };
-static const char *const root_keys[] = { "usage", "choices", "content", "stop",
-					 "tokens_predicted", "tokens_evaluated", "tokens",
-					 "error" };
+enum { K_USAGE, K_CHOICES, K_CONTENT, K_STOP, K_TP, K_TE, K_TOKENS, K_ERROR, K_TYPE,
+       K_DELTA, K_RESPONSE, K__N };
+static const char *const root_keys[K__N] = { "usage", "choices", "content", "stop",
+					     "tokens_predicted", "tokens_evaluated", "tokens",
+					     "error", "type", "delta", "response" };
 
 static bool on_root(struct scan *s, int key, void *ctx)
 {
@@ -416,9 +468,11 @@ static bool on_root(struct scan *s, int key, void *ctx)
 	struct jval v;
 
 	if (key == K_USAGE && s->p < s->end && *s->p == '{')
-		return walk(s, usage_keys, 2, on_usage, f);
+		return walk(s, usage_keys, 4, on_usage, f);
 	if (key == K_CHOICES && s->p < s->end && *s->p == '[')
 		return choices(s, f->out);
+	if (key == K_DELTA && s->p < s->end && *s->p == '{')
+		return walk(s, tdelta_keys, 4, on_tdelta, f);
 	if (!value(s, &v))
 		return false;
 	switch (key) {
@@ -442,6 +496,16 @@ static bool on_root(struct scan *s, int key, void *ctx)
 	case K_ERROR:
 		f->error = v.type != J_NULL;
 		break;
+	case K_TYPE:
+		if (v.type == J_STR && !raw_str(&v, &f->typed.type, &f->typed.type_len))
+			s->escaped_key = true;	/* an escaped event name: cJSON's job */
+		break;
+	case K_DELTA:
+		f->typed.delta_str = nonempty_str(&v);
+		break;
+	case K_RESPONSE:
+		f->response_obj = true;
+		break;
 	}
 	return true;
 }
@@ -453,8 +517,21 @@ int sse_json__classify(const char *data, size_t len, struct sse_event_info *out)
 
 	memset(out, 0, sizeof(*out));
 	ws(&s);
-	if (!walk(&s, root_keys, 8, on_root, &f) || s.escaped_key)
+	enum sse_family fam;
+
+	if (!walk(&s, root_keys, K__N, on_root, &f) || s.escaped_key)
 		return -EINVAL;
+	fam = sse_events__family(f.typed.type, f.typed.type_len);
+	if (fam == SSE_FAM_RESPONSES) {
+		/* only the delta events here; the rest (nested usage, items) in cJSON */
+		if (!sse_events__is_delta(f.typed.type, f.typed.type_len) || f.response_obj)
+			return -EINVAL;
+		f.typed.has_out = f.typed.has_in = false;	/* usage is response.usage */
+	}
+	if (fam != SSE_FAM_NONE) {
+		sse_events__judge(fam, &f.typed, out);
+		return 0;
+	}
 	/* the same order of rules as the cJSON path */
 	if (f.usage_ct) {
 		out->has_usage = 1;

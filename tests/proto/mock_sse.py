@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""A mock streaming LLM server on 127.0.0.1:PORT for the stream-format tests.
+
+  mock_sse.py PORT
+
+One thread per connection, keep-alive. Each POST's JSON body says what to
+stream (test-chosen, no model):
+  {"format": "responses"|"anthropic"|"chat_n2", "tokens": N,
+   "head_ms": H, "pre_ms": P, "ttft_ms": T, "itl_ms": I}
+It waits H ms after reading the request, writes the response head, waits P
+ms, writes the format's leading non-token events, waits T ms, then writes N
+token events I ms apart, then the closing events (with the usage report
+where the format has one), each event in its own chunk and write
+(TCP_NODELAY). Prints "listening" when ready.
+"""
+import json
+import socket
+import sys
+import threading
+import time
+
+
+def sse(obj, event=None):
+    head = ("event: %s\n" % event) if event else ""
+    return (head + "data: " + json.dumps(obj) + "\n\n").encode()
+
+
+def responses(n):
+    lead = [
+        sse({"type": "response.created", "sequence_number": 0,
+             "response": {"id": "resp_1", "status": "in_progress", "output": [], "usage": None}},
+            "response.created"),
+        sse({"type": "response.in_progress", "sequence_number": 1,
+             "response": {"id": "resp_1", "status": "in_progress", "output": []}},
+            "response.in_progress"),
+        sse({"type": "response.output_item.added", "output_index": 0,
+             "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}},
+            "response.output_item.added"),
+        sse({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0,
+             "content_index": 0, "part": {"type": "output_text", "text": ""}},
+            "response.content_part.added"),
+    ]
+    toks = [sse({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                 "content_index": 0, "delta": "w%d " % i}, "response.output_text.delta")
+            for i in range(n)]
+    tail = [
+        sse({"type": "response.output_text.done", "item_id": "msg_1", "text": "..."},
+            "response.output_text.done"),
+        sse({"type": "response.completed",
+             "response": {"id": "resp_1", "status": "completed",
+                          "usage": {"input_tokens": 9, "output_tokens": n,
+                                    "total_tokens": 9 + n}}},
+            "response.completed"),
+    ]
+    return lead, toks, tail
+
+
+def anthropic(n):
+    lead = [
+        sse({"type": "message_start",
+             "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                         "usage": {"input_tokens": 9, "output_tokens": 1}}}, "message_start"),
+        sse({"type": "content_block_start", "index": 0,
+             "content_block": {"type": "thinking", "thinking": ""}}, "content_block_start"),
+        sse({"type": "ping"}, "ping"),
+    ]
+    # the first token is a thinking delta, then text: TTFT at the first, TTFV at the second
+    toks = [sse({"type": "content_block_delta", "index": 0,
+                 "delta": {"type": "thinking_delta", "thinking": "hmm"}}, "content_block_delta")]
+    toks += [sse({"type": "content_block_delta", "index": 1,
+                  "delta": {"type": "text_delta", "text": "w%d " % i}}, "content_block_delta")
+             for i in range(n - 1)]
+    tail = [
+        sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+        sse({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+             "usage": {"output_tokens": n}}, "message_delta"),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+    return lead, toks, tail
+
+
+def chat_n2(n):
+    # n=2: choice 0 says only its role; the first content is on choice 1
+    lead = [sse({"choices": [{"index": 0, "delta": {"role": "assistant"}},
+                             {"index": 1, "delta": {"role": "assistant"}}]})]
+    toks = [sse({"choices": [{"index": i % 2, "delta": {"content": "w%d" % i}}]})
+            for i in range(n)]
+    # first token event carries choice 1 only
+    toks[0] = sse({"choices": [{"index": 0, "delta": {"content": ""}},
+                               {"index": 1, "delta": {"content": "first"}}]})
+    tail = [sse({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": n}}),
+            b"data: [DONE]\n\n"]
+    return lead, toks, tail
+
+
+FORMATS = {"responses": responses, "anthropic": anthropic, "chat_n2": chat_n2}
+
+
+def chunk(b):
+    return b"%x\r\n" % len(b) + b + b"\r\n"
+
+
+def serve(conn):
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = conn.recv(65536)
+            if not d:
+                return
+            buf += d
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        n = 0
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        while len(buf) < n:
+            buf += conn.recv(65536)
+        body, buf = json.loads(buf[:n]), buf[n:]
+        lead, toks, tail = FORMATS[body["format"]](body["tokens"])
+        time.sleep(body["head_ms"] / 1e3)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                     b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
+        time.sleep(body["pre_ms"] / 1e3)
+        for e in lead:
+            conn.sendall(chunk(e))
+        time.sleep(body["ttft_ms"] / 1e3)
+        for i, e in enumerate(toks):
+            if i:
+                time.sleep(body["itl_ms"] / 1e3)
+            conn.sendall(chunk(e))
+        for e in tail:
+            conn.sendall(chunk(e))
+        conn.sendall(b"0\r\n\r\n")
+
+
+def main():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(sys.argv[1])))
+    s.listen(16)
+    print("listening", flush=True)
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
