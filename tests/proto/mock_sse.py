@@ -4,10 +4,13 @@
 
   mock_sse.py PORT
 
-One thread per connection, keep-alive. Each POST's JSON body says what to
-stream (test-chosen, no model):
+One thread per connection, keep-alive. Each POST's JSON body, or its
+X-Mock header when it has one, says what to stream (test-chosen, no model):
   {"format": "responses"|"anthropic"|"chat_n2", "tokens": N,
-   "head_ms": H, "pre_ms": P, "ttft_ms": T, "itl_ms": I}
+   "head_ms": H, "pre_ms": P, "ttft_ms": T, "itl_ms": I,
+   "continue": true (answer Expect: 100-continue), "early_hints": true (a 103 first)}
+Without "continue" an Expect header is ignored: the client waits for its
+own timeout before it sends the body.
 It waits H ms after reading the request, writes the response head, waits P
 ms, writes the format's leading non-token events, waits T ms, then writes N
 token events I ms apart, then the closing events (with the usage report
@@ -111,14 +114,22 @@ def serve(conn):
                 return
             buf += d
         head, buf = buf.split(b"\r\n\r\n", 1)
-        n = 0
+        hdrs = {}
         for line in head.split(b"\r\n")[1:]:
             k, _, v = line.partition(b":")
-            if k.strip().lower() == b"content-length":
-                n = int(v)
+            hdrs[k.strip().lower().decode()] = v.strip().decode()
+        n = int(hdrs.get("content-length", "0"))
+        cfg = json.loads(hdrs["x-mock"]) if "x-mock" in hdrs else None
+        if cfg and cfg.get("continue") and hdrs.get("expect", "").lower() == "100-continue":
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         while len(buf) < n:
-            buf += conn.recv(65536)
-        body, buf = json.loads(buf[:n]), buf[n:]
+            d = conn.recv(1 << 20)
+            if not d:
+                return
+            buf += d
+        body, buf = cfg or json.loads(buf[:n]), buf[n:]
+        if body.get("early_hints"):
+            conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
         lead, toks, tail = FORMATS[body["format"]](body["tokens"])
         time.sleep(body["head_ms"] / 1e3)
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"

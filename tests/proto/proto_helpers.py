@@ -17,6 +17,11 @@ from conftest import free_port  # noqa: E402
 # ttftrace's times (server-observed) against the client's own: within this.
 TOL_MS = 2.0
 
+# As root, servers and clients run SCHED_FIFO (as the fixture server does,
+# tests/conftest.py), so that other work on a small machine does not delay
+# the client's timestamps by more than the tolerance.
+RT = ["chrt", "-f", "10"] if os.geteuid() == 0 else []
+
 
 class Timed:
     """Bytes received on a socket, with the time each recv returned."""
@@ -117,7 +122,7 @@ def post_stream(sock, timed, path, body, is_token, is_visible=None, extra_header
 
 def start_server(procs, argv, ready=b"listening", timeout_s=15):
     """Start a server process that prints `ready` on stdout once it listens."""
-    p = procs.add(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    p = procs.add(subprocess.Popen(RT + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     deadline = time.monotonic() + timeout_s
     line = b""
     while time.monotonic() < deadline:

@@ -489,6 +489,63 @@ static void test_undecided_limit(void **state)
 	conn_table__free(t);
 }
 
+/* TTFB and TTFE end at the XMIT of their writes; a 100 Continue is neither. */
+static void test_first_byte_event_interim_expect(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 1);
+
+	/* the head arrives at 8 ms; the body, after the client waited, at 40 ms */
+	recv_(t, 10 * MS, "POST /v1/responses HTTP/1.1\r\nExpect: 100-continue\r\n"
+			  "Content-Length: 2\r\n\r\n", 8 * MS, 8 * MS);
+	xmit(t, 12 * MS, 500);
+	send_(t, 12 * MS + 10000, "HTTP/1.1 100 Continue\r\n\r\n", 500);
+	recv_(t, 41 * MS, "{}", 40 * MS, 40 * MS);
+	send_(t, 50 * MS, SSE_HEAD, 1000);
+	xmit(t, 50 * MS + 300000, 1000);	/* XMIT after its SEND: matched late */
+	xmit(t, 60 * MS - 200000, 1100);	/* XMIT before its SEND */
+	send_(t, 60 * MS, ROLE_LEN "\r\n" ROLE_EV "\r\n", 1100);
+	send_(t, 70 * MS, TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1200);
+	xmit(t, 70 * MS + 100000, 1200);
+	send_(t, 71 * MS, "0\r\n\r\n", 1300);
+	xmit(t, 71 * MS + 100000, 1300);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_RESPONSES);
+	assert_int_equal(o.r[0].flags & (TTF_REQ_EXPECT_100 | TTF_REQ_INTERIM),
+			 TTF_REQ_EXPECT_100 | TTF_REQ_INTERIM);
+	assert_int_equal(o.r[0].n_interim, 1);
+	assert_int_equal(o.r[0].interim_write_ns, 12 * MS + 10000);
+	assert_true(o.r[0].expect_wait_known);
+	assert_int_equal(o.r[0].expect_wait_ns, 32 * MS);
+	assert_int_equal(o.r[0].status, 200);
+	assert_int_equal(o.r[0].resp_first_write_ns, 50 * MS);
+	assert_int_equal(o.r[0].resp_first_xmit_ns, 50 * MS + 300000);
+	assert_int_equal(o.r[0].first_event_write_ns, 60 * MS);
+	assert_int_equal(o.r[0].first_event_xmit_ns, 60 * MS - 200000);
+	assert_int_equal(o.r[0].n_sse_events, 2);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].events[0].xmit_ns, 70 * MS + 100000);
+	conn_table__free(t);
+}
+
+/* Head and body in one read: the client's wait cannot be told apart. */
+static void test_expect_wait_unknown_in_one_read(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, "POST /v1/messages HTTP/1.1\r\nExpect: 100-continue\r\n"
+			  "Content-Length: 2\r\n\r\n{}", 8 * MS, 9 * MS);
+	send_(t, 50 * MS, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 1000);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].api, TTF_API_MESSAGES);
+	assert_true(o.r[0].flags & TTF_REQ_EXPECT_100);
+	assert_false(o.r[0].flags & TTF_REQ_INTERIM);
+	assert_false(o.r[0].expect_wait_known);
+	assert_int_equal(o.r[0].first_event_write_ns, 0);	/* no stream, no event */
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +562,8 @@ int main(void)
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
 		cmocka_unit_test(test_undecided_limit),
+		cmocka_unit_test(test_first_byte_event_interim_expect),
+		cmocka_unit_test(test_expect_wait_unknown_in_one_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -392,6 +392,11 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	j_num(o, "tokens", m->n_tokens, &err);
 	j_num(o, "token_events", m->n_events, &err);
 	j_num(o, "stream_events", r->n_sse_events, &err);
+	if (r->interim_write_ns && m->t_start_ns && r->interim_write_ns >= m->t_start_ns)
+		j_ms(o, "interim_ms", (double)(r->interim_write_ns - m->t_start_ns), &err);
+	else
+		err |= !cJSON_AddNullToObject(o, "interim_ms");
+	j_ms(o, "expect_wait_ms", r->expect_wait_known ? (double)r->expect_wait_ns : -1, &err);
 	if (m->tokens_per_event >= 0)
 		j_num(o, "tokens_per_event", round(m->tokens_per_event * 1e3) / 1e3, &err);
 	else

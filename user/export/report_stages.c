@@ -326,6 +326,8 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	if (a->stage_ns[TTF_ST_COPY] > 0)
 		sum += a->stage_ns[TTF_ST_COPY];
 	add_ms(o, "stage_sum_ms", sum, err);
+	/* net_in's part that was the client waiting for 100-continue (docs/metrics.md M18) */
+	add_ms(o, "net_in_expect_wait_ms", a->expect_wait_ns, err);
 	gpu_json(o, &a->gpu, err);
 	*err |= !cJSON_AddStringToObject(o, "attribution", ttf_attrib_kind_name(a->kind));
 	*err |= !(a->inferred_by[0] ? cJSON_AddStringToObject(o, "inferred_by", a->inferred_by)
@@ -396,6 +398,8 @@ void report_stages__text_line(FILE *out, const struct ttf_attrib *a, int verbose
 			a->stage_ns[s] / 1e6);
 		if (s == TTF_ST_TOKENIZE)
 			fputc(')', out);
+		if (s == TTF_ST_NET_IN && a->expect_wait_ns >= 0)
+			fprintf(out, " [expect-100 wait %.2f]", a->expect_wait_ns / 1e6);
 		if (s < TTF_ST__MAX && a->have_overlay[s] && a->overlay[s].runnable_ns >= 1000000)
 			fprintf(out, " [runnable %.1f]", a->overlay[s].runnable_ns / 1e6);
 	}

@@ -222,6 +222,7 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	a->prefill_token_share = -1;
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		a->stage_ns[i] = -1;
+	a->expect_wait_ns = -1;
 	if (m->ttft_ns < 0 || !m->t_start_ns || !m->t_first_token_ns || !r->n_events)
 		return 0;
 	a->valid = 1;
@@ -260,6 +261,10 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	}
 	for (int i = 0; i < TTF_ST__MAX; i++)
 		a->stage_ns[i] = b[i + 1] - b[i];
+	/* Expect: 100-continue: the client's wait is inside net_in, and labelled */
+	if (r->expect_wait_known)
+		a->expect_wait_ns = (int64_t)r->expect_wait_ns < a->stage_ns[TTF_ST_NET_IN] ?
+				    (int64_t)r->expect_wait_ns : a->stage_ns[TTF_ST_NET_IN];
 
 	if (!have_steps) {
 		a->stage_ns[TTF_ST_SERVER] = b[6] - b[2];

@@ -124,6 +124,7 @@ struct ttf_attrib {
 	uint16_t prefill_shared_with;	/* most other requests prefilling in one of its prefill steps */
 	double prefill_token_share;	/* its tokens / all tokens of its prefill steps; -1 unknown */
 	uint64_t queued_behind_aborted_ns;	/* queue time spent while the engine served aborted requests */
+	int64_t expect_wait_ns;		/* the part of net_in the client waited for 100-continue; -1 none */
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];
 	struct ttf_gpu_part gpu;

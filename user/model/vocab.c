@@ -15,6 +15,10 @@ static const char *const vflag_names[TTF_VF__MAX] = {
 	[TTF_VF_USAGE] = "usage",
 	[TTF_VF_WRITE_END] = "write-end",
 	[TTF_VF_NAGLE] = "nagle",
+	[TTF_VF_EXPECT_100] = "expect-100",
+	[TTF_VF_INTERIM] = "interim",
+	[TTF_VF_DECODED] = "decoded",
+	[TTF_VF_OPAQUE] = "opaque",
 };
 
 /* Printed flags that are the request's own bits, one to one. */
@@ -26,6 +30,8 @@ static const struct {
 	{ TTF_REQ_BUFFERED, TTF_VF_BUFFERED },	   { TTF_REQ_ABORTED, TTF_VF_ABORTED },
 	{ TTF_REQ_INCOMPLETE, TTF_VF_INCOMPLETE }, { TTF_REQ_TRUNCATED, TTF_VF_TRUNC },
 	{ TTF_REQ_UNKNOWN, TTF_VF_UNKNOWN },	   { TTF_REQ_ERROR, TTF_VF_ERROR },
+	{ TTF_REQ_EXPECT_100, TTF_VF_EXPECT_100 }, { TTF_REQ_INTERIM, TTF_VF_INTERIM },
+	{ TTF_REQ_DECODED, TTF_VF_DECODED },	   { TTF_REQ_OPAQUE, TTF_VF_OPAQUE },
 };
 
 static const char *const outcome_names[TTF_OC__MAX] = {

@@ -21,13 +21,18 @@
  *     usage       token count from the server's usage report
  *     write-end   TTFT ends at the write (no device transmit seen)
  *     nagle       a streamed first token written without TCP_NODELAY
+ *     expect-100  the request said Expect: 100-continue: net_in holds the client's wait
+ *     interim     1xx interim responses (100 Continue, 103 Early Hints) came first
+ *     decoded     a gzip/deflate body, decoded to find its tokens
+ *     opaque      a body ttftrace cannot read (br, zstd, or its start not captured):
+ *                 TTFT from the first body write, no token counts
  *   outcomes        (summary "outcomes", Prometheus requests_total{outcome}):
  *                   ok aborted incomplete error unknown nonstream buffered truncated
  *                   (the summary counts the outcome `truncated` where the flag is `trunc`)
  *   attribution     exact | inferred | merged
  *   ttft_end        xmit | write
  *   token_source    usage | events
- *   api             chat | completion | llamacpp | unknown
+ *   api             chat | completion | llamacpp | responses | messages | unknown
  *   stages          net_in read_wait frontend queue prefill emit net_out tokenize server copy
  */
 #ifndef TTFTRACE_VOCAB_H
@@ -51,6 +56,10 @@ enum ttf_vflag {
 	TTF_VF_USAGE,
 	TTF_VF_WRITE_END,
 	TTF_VF_NAGLE,
+	TTF_VF_EXPECT_100,
+	TTF_VF_INTERIM,
+	TTF_VF_DECODED,
+	TTF_VF_OPAQUE,
 	TTF_VF__MAX,
 };
 #define TTF_VF_BIT(f) (1u << (f))

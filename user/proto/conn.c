@@ -397,6 +397,15 @@ void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 		t->opts.on_request_read(t->opts.ctx, &q->r);
 }
 
+void track_req_expect(struct track_req *tq, bool wait_known, uint64_t wait_ns)
+{
+	struct creq *q = creq_of(tq);
+
+	q->r.flags |= TTF_REQ_EXPECT_100;
+	q->r.expect_wait_known = wait_known;
+	q->r.expect_wait_ns = wait_known ? wait_ns : 0;
+}
+
 void track_req_bytes(struct track_req *q, uint64_t bytes)
 {
 	creq_of(q)->r.req_bytes = bytes;
@@ -426,8 +435,13 @@ void track_resp_touch(struct track_conn *tc, struct track_req *q)
 
 void track_resp_interim(struct track_conn *tc, struct track_req *tq)
 {
+	struct conn *c = conn_of(tc);
 	struct creq *q = creq_of(tq);
 
+	q->r.flags |= TTF_REQ_INTERIM;
+	q->r.n_interim++;
+	if (!q->r.interim_write_ns && c->cur)
+		q->r.interim_write_ns = c->cur->ts_ns;
 	q->resp_started = false;
 	q->r.resp_first_write_ns = 0;
 	q->r.resp_first_xmit_ns = 0;

@@ -20,6 +20,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Content-Encoding of a message (RFC 9110 section 8.4), as far as it matters here. */
+enum http_coding {
+	HTTP_CODING_NONE = 0,	/* absent or identity */
+	HTTP_CODING_GZIP,	/* gzip, x-gzip (RFC 1952) */
+	HTTP_CODING_DEFLATE,	/* deflate: zlib format (RFC 1950) */
+	HTTP_CODING_OTHER,	/* br, zstd, compress, several codings, anything else */
+};
+
 struct http_head {
 	bool is_request;
 	char method[8];		/* requests: "POST", truncated */
@@ -31,6 +39,8 @@ struct http_head {
 	bool event_stream;	/* Content-Type: text/event-stream */
 	bool json;		/* Content-Type: .../json */
 	bool conn_close;	/* Connection: close */
+	bool expect_continue;	/* requests: Expect: 100-continue (RFC 9110 section 10.1.1) */
+	enum http_coding coding; /* Content-Encoding */
 	bool no_body;		/* on_head may set it: no body follows (response to HEAD) */
 };
 

@@ -30,6 +30,10 @@ struct http1 {
 	char *body;
 	size_t body_len;
 	struct body_model model;	/* rx's "model", from its body's first bytes */
+	uint64_t n_feeds;		/* records fed so far */
+	bool rx_expect;			/* rx said Expect: 100-continue, its body not begun */
+	uint64_t rx_head_feed;		/* the record that ended rx's head */
+	uint64_t rx_head_arrival_ns;	/* ... its newest data's arrival */
 };
 
 static enum ttf_api api_of(const char *path)
@@ -100,8 +104,35 @@ static void req_head(void *ctx, struct http_head *h)
 {
 	struct http1 *s = ctx;
 
-	if (s->rx)
-		track_req_head(s->rx, h->method, h->path, api_of(h->path));
+	const struct ttf_net_event *cur = track_cur(s->tc);
+
+	s->rx_expect = false;
+	if (!s->rx)
+		return;
+	track_req_head(s->rx, h->method, h->path, api_of(h->path));
+	if (h->expect_continue && cur) {
+		track_req_expect(s->rx, false, 0);
+		s->rx_expect = true;
+		s->rx_head_feed = s->n_feeds;
+		s->rx_head_arrival_ns = cur->arrival_last_ns;
+	}
+}
+
+/*
+ * The first body byte of a request that said Expect: 100-continue: the
+ * client waited from its head's arrival to here. Known only when the body
+ * came in a later read than the head, both with arrival times.
+ */
+static void expect_body_begins(struct http1 *s)
+{
+	const struct ttf_net_event *cur = track_cur(s->tc);
+
+	if (!s->rx_expect || !s->rx)
+		return;
+	s->rx_expect = false;
+	if (cur && s->n_feeds != s->rx_head_feed && s->rx_head_arrival_ns &&
+	    cur->arrival_first_ns >= s->rx_head_arrival_ns)
+		track_req_expect(s->rx, true, cur->arrival_first_ns - s->rx_head_arrival_ns);
 }
 
 static void req_body(void *ctx, const char *data, size_t len)
@@ -109,6 +140,7 @@ static void req_body(void *ctx, const char *data, size_t len)
 	struct http1 *s = ctx;
 	char model[BODY_MODEL_MAX];
 
+	expect_body_begins(s);
 	if (s->rx && body_model__feed(&s->model, data, len, model))
 		track_req_model(s->rx, model);
 }
@@ -117,6 +149,7 @@ static void req_body_gap(void *ctx, size_t len)
 {
 	struct http1 *s = ctx;
 
+	expect_body_begins(s);
 	s->model.done = 1;	/* bytes not captured: the body is no longer contiguous */
 }
 
@@ -353,6 +386,7 @@ static void http1_feed(void *st, enum track_side side, uint32_t gap_before, cons
 	struct track_req *victim;
 	int err = 0;
 
+	s->n_feeds++;
 	if (http_parser__lost(p)) {
 		if (req_side ? !http_looks_like_request(buf, len) :
 			       !http_looks_like_response(buf, len))

@@ -42,6 +42,10 @@ enum ttf_req_flags {
 	TTF_REQ_ERROR = 1 << 10,      /* HTTP status >= 400 or an error event in the stream */
 	TTF_REQ_NODELAY = 1 << 11,    /* the first token was written with TCP_NODELAY set */
 	TTF_REQ_READ = 1 << 12,       /* read completely: on_request_read fired (in-flight gauges) */
+	TTF_REQ_EXPECT_100 = 1 << 13, /* the request said Expect: 100-continue */
+	TTF_REQ_INTERIM = 1 << 14,    /* 1xx interim responses came before the response */
+	TTF_REQ_OPAQUE = 1 << 15,     /* body not readable (coding unknown, or its start not seen): no tokens counted */
+	TTF_REQ_DECODED = 1 << 16,    /* body Content-Encoding gzip/deflate, decoded to find tokens */
 };
 
 enum ttf_api {
@@ -88,6 +92,10 @@ struct ttf_request {
 	uint64_t end_write_ns;     /* last response byte written (chunked terminator, [DONE], Content-Length) */
 	uint64_t end_xmit_ns;      /* ... and reached the device; 0 unknown */
 	uint64_t closed_ns;        /* aborted: the connection closed/reset before the response ended */
+	uint64_t interim_write_ns; /* the first 1xx interim response was written; 0 none */
+	uint32_t n_interim;        /* 1xx interim responses before the final one */
+	bool expect_wait_known;    /* expect_wait_ns is valid */
+	uint64_t expect_wait_ns;   /* Expect: 100-continue: head arrived -> body began arriving (part of net_in) */
 	uint64_t req_bytes;        /* request bytes (headers + body) */
 	uint64_t resp_bytes;       /* response bytes (headers + body) */
 

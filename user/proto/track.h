@@ -57,6 +57,12 @@ void track_req_head(struct track_req *q, const char *method, const char *path,
 void track_req_model(struct track_req *q, const char *model);
 /* It was read completely in the current record (bytes: all of it); fires on_request_read. */
 void track_req_end(struct track_conn *tc, struct track_req *q, uint64_t bytes);
+/*
+ * The request said Expect: 100-continue; wait_known: wait_ns is the time
+ * from its head's arrival to its body's first arrival (the client waiting
+ * for the 100 Continue, or for its own timeout).
+ */
+void track_req_expect(struct track_req *q, bool wait_known, uint64_t wait_ns);
 /* Bytes of a request cut short (the connection closed inside it). */
 void track_req_bytes(struct track_req *q, uint64_t bytes);
 
@@ -75,7 +81,11 @@ struct track_req *track_resp_begin(struct track_conn *tc);
  * feeding, for a response already in progress (track_resp_begin touches).
  */
 void track_resp_touch(struct track_conn *tc, struct track_req *q);
-/* An interim response (HTTP 1xx) ended: q's real response is still to come. */
+/*
+ * An interim response (HTTP 1xx) ended in the current record: q's real
+ * response is still to come (counted in n_interim, the first one's write in
+ * interim_write_ns, TTF_REQ_INTERIM).
+ */
 void track_resp_interim(struct track_conn *tc, struct track_req *q);
 /* The final response's head: status (0 unknown) and whether it streams tokens. */
 void track_resp_head(struct track_req *q, int status, bool streamed);
