@@ -13,7 +13,9 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/export: the real Prometheus scrapes --metrics
       chromium	# tests/report: renders `ttftrace report` pages headless
-      qemu-system-x86 busybox-static)	# make qemu-test: Debian's 6.1 kernel under TCG
+      qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
+      curl python3-starlette python3-uvicorn	# tests/proto: gzip'd SSE, Expect: 100-continue
+      python3-hypercorn python3-h2 python3-grpcio)	# tests/proto: HTTP/2 and gRPC servers and clients
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -8,7 +8,10 @@ One thread per connection, keep-alive. Each POST's JSON body, or its
 X-Mock header when it has one, says what to stream (test-chosen, no model):
   {"format": "responses"|"anthropic"|"chat_n2", "tokens": N,
    "head_ms": H, "pre_ms": P, "ttft_ms": T, "itl_ms": I,
-   "continue": true (answer Expect: 100-continue), "early_hints": true (a 103 first)}
+   "continue": true (answer Expect: 100-continue), "early_hints": true (a 103 first),
+   "coding": "gzip"|"deflate" (compressed, flushed after each event: Z_SYNC_FLUSH)
+             |"br" (random bytes labelled br: nothing can read them),
+   "big_first": N (the first event is preceded by an N-byte random SSE comment)}
 Without "continue" an Expect header is ignored: the client waits for its
 own timeout before it sends the body.
 It waits H ms after reading the request, writes the response head, waits P
@@ -17,11 +20,14 @@ token events I ms apart, then the closing events (with the usage report
 where the format has one), each event in its own chunk and write
 (TCP_NODELAY). Prints "listening" when ready.
 """
+import base64
 import json
+import os
 import socket
 import sys
 import threading
 import time
+import zlib
 
 
 def sse(obj, event=None):
@@ -131,19 +137,32 @@ def serve(conn):
         if body.get("early_hints"):
             conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
         lead, toks, tail = FORMATS[body["format"]](body["tokens"])
+        if body.get("big_first"):
+            noise = base64.b64encode(os.urandom(body["big_first"]))[:body["big_first"]]
+            lead[0] = b": " + noise + b"\n\n" + lead[0]
+        coding = body.get("coding")
+        enc = lambda b: b  # noqa: E731
+        if coding in ("gzip", "deflate"):
+            z = zlib.compressobj(6, zlib.DEFLATED, 31 if coding == "gzip" else 15)
+            enc = lambda b: z.compress(b) + z.flush(zlib.Z_SYNC_FLUSH)  # noqa: E731
+        elif coding == "br":
+            enc = lambda b: os.urandom(len(b) // 2 + 1)  # noqa: E731
+        ce = ("Content-Encoding: %s\r\n" % coding).encode() if coding else b""
         time.sleep(body["head_ms"] / 1e3)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + ce +
                      b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
         time.sleep(body["pre_ms"] / 1e3)
         for e in lead:
-            conn.sendall(chunk(e))
+            conn.sendall(chunk(enc(e)))
         time.sleep(body["ttft_ms"] / 1e3)
         for i, e in enumerate(toks):
             if i:
                 time.sleep(body["itl_ms"] / 1e3)
-            conn.sendall(chunk(e))
+            conn.sendall(chunk(enc(e)))
         for e in tail:
-            conn.sendall(chunk(e))
+            conn.sendall(chunk(enc(e)))
+        if coding in ("gzip", "deflate"):
+            conn.sendall(chunk(z.flush(zlib.Z_FINISH)))
         conn.sendall(b"0\r\n\r\n")
 
 

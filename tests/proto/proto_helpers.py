@@ -5,10 +5,12 @@ bpf_ktime_get_ns), mock servers started as processes, and the shared
 assertion that ttftrace's times match the client's within a tolerance."""
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -63,6 +65,7 @@ class StreamResult:
         self.t_first_event_ns = 0   # first SSE event complete
         self.t_first_token_ns = 0
         self.t_first_visible_ns = 0
+        self.t_first_body_ns = 0    # first body byte (coded or not)
         self.status = 0
         self.headers = {}
         self.events = []            # (data object or "[DONE]", time ns)
@@ -70,16 +73,28 @@ class StreamResult:
         self.interim = []           # 1xx status codes seen before the final response
 
 
-def post_stream(sock, timed, path, body, is_token, is_visible=None, extra_headers=""):
-    """One POST on a keep-alive connection; reads a chunked SSE response."""
-    r = StreamResult()
-    r.local_port = sock.getsockname()[1]
+def post_stream(sock, timed, path, body, is_token, is_visible=None, extra_headers="",
+                headers=None):
+    """One POST on a keep-alive connection; reads a chunked SSE response,
+    decoding a gzip or deflate Content-Encoding (each chunk at the arrival of
+    its last byte); a body in another coding is only timed."""
+    if headers:
+        extra_headers += "".join("%s: %s\r\n" % kv for kv in headers.items())
     data = json.dumps(body).encode()
     req = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            "%sContent-Length: %d\r\n\r\n" % (path, extra_headers, len(data))).encode() + data
     base = len(timed.buf)
-    r.t_sent_ns = time.monotonic_ns()
+    t_sent = time.monotonic_ns()
     sock.sendall(req)
+    r = read_response(timed, base, is_token, is_visible)
+    r.t_sent_ns = t_sent
+    r.local_port = sock.getsockname()[1]
+    return r
+
+
+def read_response(timed, base, is_token, is_visible=None):
+    """One chunked SSE response starting at timed.buf[base:], with its times."""
+    r = StreamResult()
     timed.need(base + 1)
     r.t_head_ns = timed.time_at(base + 1)
     end = timed.until(b"\r\n\r\n", base)
@@ -89,20 +104,31 @@ def post_stream(sock, timed, path, body, is_token, is_visible=None, extra_header
         k, _, v = l.partition(":")
         r.headers[k.strip().lower()] = v.strip()
     pos = end + 4
-    pending, pend_end = b"", pos
+    pending = b""
+    coding = r.headers.get("content-encoding")
+    dec = None
+    if coding in ("gzip", "deflate"):
+        dec = zlib.decompressobj(31 if coding == "gzip" else 15)
     while True:
         e = timed.until(b"\r\n", pos)
         size = int(timed.buf[pos:e].split(b";")[0], 16)
         timed.need(e + 2 + size + 2)
         piece = timed.buf[e + 2:e + 2 + size]
+        if size and not r.t_first_body_ns:
+            r.t_first_body_ns = timed.time_at(e + 3)
         pos = e + 2 + size + 2
         if size == 0:
             break
-        # each event's time: when its last byte arrived
+        if coding and not dec:
+            continue
+        t_piece = timed.time_at(e + 2 + size)
+        if dec:
+            piece = dec.decompress(piece)
+        # each event's time: when its last byte arrived (coded: its chunk's last byte)
         for i in range(len(piece)):
             pending += piece[i:i + 1]
             if pending.endswith(b"\n\n"):
-                t = timed.time_at(e + 2 + i + 1)
+                t = t_piece if dec else timed.time_at(e + 2 + i + 1)
                 for line in pending.split(b"\n"):
                     if line.startswith(b"data:"):
                         p = line[5:].strip().decode()
@@ -148,3 +174,51 @@ def close_ms(got_ms, want_ns, since_ns, what, tol=TOL_MS):
     assert got_ms is not None, "%s: ttftrace reported null, client saw %.3f ms" % (what, want_ms)
     assert abs(got_ms - want_ms) <= tol, "%s: ttftrace %.3f ms, client %.3f ms" % (
         what, got_ms, want_ms)
+
+
+_TRACE_LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{6}) (=>|<=|==) (.*)$")
+
+
+def parse_curl_trace(path):
+    """curl --trace FILE --trace-time (hex dump): [(t_ns, dir, title, bytes)].
+
+    The times are curl's own clock, good for differences within one run."""
+    out = []
+    with open(path, errors="replace") as f:
+        for raw in f:
+            raw = raw.rstrip("\n")
+            m = _TRACE_LINE.match(raw)
+            if m:
+                h, mi, s, us = (int(x) for x in m.groups()[:4])
+                t = ((h * 60 + mi) * 60 + s) * 10**9 + us * 1000
+                out.append([t, m.group(5), m.group(6), b""])
+            elif out and re.match(r"^[0-9a-f]{4}: ", raw):
+                out[-1][3] += bytes.fromhex(raw[6:6 + 48].replace(" ", ""))
+    return out
+
+
+class _Replayed(Timed):
+    """A Timed filled from a recording; fill() means the bytes ended."""
+
+    def __init__(self, pieces):
+        super().__init__(None)
+        for t, b in pieces:
+            self.buf += b
+            self.marks.append((len(self.buf), t))
+
+    def fill(self):
+        raise ConnectionError("the trace ends here")
+
+
+def curl_stream(trace_path, is_token, is_visible=None):
+    """What a traced curl saw of one SSE response: read_response() over its
+    received bytes (head and chunked body, as curl's --trace shows them)."""
+    ev = parse_curl_trace(trace_path)
+    t_sent = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
+    pieces = []
+    for t, d, ti, b in ev:
+        if d == "<=" and (ti.startswith("Recv header") or ti.startswith("Recv data")):
+            pieces.append((t, b))
+    r = read_response(_Replayed(pieces), 0, is_token, is_visible)
+    r.t_sent_ns = t_sent
+    return r

@@ -206,7 +206,7 @@ static void record(struct report *rp, const struct ttf_request *r, const struct 
 		err |= stats__add(rp->st[ST_TPOT], m->tpot_ns / 1e6);
 	if (m->e2e_ns >= 0)
 		err |= stats__add(rp->st[ST_E2E], m->e2e_ns / 1e6);
-	if (m->n_tokens || m->n_events)
+	if ((m->n_tokens || m->n_events) && !(r->flags & TTF_REQ_OPAQUE))
 		err |= stats__add(rp->st[ST_TOKENS], m->n_tokens);
 	if (err)
 		rp->samples_lost++;
@@ -389,9 +389,18 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	buf[0] = m->grade;
 	buf[1] = '\0';
 	j_str(o, "grade", buf, &err);
-	j_num(o, "tokens", m->n_tokens, &err);
-	j_num(o, "token_events", m->n_events, &err);
-	j_num(o, "stream_events", r->n_sse_events, &err);
+	if (r->flags & TTF_REQ_OPAQUE) {
+		/* an unreadable body: no counts rather than wrong ones */
+		err |= !cJSON_AddNullToObject(o, "tokens");
+		err |= !cJSON_AddNullToObject(o, "token_events");
+	} else {
+		j_num(o, "tokens", m->n_tokens, &err);
+		j_num(o, "token_events", m->n_events, &err);
+	}
+	if (r->flags & TTF_REQ_OPAQUE)
+		err |= !cJSON_AddNullToObject(o, "stream_events");
+	else
+		j_num(o, "stream_events", r->n_sse_events, &err);
 	if (r->interim_write_ns && m->t_start_ns && r->interim_write_ns >= m->t_start_ns)
 		j_ms(o, "interim_ms", (double)(r->interim_write_ns - m->t_start_ns), &err);
 	else

@@ -129,7 +129,10 @@ int ttf_metrics__compute(const struct ttf_request *r, struct ttf_req_metrics *m)
 		if (m->ttfv_ns < 0 && (ev->flags & TTF_TOK_CONTENT))
 			m->ttfv_ns = since(m->t_start_ns, ttf_metrics__event_time(ev));
 	}
-	if ((r->flags & TTF_REQ_USAGE) && r->usage_completion_tokens > 0) {
+	if (r->flags & TTF_REQ_OPAQUE) {
+		/* the body could not be read: its one event only marks where TTFT ends */
+		m->n_tokens = 0;
+	} else if ((r->flags & TTF_REQ_USAGE) && r->usage_completion_tokens > 0) {
 		m->n_tokens = r->usage_completion_tokens;
 		m->tokens_from_usage = 1;
 	} else {
@@ -152,7 +155,8 @@ int ttf_metrics__compute(const struct ttf_request *r, struct ttf_req_metrics *m)
 		m->t_last_token_ns = ttf_metrics__event_time(&r->events[r->n_events - 1]);
 		m->ttft_ns = since(m->t_start_ns, m->t_first_token_ns);
 		m->ttft_end_is_xmit = m->ttft_ns >= 0 && r->events[0].xmit_ns != 0;
-		m->tokens_per_event = (double)m->n_tokens / r->n_events;
+		if (!(r->flags & TTF_REQ_OPAQUE))
+			m->tokens_per_event = (double)m->n_tokens / r->n_events;
 	}
 	if (r->n_events >= 2) {
 		uint64_t span = m->t_last_token_ns > m->t_first_token_ns ?

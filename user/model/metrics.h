@@ -14,6 +14,9 @@
  * Details that the one-line definitions leave open:
  *   - the start is arrival_first_ns, or read_first_ns when arrival was not seen;
  *   - non-streamed responses (TTF_REQ_NONSTREAM): TTFT = TTFV = TTFE = E2E;
+ *   - opaque bodies (TTF_REQ_OPAQUE): n_tokens 0 and no TPOT/ITL; TTFT ends at
+ *     the first token seen before the body became unreadable, else at the
+ *     first body write;
  *   - TTFB and TTFE end at the device transmit of the write that carried the
  *     first response byte / completed the first event, else at that write;
  *   - E2E ends at end_xmit_ns, else end_write_ns; it is -1 for aborted and

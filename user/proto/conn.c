@@ -492,6 +492,38 @@ void track_resp_whole(struct track_conn *tc, struct track_req *tq)
 		c->t->stats.events_dropped_oom++;
 }
 
+void track_resp_opaque(struct track_req *tq, uint64_t first_body_write_ns)
+{
+	struct creq *q = creq_of(tq);
+	struct ttf_token_event ev = { .write_ns = first_body_write_ns, .n_tokens = 1 };
+
+	q->r.flags |= TTF_REQ_OPAQUE;
+	q->r.flags &= ~TTF_REQ_USAGE;
+	q->r.usage_completion_tokens = q->r.usage_prompt_tokens = 0;
+	if (q->r.n_events > 1)
+		q->r.n_events = 1;
+	if (!q->r.n_events && first_body_write_ns && ttf_request__add_event(&q->r, &ev))
+		q->conn->t->stats.events_dropped_oom++;
+}
+
+void track_resp_opaque_first(struct track_conn *tc, struct track_req *tq)
+{
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
+	struct ttf_token_event ev = { .n_tokens = 1 };
+
+	q->r.flags |= TTF_REQ_OPAQUE;
+	if (q->r.n_events || !c->cur)
+		return;
+	ev.write_ns = c->cur->ts_ns;
+	ev.write_start_ns = c->cur->enter_ns;
+	q->r.tx_tid = c->cur->tid;
+	if (c->cur->flags & TTF_EVF_NODELAY)
+		q->r.flags |= TTF_REQ_NODELAY;
+	if (ttf_request__add_event(&q->r, &ev))
+		c->t->stats.events_dropped_oom++;
+}
+
 void track_req_usage(struct track_req *tq, uint32_t completion_tokens, uint32_t prompt_tokens)
 {
 	struct creq *q = creq_of(tq);

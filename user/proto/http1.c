@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/proto/body_model.h"
+#include "user/proto/content_coding.h"
 #include "user/proto/http.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/sse.h"
@@ -30,6 +31,10 @@ struct http1 {
 	char *body;
 	size_t body_len;
 	struct body_model model;	/* rx's "model", from its body's first bytes */
+	struct cc_decoder *dec;		/* tx's body is gzip/deflate: decoded before parsing */
+	bool coded;			/* tx's body has a Content-Encoding */
+	bool opaque;			/* ... that cannot be read: no tokens counted */
+	uint64_t first_body_ns;		/* the write of tx's first body byte */
 	uint64_t n_feeds;		/* records fed so far */
 	bool rx_expect;			/* rx said Expect: 100-continue, its body not begun */
 	uint64_t rx_head_feed;		/* the record that ended rx's head */
@@ -57,6 +62,10 @@ static void body_reset(struct http1 *s)
 	s->body = NULL;
 	s->body_len = 0;
 	s->body_incomplete = false;
+	cc_decoder__free(s->dec);
+	s->dec = NULL;
+	s->coded = s->opaque = false;
+	s->first_body_ns = 0;
 }
 
 static void usage_of(struct track_req *q, const struct sse_event_info *info)
@@ -208,6 +217,8 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 	}
 }
 
+static void decoded(void *ctx, const char *data, size_t len);
+
 static void resp_head(void *ctx, struct http_head *h)
 {
 	struct http1 *s = ctx;
@@ -227,6 +238,17 @@ static void resp_head(void *ctx, struct http_head *h)
 		track_req_flag(q, TTF_REQ_ERROR);
 	if (!strcmp(track_req_info(q)->method, "HEAD"))
 		h->no_body = true;
+	if (h->coding != HTTP_CODING_NONE) {
+		s->coded = true;
+		if (cc_decodable(h->coding))
+			s->dec = cc_decoder__new(h->coding, decoded, s);
+		if (!s->dec) {
+			if (cc_decodable(h->coding))
+				track_oom(s->tc);
+			s->opaque = true;
+			track_resp_opaque(q, 0);
+		}
+	}
 	if (h->event_stream) {
 		if (!s->sse) {
 			s->sse = sse_splitter__new(sse_event, s);
@@ -238,14 +260,12 @@ static void resp_head(void *ctx, struct http_head *h)
 	}
 }
 
-static void resp_body(void *ctx, const char *data, size_t len)
+/* Body bytes as the server meant them (decoded when coded). */
+static void body_plain(struct http1 *s, const char *data, size_t len)
 {
-	struct http1 *s = ctx;
 	struct track_req *q = s->tx;
 	char *b;
 
-	if (!q)
-		return;
 	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
 		if (s->sse && sse_splitter__feed(s->sse, data, len, track_cur(s->tc)->ts_ns))
 			track_oom(s->tc);
@@ -267,6 +287,56 @@ static void resp_body(void *ctx, const char *data, size_t len)
 	s->body_len += len;
 }
 
+static void decoded(void *ctx, const char *data, size_t len)
+{
+	struct http1 *s = ctx;
+
+	if (s->tx && !s->opaque)
+		body_plain(s, data, len);
+}
+
+/*
+ * The coded body cannot be followed any more (a byte not captured, or data
+ * the coding rejects): no token counts from here on, never wrong ones.
+ */
+static void go_opaque(struct http1 *s)
+{
+	if (s->opaque)
+		return;
+	s->opaque = true;
+	cc_decoder__free(s->dec);
+	s->dec = NULL;
+	if (s->sse)
+		sse_splitter__reset(s->sse);
+	/* a stream's TTFT falls back to its first body write; a whole body's is its end */
+	track_resp_opaque(s->tx, track_req_info(s->tx)->flags & TTF_REQ_STREAM ?
+				 s->first_body_ns : 0);
+}
+
+static void resp_body(void *ctx, const char *data, size_t len)
+{
+	struct http1 *s = ctx;
+	struct track_req *q = s->tx;
+	const struct ttf_net_event *cur = track_cur(s->tc);
+	bool first = !s->first_body_ns;
+
+	if (!q)
+		return;
+	if (first && cur)
+		s->first_body_ns = cur->ts_ns;
+	if (!s->coded) {
+		body_plain(s, data, len);
+		return;
+	}
+	if (s->opaque) {
+		if (first && track_req_info(q)->flags & TTF_REQ_STREAM)
+			track_resp_opaque_first(s->tc, q);
+		return;
+	}
+	if (cc_decoder__feed(s->dec, data, len))
+		go_opaque(s);
+}
+
 static void resp_body_gap(void *ctx, size_t len)
 {
 	struct http1 *s = ctx;
@@ -275,6 +345,14 @@ static void resp_body_gap(void *ctx, size_t len)
 	if (!q)
 		return;
 	track_req_flag(q, TTF_REQ_TRUNCATED);
+	if (!s->first_body_ns && track_cur(s->tc))
+		s->first_body_ns = track_cur(s->tc)->ts_ns;
+	if (s->coded) {
+		/* a coded body cannot skip bytes: what follows is unreadable */
+		if (!s->opaque)
+			go_opaque(s);
+		return;
+	}
 	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
 		if (s->sse)
 			sse_splitter__gap(s->sse, len);
@@ -293,8 +371,10 @@ static void resp_end(void *ctx, uint64_t msg_bytes)
 	if (!q)
 		return;
 	r = track_req_info(q);
+	if (s->dec && !s->opaque)
+		track_req_flag(q, TTF_REQ_DECODED);
 	if (r->flags & TTF_REQ_NONSTREAM) {
-		if (!s->body_incomplete && s->body_len) {
+		if (!s->body_incomplete && s->body_len && !s->opaque) {
 			sse_classify(s->body, s->body_len, &info);
 			usage_of(q, &info);
 			if (info.kind == SSE_EV_ERROR)
@@ -357,6 +437,7 @@ static void http1_free(void *st)
 	http_parser__free(s->reqp);
 	http_parser__free(s->respp);
 	sse_splitter__free(s->sse);
+	cc_decoder__free(s->dec);
 	free(s->body);
 	free(s);
 }

@@ -101,6 +101,19 @@ void track_resp_event(struct track_conn *tc, struct track_req *q,
  * current record (the write of its last byte).
  */
 void track_resp_whole(struct track_conn *tc, struct track_req *q);
+/*
+ * q's body cannot be read (a coding not decoded here, or bytes of a coded
+ * body not captured): TTF_REQ_OPAQUE, no token counts. The first token
+ * event seen, if any, stays for TTFT; the others and the usage report are
+ * dropped; with none, TTFT ends at first_body_write_ns (the write of the
+ * body's first byte; 0 unknown).
+ */
+void track_resp_opaque(struct track_req *q, uint64_t first_body_write_ns);
+/*
+ * An opaque stream's first body byte is in the current record: its write
+ * ends TTFT (matched to its XMIT like a token event's).
+ */
+void track_resp_opaque_first(struct track_conn *tc, struct track_req *q);
 /* The server's token usage report. */
 void track_req_usage(struct track_req *q, uint32_t completion_tokens, uint32_t prompt_tokens);
 /*
