@@ -222,3 +222,108 @@ def curl_stream(trace_path, is_token, is_visible=None):
     r = read_response(_Replayed(pieces), 0, is_token, is_visible)
     r.t_sent_ns = t_sent
     return r
+
+
+class H2Client:
+    """HTTP/2 cleartext (prior knowledge) with python3-h2 on one socket:
+    several streams in flight, each response's SSE events timed when the
+    recv that completed them returned (time.monotonic_ns)."""
+
+    def __init__(self, port):
+        import h2.config
+        import h2.connection
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.local_port = self.sock.getsockname()[1]
+        self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+        self.conn.initiate_connection()
+        self.sock.sendall(self.conn.data_to_send())
+        self.results = {}
+
+    def start(self, path, body, is_token):
+        sid = self.conn.get_next_available_stream_id()
+        data = json.dumps(body).encode()
+        self.conn.send_headers(sid, [(":method", "POST"), (":path", path),
+                                     (":scheme", "http"), (":authority", "127.0.0.1"),
+                                     ("content-type", "application/json")])
+        self.conn.send_data(sid, data, end_stream=True)
+        r = StreamResult()
+        r.local_port = self.local_port
+        r.is_token = is_token
+        r.pending = b""
+        r.done = False
+        r.t_sent_ns = time.monotonic_ns()
+        self.sock.sendall(self.conn.data_to_send())
+        self.results[sid] = r
+        return sid
+
+    def run(self, timeout_s=20):
+        import h2.events
+        deadline = time.monotonic() + timeout_s
+        while not all(r.done for r in self.results.values()):
+            assert time.monotonic() < deadline, "h2 responses did not end"
+            d = self.sock.recv(65536)
+            t = time.monotonic_ns()
+            if not d:
+                raise ConnectionError("server closed")
+            for ev in self.conn.receive_data(d):
+                r = self.results.get(getattr(ev, "stream_id", None))
+                if isinstance(ev, h2.events.ResponseReceived):
+                    r.t_head_ns = t
+                    r.status = int(dict(ev.headers)[b":status"])
+                    r.headers = {k.decode(): v.decode() for k, v in ev.headers}
+                elif isinstance(ev, h2.events.DataReceived):
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                    r.pending += ev.data
+                    while b"\n\n" in r.pending:
+                        e, r.pending = r.pending.split(b"\n\n", 1)
+                        for line in e.split(b"\n"):
+                            if line.startswith(b"data:"):
+                                p = line[5:].strip().decode()
+                                obj = p if p == "[DONE]" else json.loads(p)
+                                r.events.append((obj, t))
+                                if not r.t_first_event_ns:
+                                    r.t_first_event_ns = t
+                                if r.is_token(obj) and not r.t_first_token_ns:
+                                    r.t_first_token_ns = t
+                elif isinstance(ev, h2.events.StreamEnded):
+                    r.done = True
+            out = self.conn.data_to_send()
+            if out:
+                self.sock.sendall(out)
+        return self.results
+
+    def close(self):
+        self.conn.close_connection()
+        self.sock.sendall(self.conn.data_to_send())
+        self.sock.close()
+
+
+def curl_h2_stream(trace_path, is_token):
+    """What a traced `curl --http2-prior-knowledge` saw: the response head
+    and the body's SSE events, timed by curl's trace (curl shows HTTP/2
+    bodies decoded from their frames)."""
+    ev = parse_curl_trace(trace_path)
+    r = StreamResult()
+    r.t_sent_ns = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
+    pending = b""
+    for t, d, ti, b in ev:
+        if d != "<=":
+            continue
+        if ti.startswith("Recv header") and b.startswith(b"HTTP/2 "):
+            r.t_head_ns = t
+            r.status = int(b.split()[1])
+        elif ti.startswith("Recv data"):
+            pending += b
+            while b"\n\n" in pending:
+                e, pending = pending.split(b"\n\n", 1)
+                for line in e.split(b"\n"):
+                    if line.startswith(b"data:"):
+                        p = line[5:].strip().decode()
+                        obj = p if p == "[DONE]" else json.loads(p)
+                        r.events.append((obj, t))
+                        if not r.t_first_event_ns:
+                            r.t_first_event_ns = t
+                        if is_token(obj) and not r.t_first_token_ns:
+                            r.t_first_token_ns = t
+    return r

@@ -330,6 +330,11 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("non_http_connections", cs->non_http);
 	C("token_events_dropped_oom", cs->events_dropped_oom);
 	C("malformed_records", cs->malformed);
+	C("h2_frames_skipped", cs->h2_frames_skipped);
+	C("h2_streams_unseen", cs->h2_streams_unseen);
+	C("hpack_unknown_refs", cs->hpack_unknown);
+	C("hpack_errors", cs->hpack_errors);
+	C("grpc_messages_lost", cs->grpc_lost);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {
 		const struct timeline_stats *ts = timeline__stats(p->tl);

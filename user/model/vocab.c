@@ -19,6 +19,8 @@ static const char *const vflag_names[TTF_VF__MAX] = {
 	[TTF_VF_INTERIM] = "interim",
 	[TTF_VF_DECODED] = "decoded",
 	[TTF_VF_OPAQUE] = "opaque",
+	[TTF_VF_HPACK_UNKNOWN] = "hpack-unsynced",
+	[TTF_VF_CHUNKS] = "chunks",
 };
 
 /* Printed flags that are the request's own bits, one to one. */
@@ -32,6 +34,7 @@ static const struct {
 	{ TTF_REQ_UNKNOWN, TTF_VF_UNKNOWN },	   { TTF_REQ_ERROR, TTF_VF_ERROR },
 	{ TTF_REQ_EXPECT_100, TTF_VF_EXPECT_100 }, { TTF_REQ_INTERIM, TTF_VF_INTERIM },
 	{ TTF_REQ_DECODED, TTF_VF_DECODED },	   { TTF_REQ_OPAQUE, TTF_VF_OPAQUE },
+	{ TTF_REQ_HPACK_UNKNOWN, TTF_VF_HPACK_UNKNOWN }, { TTF_REQ_CHUNKS, TTF_VF_CHUNKS },
 };
 
 static const char *const outcome_names[TTF_OC__MAX] = {

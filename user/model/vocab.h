@@ -26,6 +26,9 @@
  *     decoded     a gzip/deflate body, decoded to find its tokens
  *     opaque      a body ttftrace cannot read (br, zstd, or its start not captured):
  *                 TTFT from the first body write, no token counts
+ *     hpack-unsynced HTTP/2 headers referenced HPACK table entries from before tracing:
+ *                 method/path "unknown" unless a literal named them
+ *     chunks      gRPC messages counted as chunks (no token profile for the method)
  *   outcomes        (summary "outcomes", Prometheus requests_total{outcome}):
  *                   ok aborted incomplete error unknown nonstream buffered truncated
  *                   (the summary counts the outcome `truncated` where the flag is `trunc`)
@@ -60,6 +63,8 @@ enum ttf_vflag {
 	TTF_VF_INTERIM,
 	TTF_VF_DECODED,
 	TTF_VF_OPAQUE,
+	TTF_VF_HPACK_UNKNOWN,
+	TTF_VF_CHUNKS,
 	TTF_VF__MAX,
 };
 #define TTF_VF_BIT(f) (1u << (f))

@@ -24,7 +24,7 @@
 #define XMIT_RING 16		/* recent XMITs kept per connection */
 #define PENDING_WRITES 32	/* writes waiting for their XMIT per connection */
 #define TOMBSTONES 256		/* recently closed cookies whose late records are ignored */
-#define TOUCHED_MAX 4
+#define TOUCHED_MAX 32	/* requests one record may write to (HTTP/2 multiplexes) */
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
@@ -428,6 +428,19 @@ struct track_req *track_resp_begin(struct track_conn *tc)
 	return (struct track_req *)q;
 }
 
+bool track_resp_begin_for(struct track_conn *tc, struct track_req *tq)
+{
+	struct conn *c = conn_of(tc);
+	struct creq *q = creq_of(tq);
+
+	if (q->resp_started)
+		return false;
+	q->resp_started = true;
+	q->r.resp_first_write_ns = c->cur->ts_ns;
+	touch(c, q);
+	return true;
+}
+
 void track_resp_touch(struct track_conn *tc, struct track_req *q)
 {
 	touch(conn_of(tc), creq_of(q));
@@ -454,6 +467,7 @@ void track_resp_head(struct track_req *tq, int status, bool streamed)
 	struct creq *q = creq_of(tq);
 
 	q->r.status = status;
+	q->r.flags &= ~(TTF_REQ_STREAM | TTF_REQ_NONSTREAM);	/* said again: the last word */
 	q->r.flags |= streamed ? TTF_REQ_STREAM : TTF_REQ_NONSTREAM;
 }
 
@@ -571,6 +585,25 @@ void track_lost_sync(struct track_conn *tc)
 void track_oom(struct track_conn *tc)
 {
 	conn_of(tc)->t->stats.events_dropped_oom++;
+}
+
+void track_count(struct track_conn *tc, enum track_counter k, uint64_t n)
+{
+	struct conn_stats *st = &conn_of(tc)->t->stats;
+
+	switch (k) {
+	case TRACK_CNT_H2_FRAMES_SKIPPED: st->h2_frames_skipped += n; break;
+	case TRACK_CNT_H2_STREAMS_UNSEEN: st->h2_streams_unseen += n; break;
+	case TRACK_CNT_HPACK_UNKNOWN: st->hpack_unknown += n; break;
+	case TRACK_CNT_HPACK_ERRORS: st->hpack_errors += n; break;
+	case TRACK_CNT_GRPC_LOST: st->grpc_lost += n; break;
+	default: break;
+	}
+}
+
+const struct grpc_profile *track_grpc_profile(const struct track_conn *tc)
+{
+	return ((const struct conn *)tc)->t->opts.grpc_profile;
 }
 
 /* The recognizer's state, if it has one. */

@@ -19,6 +19,7 @@
 #include "user/proto/request.h"
 
 struct conn_table;
+struct grpc_profile;
 
 /*
  * Called once per finished request (response ended, connection closed,
@@ -53,6 +54,8 @@ struct conn_table_opts {
 	 * TTF_REQ_TRUNCATED. 0: seq_end only pairs SEND with XMIT.
 	 */
 	int send_seq_exact;
+	/* Optional: where gRPC response messages hold their tokens (grpc.h); NULL: chunks. */
+	const struct grpc_profile *grpc_profile;
 };
 
 /* Counters the tracker keeps; all are printed at exit when non-zero. */
@@ -65,6 +68,11 @@ struct conn_stats {
 	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP) */
 	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
+	uint64_t h2_frames_skipped; /* HTTP/2 frames not parsed (sync lost, gap inside) */
+	uint64_t h2_streams_unseen; /* HTTP/2 streams begun before tracing (not timed) */
+	uint64_t hpack_unknown;     /* header fields referencing unknown HPACK entries */
+	uint64_t hpack_errors;      /* header blocks that could not be decoded */
+	uint64_t grpc_lost;         /* gRPC messages whose framing was lost */
 };
 
 /* Returns NULL with errno set on failure. */

@@ -41,21 +41,6 @@ struct http1 {
 	uint64_t rx_head_arrival_ns;	/* ... its newest data's arrival */
 };
 
-static enum ttf_api api_of(const char *path)
-{
-	if (!strcmp(path, "/v1/chat/completions") || !strcmp(path, "/chat/completions"))
-		return TTF_API_CHAT;
-	if (!strcmp(path, "/v1/completions"))
-		return TTF_API_COMPLETION;
-	if (!strcmp(path, "/completion") || !strcmp(path, "/completions"))
-		return TTF_API_LLAMACPP;
-	if (!strcmp(path, "/v1/responses") || !strcmp(path, "/responses"))
-		return TTF_API_RESPONSES;
-	if (!strcmp(path, "/v1/messages"))
-		return TTF_API_MESSAGES;
-	return TTF_API_UNKNOWN;
-}
-
 static void body_reset(struct http1 *s)
 {
 	free(s->body);
@@ -118,7 +103,7 @@ static void req_head(void *ctx, struct http_head *h)
 	s->rx_expect = false;
 	if (!s->rx)
 		return;
-	track_req_head(s->rx, h->method, h->path, api_of(h->path));
+	track_req_head(s->rx, h->method, h->path, ttf_api_of_path(h->path));
 	if (h->expect_continue && cur) {
 		track_req_expect(s->rx, false, 0);
 		s->rx_expect = true;

@@ -4,6 +4,7 @@
 
 const struct proto_recognizer *const proto_recognizers[] = {
 	&proto_http1,
+	&proto_http2,	/* after HTTP/1.1: its preface reads as text there, never as a request */
 };
 
 const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);

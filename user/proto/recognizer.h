@@ -80,5 +80,7 @@ extern const unsigned int proto_n_recognizers;
 
 /* HTTP/1.1 requests and responses, SSE token streams (http1.c). */
 extern const struct proto_recognizer proto_http1;
+/* HTTP/2 cleartext: streams as requests, SSE and gRPC bodies (http2.c). */
+extern const struct proto_recognizer proto_http2;
 
 #endif /* TTFTRACE_RECOGNIZER_H */

@@ -46,6 +46,8 @@ enum ttf_req_flags {
 	TTF_REQ_INTERIM = 1 << 14,    /* 1xx interim responses came before the response */
 	TTF_REQ_OPAQUE = 1 << 15,     /* body not readable (coding unknown, or its start not seen): no tokens counted */
 	TTF_REQ_DECODED = 1 << 16,    /* body Content-Encoding gzip/deflate, decoded to find tokens */
+	TTF_REQ_HPACK_UNKNOWN = 1 << 17, /* HTTP/2 headers referenced HPACK entries not known (tracing began mid-connection) */
+	TTF_REQ_CHUNKS = 1 << 18,     /* events are chunks (gRPC messages without a token profile), not tokens */
 };
 
 enum ttf_api {
@@ -111,6 +113,8 @@ struct ttf_request {
 
 /* Append a token event; returns 0 or -ENOMEM (the event is then counted as lost by the caller). */
 int ttf_request__add_event(struct ttf_request *r, const struct ttf_token_event *ev);
+/* The API a request path (no query string) names; TTF_API_UNKNOWN for others. */
+enum ttf_api ttf_api_of_path(const char *path);
 /* Free what the request owns (not the struct itself). */
 void ttf_request__release(struct ttf_request *r);
 

@@ -24,6 +24,7 @@
 
 struct track_conn;
 struct track_req;
+struct grpc_profile;
 
 /* Which way requests travel on a connection, from the traced process's view. */
 enum track_role {
@@ -75,6 +76,11 @@ void track_req_bytes(struct track_req *q, uint64_t bytes);
  */
 struct track_req *track_resp_begin(struct track_conn *tc);
 /*
+ * q's response begins in the current record (multiplexed protocols, where
+ * responses do not come in request order). false when it had begun.
+ */
+bool track_resp_begin_for(struct track_conn *tc, struct track_req *q);
+/*
  * The current record carries bytes of q's response: its write ends the
  * response so far (end_write_ns), is matched to its XMIT, and q is emitted
  * after the record if its response ended. Call once per record, before
@@ -87,7 +93,7 @@ void track_resp_touch(struct track_conn *tc, struct track_req *q);
  * interim_write_ns, TTF_REQ_INTERIM).
  */
 void track_resp_interim(struct track_conn *tc, struct track_req *q);
-/* The final response's head: status (0 unknown) and whether it streams tokens. */
+/* The final response's head: status (0 unknown) and whether it streams tokens (again: replaces). */
 void track_resp_head(struct track_req *q, int status, bool streamed);
 /*
  * One event of a streamed response (an SSE event ...), counted in
@@ -138,5 +144,18 @@ void track_req_flag(struct track_req *q, uint32_t flags);
 void track_lost_sync(struct track_conn *tc);
 /* An allocation failed: an event or request is lost (conn_stats.events_dropped_oom). */
 void track_oom(struct track_conn *tc);
+
+/* Protocol counters, in struct conn_stats and printed at exit (conn.h). */
+enum track_counter {
+	TRACK_CNT_H2_FRAMES_SKIPPED,	/* HTTP/2 frames not parsed: sync lost, or a gap inside */
+	TRACK_CNT_H2_STREAMS_UNSEEN,	/* HTTP/2 streams that began before tracing: not timed */
+	TRACK_CNT_HPACK_UNKNOWN,	/* header fields that referenced unknown table entries */
+	TRACK_CNT_HPACK_ERRORS,		/* header blocks that could not be decoded */
+	TRACK_CNT_GRPC_LOST,		/* gRPC messages whose framing was lost */
+	TRACK_CNT__N,
+};
+void track_count(struct track_conn *tc, enum track_counter c, uint64_t n);
+/* The gRPC token profile of the table (conn_table_opts.grpc_profile), or NULL. */
+const struct grpc_profile *track_grpc_profile(const struct track_conn *tc);
 
 #endif /* TTFTRACE_TRACK_H */
