@@ -884,6 +884,11 @@ static enum proto_verdict http2_detect(const char *buf, size_t len, bool is_read
 		*role = is_read ? TRACK_ROLE_SERVER : TRACK_ROLE_CLIENT;
 		return PROTO_YES;
 	}
+	/* a record that cannot start with a frame header is not HTTP/2 */
+	if ((len >= 3 && ((uint32_t)(uint8_t)buf[0] << 16 | (uint32_t)(uint8_t)buf[1] << 8 |
+			  (uint8_t)buf[2]) > 16384 + 256) ||
+	    (len >= 4 && (uint8_t)buf[3] >= F__N) || (len >= 6 && ((uint8_t)buf[5] & 0x80)))
+		return PROTO_NO;
 	/* the tracker passes the record's capture only; a short capture cannot tile */
 	if (!frames_tile((const uint8_t *)buf, len, len, &first, &n, &n_data))
 		return PROTO_MAYBE;
