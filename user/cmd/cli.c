@@ -91,7 +91,7 @@ static void unknown_word(const char *arg)
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
-       OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE };
+       OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -115,6 +115,9 @@ static const struct argp_option options[] = {
 	{ "gpu-attach", OPT_GPU_ATTACH, NULL, 0,
 	  "First load the CUPTI collector into the running targets (ptrace; see `ttftrace "
 	  "gpu-attach --help`)", 3 },
+	{ "grpc-profile", OPT_GRPC_PROFILE, "FILE", 0,
+	  "Where gRPC response messages hold their tokens (lines: /pkg.Service/Method FIELD[.FIELD][#]); "
+	  "without it gRPC messages count as chunks", 3 },
 	{ NULL, 0, NULL, 0, "Capture:", 4 },
 	{ "capture-bytes", OPT_CAPTURE, "N", 0,
 	  "Payload prefix captured per read (default 1024, max 8192)", 4 },
@@ -266,6 +269,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_CAPTURE:
 		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
+		break;
+	case OPT_GRPC_PROFILE:
+		o->grpc_profile = arg;
 		break;
 	case OPT_CAPTURE_SEND:
 		o->capture_send_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state,

@@ -48,6 +48,7 @@ struct ttf_opts {
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 	int gpu_attach;		/* --gpu-attach: load the CUPTI collector into the targets first */
+	const char *grpc_profile; /* --grpc-profile FILE: gRPC token locations (user/proto/grpc.h) */
 };
 
 /* A subcommand: `ttftrace NAME ARGS...` runs main(argc - 1, argv + 1). */

@@ -140,7 +140,7 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = !!(h.flags & REC_F_XMIT),
 				    .attribution = !!(h.flags & REC_F_ATTRIBUTION),
 				    .sched = !!(h.flags & REC_F_SCHED),
-				    .gpu = !!(h.flags & REC_F_GPU) };
+				    .gpu = !!(h.flags & REC_F_GPU), .grpc_profile = o->grpc_profile };
 
 	err = -ENOMEM;
 	report = report__new(&ro);

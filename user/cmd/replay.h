@@ -14,11 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "user/export/record.h"
+#include "user/proto/grpc.h"
 
 struct replay_opts {
 	FILE *out;	/* requests and summary */
 	int json;	/* NDJSON as `ttftrace --json` */
 	int verbose;
+	const struct grpc_profile *grpc_profile;	/* --grpc-profile; NULL none */
 };
 
 struct replay_stats {

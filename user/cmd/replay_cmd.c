@@ -17,15 +17,18 @@ struct replay_args {
 	int json;
 	int verbose;
 	int quiet;
+	const char *grpc_profile;
 };
 
-enum { OPT_JSON = 0x100 };
+enum { OPT_JSON = 0x100, OPT_GRPC_PROFILE };
 
 static const struct argp_option options[] = {
 	{ "json", OPT_JSON, NULL, 0, "NDJSON, as `ttftrace --json`", 0 },
 	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 0 },
 	{ "verbose", 'v', NULL, 0, "More fields and diagnostics", 0 },
 	{ "quiet", 'q', NULL, 0, "No replay statistics on stderr", 0 },
+	{ "grpc-profile", OPT_GRPC_PROFILE, "FILE", 0,
+	  "Where gRPC messages hold their tokens, as `ttftrace --grpc-profile`", 0 },
 	{},
 };
 
@@ -63,6 +66,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'q':
 		a->quiet = 1;
 		break;
+	case OPT_GRPC_PROFILE:
+		a->grpc_profile = arg;
+		break;
 	case ARGP_KEY_ARG:
 		if (a->file)
 			return subcmd__bad("one recording at a time ('%s')", arg);
@@ -95,17 +101,29 @@ int replay_main(int argc, char **argv)
 	struct replay_args a = { 0 };
 	struct replay_opts o = { .out = stdout };
 	struct replay_stats st;
+	struct grpc_profile gp = {};
 	int err, code = TTF_EXIT_OK;
 
 	code = subcmd__parse(&argp, "ttftrace replay", argc, argv, &a);
 	if (code)
 		return code < 0 ? TTF_EXIT_OK : code;
 	ttf_verbosity = a.verbose;
+	if (a.grpc_profile) {
+		int bad = 0, gerr = grpc_profile__load(a.grpc_profile, &gp, &bad);
+
+		if (gerr) {
+			ttf_error(NULL, "--grpc-profile %s: %s (line %d)", a.grpc_profile,
+				  strerror(-gerr), bad);
+			return TTF_EXIT_USAGE;
+		}
+		o.grpc_profile = &gp;
+	}
 	o.json = a.json;
 	o.verbose = a.verbose;
 	if (subcmd__same_file(a.file, a.output)) {
 		ttf_error("give -o another file: it would be truncated before it is read",
 			  "-o %s is the recording itself", a.output);
+		grpc_profile__free(&gp);
 		return TTF_EXIT_USAGE;
 	}
 	if (a.output) {
@@ -116,6 +134,7 @@ int replay_main(int argc, char **argv)
 				  "cannot write %s: %s", a.output, strerror(errno));
 			if (fd >= 0)
 				close(fd);
+			grpc_profile__free(&gp);
 			return TTF_EXIT_OUTPUT;
 		}
 	}
@@ -149,5 +168,6 @@ int replay_main(int argc, char **argv)
 		ttf_error(NULL, "closing %s: %s", a.output, strerror(errno));
 		code = TTF_EXIT_OUTPUT;
 	}
+	grpc_profile__free(&gp);
 	return code;
 }

@@ -29,6 +29,7 @@
 #include "user/probe/target.h"
 #include "user/probe/tp_check.h"
 #include "user/cmd/trace.h"
+#include "user/proto/grpc.h"
 
 #define POLL_MS 10
 /*
@@ -87,6 +88,7 @@ struct tracer {
 	pid_t child;		/* -c */
 	int child_status;
 	int child_done;
+	struct grpc_profile grpc_profile;	/* --grpc-profile; empty without */
 };
 
 /* Net records: the tracer follows forks (targets, engine uprobes), the pipeline gets them all. */
@@ -619,6 +621,22 @@ int trace__run(const struct ttf_opts *o)
 	t.report = report__new(&ro);
 	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = t.st.xmit,
 				    .attribution = 1 };
+	if (o->grpc_profile) {
+		int bad = 0, gerr = grpc_profile__load(o->grpc_profile, &t.grpc_profile, &bad);
+
+		if (gerr) {
+			if (gerr == -EINVAL)
+				ttf_error("lines: /package.Service/Method FIELD[.FIELD...][#]",
+					  "--grpc-profile %s: line %d does not parse", o->grpc_profile,
+					  bad);
+			else
+				ttf_error(NULL, "--grpc-profile %s: %s", o->grpc_profile,
+					  strerror(-gerr));
+			code = TTF_EXIT_USAGE;
+			goto out;
+		}
+		po.grpc_profile = &t.grpc_profile;
+	}
 
 	open_gpu(&t, &po);
 	open_sched(&t, &po);
@@ -711,6 +729,7 @@ out:
 	net_probe__destroy(t.probe);
 	btf__free(t.vmlinux_btf);
 	target_set__free(&t.targets);
+	grpc_profile__free(&t.grpc_profile);
 	if (t.out && t.out != stdout && fclose(t.out) && code == TTF_EXIT_OK) {
 		ttf_error(NULL, "closing %s: %s", o->output, strerror(errno));
 		code = TTF_EXIT_OUTPUT;

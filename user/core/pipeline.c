@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The pipeline: one entry for every record kind; see pipeline.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,8 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	co.ctx = p;
 	co.xmit_expected = opts->xmit_expected;
 	co.send_seq_exact = 1;
+	co.grpc_profile = opts->sz >= offsetof(struct pipeline_opts, grpc_profile) +
+				       sizeof(opts->grpc_profile) ? opts->grpc_profile : NULL;
 	p->conns = conn_table__new(&co);
 	if (opts->attribution)
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);

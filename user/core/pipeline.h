@@ -35,6 +35,8 @@ struct pipeline_opts {
 	int sched;		/* 1: keep a scheduler view: per-stage on-CPU/runqueue overlay */
 	int gpu;		/* 1: keep a GPU store (CUPTI spans) for the GPU join */
 	double link_gbps;	/* PCIe path rate to compare copies with; <= 0 unknown */
+	/* where gRPC messages hold their tokens (user/proto/grpc.h); NULL: chunks. Not copied. */
+	const struct grpc_profile *grpc_profile;
 };
 
 /* NULL with errno on failure. */
