@@ -8,22 +8,31 @@
 # shared: CPU time is what one core spends), as a ratio against the goal of
 # 2 million events/s. No root. Usage: bench/replay_throughput.sh [REQUESTS] [ROUNDS]
 # TTFTRACE=PATH replays with another build (e.g. the one before a change).
+# PROTO=h2 records HTTP/2 streams of SSE instead, PROTO=grpc gRPC server
+# streaming (one message per token, replayed with a token profile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
 ROUNDS=${2:-3}
 GOAL=2000000
 TTFTRACE=${TTFTRACE:-./ttftrace}
+PROTO=${PROTO:-http1}
 for b in "$TTFTRACE" .output/bin/mkrec; do
 	[ -x "$b" ] || { echo "Error: $b not built" >&2; echo "HINT: run make" >&2; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-.output/bin/mkrec -o "$tmp/bench.rec" -n "$N" -c 16 -t 32 --engine 2>"$tmp/mkrec.err"
-echo "recording: $(cat "$tmp/mkrec.err"), $(stat -c %s "$tmp/bench.rec") bytes compressed"
+.output/bin/mkrec -o "$tmp/bench.rec" -n "$N" -c 16 -t 32 --engine --proto "$PROTO" \
+	2>"$tmp/mkrec.err"
+echo "recording ($PROTO): $(cat "$tmp/mkrec.err"), $(stat -c %s "$tmp/bench.rec") bytes compressed"
+extra=()
+if [ "$PROTO" = grpc ]; then
+	echo "/llm.Generator/Stream 1#" > "$tmp/grpc.profile"
+	extra=(--grpc-profile "$tmp/grpc.profile")
+fi
 for mode in text json; do
-	args=()
-	[ "$mode" = json ] && args=(--json)
+	args=("${extra[@]}")
+	[ "$mode" = json ] && args+=(--json)
 	for r in $(seq "$ROUNDS"); do
 		taskset -c 0 "$TTFTRACE" replay "$tmp/bench.rec" "${args[@]}" -o /dev/null \
 			2>>"$tmp/$mode.err"

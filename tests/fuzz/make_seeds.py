@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""Write the seed corpora of fuzz_http_sse and fuzz_sse (tests/fuzz/corpus/<harness>/).
+"""Write the seed corpora of fuzz_http_sse, fuzz_sse, fuzz_hpack_h2 and fuzz_grpc
+(tests/fuzz/corpus/<harness>/).
 fuzz_cupti_decode's seeds come from make_cupti_seeds.c (needs the CUPTI headers)."""
 import json
 import os
@@ -75,7 +76,78 @@ def write(harness, name, data):
         f.write(data)
 
 
+def frame(typ, flags, sid, payload=b""):
+    n = len(payload)
+    return struct.pack(">BHBBI", n >> 16, n & 0xffff, typ, flags, sid) + payload
+
+
+def h2_req(path, sid, end=True):
+    p = path.encode()
+    return frame(1, 0x4 | (0x1 if end else 0), sid, b"\x83\x86\x04" + bytes([len(p)]) + p)
+
+
+def h2_resp(sid, ctype=b"text/event-stream"):
+    return frame(1, 0x4, sid, b"\x88\x0f\x10" + bytes([len(ctype)]) + ctype)
+
+
+def h2_rec(server_writes, payload, gap=0, step=1, xmit=False):
+    d = (1 if server_writes else 0) | (2 if xmit else 0) | (step << 4)
+    return struct.pack("<BHB", d, len(payload), gap) + payload
+
+
+def h2_seeds():
+    """fuzz_hpack_h2: HPACK blocks (RFC 7541 C.4, C.5 examples), HTTP/2 conversations."""
+    c4 = [bytes.fromhex("828684418cf1e3c2e5f23a6ba0ab90f4ff"),
+          bytes.fromhex("828684be5886a8eb10649cbf"),
+          bytes.fromhex("828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf")]
+    write("hpack_h2", "rfc_c4", b"\x00" + b"".join(bytes([len(b)]) + b for b in c4))
+    c5 = bytes.fromhex("4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a"
+                       "31333a323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d")
+    write("hpack_h2", "rfc_c5_256", b"\x00\xff\x01\x00" + bytes([len(c5)]) + c5 +
+          b"\x08\x48\x03\x33\x30\x37\xc1\xc0\xbf")
+    write("hpack_h2", "unsynced", b"\x02\x02\x83\xbe\x03\x83\xbe\xbf")
+    tok = lambda t: sse({"choices": [{"delta": {"content": t}}]})  # noqa: E731
+    conv = (h2_rec(False, frame(4, 0, 0) + h2_req("/v1/chat/completions", 1) +
+                   h2_req("/v1/completions", 3)) +
+            h2_rec(True, frame(4, 1, 0) + h2_resp(3), xmit=True) +
+            h2_rec(True, frame(0, 0, 3, tok("a")), xmit=True) +
+            h2_rec(True, h2_resp(1) + frame(0, 0, 1, tok("b")), xmit=True) +
+            h2_rec(False, frame(8, 0, 0, b"\0\0\1\0")) +
+            h2_rec(True, frame(0, 1, 3, b"data: [DONE]\n\n")) +
+            h2_rec(True, frame(0, 0, 1, tok("c")), gap=20) +
+            h2_rec(True, frame(0, 1, 1)))
+    write("hpack_h2", "two_streams", b"\x01" + conv)
+    write("hpack_h2", "rst_goaway", b"\x01" + h2_rec(False, h2_req("/v1/x", 1) + h2_req("/v1/y", 3)) +
+          h2_rec(True, h2_resp(1)) + h2_rec(False, frame(3, 0, 1, b"\0\0\0\x08")) +
+          h2_rec(True, frame(7, 0, 0, b"\0\0\0\x01\0\0\0\0")))
+    write("hpack_h2", "continuation", b"\x01" + h2_rec(
+        False, frame(1, 0x1, 1, b"\x83\x86") + frame(9, 0x4, 1, b"\x04\x02/a")) +
+        h2_rec(True, h2_resp(1) + frame(0, 1, 1, tok("x"))))
+    write("hpack_h2", "mid", b"\x03" + h2_rec(False, frame(1, 0x5, 7, b"\x83\xbe")) +
+          h2_rec(True, h2_resp(7) + frame(0, 1, 7, tok("m"))))
+
+
+def grpc_seeds():
+    """fuzz_grpc: a profile, then messages (reader) or DATA frames (over HTTP/2)."""
+    prof = b"/g.S/M 1#\n/g.S/M 2\n"
+    msg = lambda ids: b"\x0a" + bytes([len(ids)]) + bytes(ids)  # noqa: E731
+    lp = lambda m: b"\x00" + struct.pack(">I", len(m)) + m  # noqa: E731
+    stream = lp(msg([7, 8, 9])) + lp(msg([1])) + lp(b"") + lp(msg([2, 3]))
+    chunks = b"".join(bytes([len(stream[i:i + 7]), 0]) + stream[i:i + 7]
+                      for i in range(0, len(stream), 7))
+    write("grpc", "reader", b"\x00" + bytes([len(prof)]) + prof + chunks)
+    write("grpc", "reader_gap", b"\x00" + bytes([len(prof)]) + prof + bytes([5, 9]) + stream[:5] +
+          bytes([len(stream) - 9, 0]) + stream[9:])
+    frames = b"".join(bytes([len(m), 0]) + m for m in (lp(msg([7, 8, 9])), lp(msg([1])) + lp(msg([2]))))
+    write("grpc", "h2", b"\x03" + bytes([len(prof)]) + prof + frames)
+    write("grpc", "h2_chunks", b"\x03\x00" + frames)
+    write("grpc", "h2_gap", b"\x01" + bytes([len(prof)]) + prof + bytes([len(lp(msg([4, 5]))), 3]) +
+          lp(msg([4, 5])))
+
+
 def main():
+    h2_seeds()
+    grpc_seeds()
     write("http_sse", "chat_stream", chat_stream())
     write("http_sse", "chat_gap", chat_stream(gap_at=3))
     write("http_sse", "chat_abort", chat_stream(abort=True))

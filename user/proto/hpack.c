@@ -250,7 +250,7 @@ static int string(struct hpack_dec *d, int slot, const uint8_t **p, const uint8_
 			memcpy(d->scratch[slot], *p, n);
 		*len = n;
 	}
-	*s = d->scratch[slot];
+	*s = d->scratch[slot] ? d->scratch[slot] : "";	/* never NULL, even when empty */
 	*p += n;
 	return 0;
 }
@@ -361,7 +361,7 @@ static int block(struct hpack_dec *d, const uint8_t *p, const uint8_t *end, hpac
 				}
 				if (nl)
 					memmove(d->scratch[0], nm, nl);
-				f.name = d->scratch[0];
+				f.name = d->scratch[0] ? d->scratch[0] : "";
 			}
 		} else {
 			err = string(d, 0, &p, end, &f.name, &f.name_len);

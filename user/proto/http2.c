@@ -728,7 +728,7 @@ static void dir_feed(struct h2 *s, struct h2_dir *d, const uint8_t *p, size_t le
 		if (d->preface_left) {
 			size_t k = len < d->preface_left ? len : d->preface_left;
 
-			if (memcmp(p, PREFACE + PREFACE_LEN - d->preface_left, k)) {
+			if (memcmp(p, &PREFACE[PREFACE_LEN - d->preface_left], k)) {
 				d->lost = true;
 				track_lost_sync(s->tc);
 				return;

@@ -10,9 +10,16 @@
  * time, 2 ms behind, as the live tracer's loop.
  *
  *   mkrec -o FILE [-n REQUESTS] [-c CONCURRENCY] [-t TOKENS] [--ttft-us US]
- *         [--itl-us US] [--no-sched] [--engine]
+ *         [--itl-us US] [--no-sched] [--engine] [--proto http1|h2|grpc]
+ *
+ * --proto h2: each connection is HTTP/2 cleartext (preface and SETTINGS on
+ * its first request), each request a stream (HEADERS with literal fields),
+ * each token one DATA frame of SSE; grpc: the same with application/grpc
+ * responses, one length-prefixed message per token (field 1: the token id,
+ * packed) and grpc-status trailers (profile line: /llm.Generator/Stream 1#).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,10 +46,14 @@ struct cursor {
 	size_t used, arena_cap;
 };
 
+enum proto { P_HTTP1, P_H2, P_GRPC };
+
 struct gen {
 	uint64_t n_req, conc, tokens, ttft_ns, itl_ns, period_ns;
 	int sched, engine;
+	enum proto proto;
 	uint32_t *seq;		/* per connection */
+	uint32_t *streams;	/* HTTP/2: streams begun per connection */
 	uint64_t frames;
 };
 
@@ -105,13 +116,52 @@ static void net(struct cursor *cu, uint32_t slot, uint8_t type, uint64_t ts, uin
 }
 
 /* A write of the server: XMIT (inside the syscall on loopback), then SEND. */
-static void write_rec(struct gen *g, struct cursor *cu, uint32_t slot, uint64_t ts, const char *s)
+static void write_bytes(struct gen *g, struct cursor *cu, uint32_t slot, uint64_t ts,
+			const char *s, uint32_t len)
 {
-	uint32_t len = strlen(s);
-
 	g->seq[slot] += len;
 	net(cu, slot, TTF_EV_XMIT, ts - 5000, len, g->seq[slot], NULL, 0);
 	net(cu, slot, TTF_EV_SEND, ts, len, g->seq[slot], s, len);
+}
+
+static void write_rec(struct gen *g, struct cursor *cu, uint32_t slot, uint64_t ts, const char *s)
+{
+	write_bytes(g, cu, slot, ts, s, strlen(s));
+}
+
+/* An HTTP/2 frame header (RFC 9113 section 4.1) and payload at b; returns its size. */
+static size_t h2_frame(char *b, uint8_t type, uint8_t flags, uint32_t sid, const void *p,
+		       size_t n)
+{
+	uint8_t h[9] = { n >> 16, n >> 8, n, type, flags, sid >> 24, sid >> 16, sid >> 8, sid };
+
+	memcpy(b, h, 9);
+	memcpy(b + 9, p, n);
+	return 9 + n;
+}
+
+/* A header block of literals without indexing: :status or :method/:path, content-type. */
+static size_t h2_block(char *b, const char *path, const char *ctype)
+{
+	size_t n = 0, l;
+
+	if (path) {
+		b[n++] = (char)0x83;	/* :method POST */
+		b[n++] = (char)0x86;	/* :scheme http */
+		l = strlen(path);
+		b[n++] = 0x04;		/* :path, indexed name 4 */
+		b[n++] = l;
+		memcpy(b + n, path, l);
+		n += l;
+	} else {
+		b[n++] = (char)0x88;	/* :status 200 */
+	}
+	l = strlen(ctype);
+	b[n++] = 0x0f;			/* content-type, indexed name 31 */
+	b[n++] = 0x10;
+	b[n++] = l;
+	memcpy(b + n, ctype, l);
+	return n + l;
 }
 
 static void sched(struct cursor *cu, uint64_t ts, uint32_t tid, uint8_t type, uint32_t state)
@@ -143,8 +193,81 @@ static int cmp_ev(const void *a, const void *b)
 	return x->ts_ns < y->ts_ns ? -1 : x->ts_ns > y->ts_ns ? 1 : (x->off > y->off) - (x->off < y->off);
 }
 
+static void build_h2(struct gen *g, struct cursor *cu, uint64_t i)
+{
+	bool grpc = g->proto == P_GRPC;
+	uint32_t slot = i % g->conc, sid = 1 + 2 * g->streams[slot]++, tid = 2000 + slot;
+	uint64_t t0 = T0_NS + i * g->period_ns, t;
+	const char *ctype = grpc ? "application/grpc" : "text/event-stream";
+	char buf[512], blk[128], data[256];
+	size_t n = 0, bl;
+	int dn;
+
+	if (g->sched) {
+		sched(cu, t0 - 30000, tid, TTF_SCHED_WAKEUP, 0);
+		sched(cu, t0 - 25000, tid, TTF_SCHED_IN, 0);
+	}
+	if (sid == 1) {
+		memcpy(buf, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+		n = 24 + h2_frame(buf + 24, 4, 0, 0, NULL, 0);
+	}
+	bl = h2_block(blk, grpc ? "/llm.Generator/Stream" : "/v1/chat/completions",
+		      grpc ? "application/grpc" : "application/json");
+	n += h2_frame(buf + n, 1, 0x5, sid, blk, bl);
+	net(cu, slot, TTF_EV_RECV, t0, n, 0, buf, n);
+	if (g->engine) {
+		engine(cu, t0 + g->ttft_ns / 4, 0, 32, slot);
+		engine(cu, t0 + g->ttft_ns - 100000, 1, 0, slot);
+	}
+	bl = h2_block(blk, NULL, ctype);
+	n = h2_frame(buf, 1, 0x4, sid, blk, bl);
+	write_bytes(g, cu, slot, t0 + 40000, buf, n);
+	if (g->sched)
+		sched(cu, t0 + 50000, tid, TTF_SCHED_OUT_BLOCKED, 1);
+	for (uint64_t k = 0; k < g->tokens; k++) {
+		t = t0 + g->ttft_ns + k * g->itl_ns;
+		if (g->sched) {
+			sched(cu, t - 1000000 + 5000, tid, TTF_SCHED_WAKEUP, 0);
+			sched(cu, t - 1000000 + 10000, tid, TTF_SCHED_IN, 0);
+		}
+		if (g->engine && k) {
+			engine(cu, t - 300000, 0, 1, slot);
+			engine(cu, t - 100000, 1, 0, slot);
+		}
+		if (grpc) {
+			/* a message: field 1, packed, one token id */
+			memcpy(data, "\0\0\0\0\x04\x0a\x02\xac\x02", 9);
+			dn = 9;
+		} else {
+			dn = snprintf(data, sizeof(data), "data: {\"id\":\"chatcmpl-%llu\",\"object\":"
+				      "\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":"
+				      "{\"content\":\"%c\"},\"finish_reason\":null}]}\n\n",
+				      (unsigned long long)i, 'a' + (int)(k % 26));
+		}
+		n = h2_frame(buf, 0, 0, sid, data, dn);
+		write_bytes(g, cu, slot, t, buf, n);
+		if (g->sched)
+			sched(cu, t + 20000, tid, TTF_SCHED_OUT_BLOCKED, 1);
+	}
+	t = t0 + g->ttft_ns + g->tokens * g->itl_ns;
+	if (grpc) {
+		memcpy(blk, "\x00\x0bgrpc-status\x01" "0", 15);
+		n = h2_frame(buf, 1, 0x5, sid, blk, 15);
+	} else {
+		n = h2_frame(buf, 0, 0x1, sid, "data: [DONE]\n\n", 14);
+	}
+	write_bytes(g, cu, slot, t + 10000, buf, n);
+	qsort(cu->ev, cu->n, sizeof(*cu->ev), cmp_ev);
+}
+
 static void build(struct gen *g, struct cursor *cu, uint64_t i)
 {
+	if (g->proto != P_HTTP1) {
+		cu->n = cu->next = cu->used = 0;
+		build_h2(g, cu, i);
+		return;
+	}
+	{
 	static const char req_fmt[] =
 		"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
 		"Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s";
@@ -200,6 +323,7 @@ static void build(struct gen *g, struct cursor *cu, uint64_t i)
 	write_rec(g, cu, slot, t + 10000, "e\r\ndata: [DONE]\n\n\r\n");
 	write_rec(g, cu, slot, t + 20000, "0\r\n\r\n");
 	qsort(cu->ev, cu->n, sizeof(*cu->ev), cmp_ev);
+	}
 }
 
 static uint64_t head_ts(const struct cursor *cu)
@@ -210,7 +334,7 @@ static uint64_t head_ts(const struct cursor *cu)
 static void usage(void)
 {
 	fprintf(stderr, "Usage: mkrec -o FILE [-n REQUESTS] [-c CONCURRENCY] [-t TOKENS] "
-		"[--ttft-us US] [--itl-us US] [--no-sched] [--engine]\n");
+		"[--ttft-us US] [--itl-us US] [--no-sched] [--engine] [--proto http1|h2|grpc]\n");
 	exit(2);
 }
 
@@ -218,7 +342,8 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "ttft-us", required_argument, NULL, 'T' }, { "itl-us", required_argument, NULL, 'I' },
-		{ "no-sched", no_argument, NULL, 'S' }, { "engine", no_argument, NULL, 'E' }, {},
+		{ "no-sched", no_argument, NULL, 'S' }, { "engine", no_argument, NULL, 'E' },
+		{ "proto", required_argument, NULL, 'P' }, {},
 	};
 	struct gen g = { .n_req = 1000, .conc = 8, .tokens = 32, .ttft_ns = 20000000,
 			 .itl_ns = 5000000, .sched = 1 };
@@ -238,6 +363,10 @@ int main(int argc, char **argv)
 		case 'I': g.itl_ns = strtoull(optarg, NULL, 10) * 1000; break;
 		case 'S': g.sched = 0; break;
 		case 'E': g.engine = 1; break;
+		case 'P':
+			g.proto = !strcmp(optarg, "h2") ? P_H2 : !strcmp(optarg, "grpc") ? P_GRPC :
+				  !strcmp(optarg, "http1") ? P_HTTP1 : (usage(), P_HTTP1);
+			break;
 		default: usage();
 		}
 	}
@@ -247,6 +376,7 @@ int main(int argc, char **argv)
 	dur = g.ttft_ns + g.tokens * g.itl_ns + 1000000;
 	g.period_ns = dur / g.conc + 1000;
 	g.seq = calloc(g.conc, sizeof(*g.seq));
+	g.streams = calloc(g.conc, sizeof(*g.streams));
 	cu = calloc(g.conc, sizeof(*cu));
 	rec = record__open(out, REC_F_XMIT | REC_F_ATTRIBUTION |
 			   (g.sched ? REC_F_SCHED : 0));
@@ -307,5 +437,6 @@ int main(int argc, char **argv)
 	}
 	free(cu);
 	free(g.seq);
+	free(g.streams);
 	return 0;
 }
