@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
 from proto_helpers import (HERE, RT, Timed, by_client_port, close_ms, curl_stream,  # noqa: E402
-                           free_port, post_stream, start_server)
+                           free_port, post_stream, realtime, start_server)
 
 pytestmark = needs_root
 
@@ -95,7 +95,8 @@ def mock(procs, tracer, tmp_path, cfg, client="curl"):
             return [curl(port, tmp_path, cfg)]
         sock = socket.create_connection(("127.0.0.1", port))
         time.sleep(0.05)
-        r = post_stream(sock, Timed(sock), "/v1/chat/completions", cfg, chat_token)
+        with realtime():
+            r = post_stream(sock, Timed(sock), "/v1/chat/completions", cfg, chat_token)
         sock.close()
         return [r]
 

@@ -18,7 +18,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
-from proto_helpers import HERE, by_client_port, close_ms, free_port, start_server  # noqa: E402
+from proto_helpers import (HERE, by_client_port, close_ms, free_port, realtime,  # noqa: E402
+                           start_server)
 
 grpc = pytest.importorskip("grpc")
 pytestmark = needs_root
@@ -60,7 +61,8 @@ def trace_calls(procs, tracer, tmp_path, profile):
         pf.write_text("# token ids: field 1, packed\n%s 1#\n" % METHOD)
         args += ["--grpc-profile", str(pf)]
     tr = tracer(*args)
-    res = run_calls(port, PLANS)
+    with realtime():
+        res = run_calls(port, PLANS)
     tr.wait_requests(3)
     assert tr.stop() == 0, tr.stderr
     recs = [r for r in tr.requests() if r["path"] == METHOD]

@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
 from proto_helpers import (HERE, RT, H2Client, by_client_port, close_ms,  # noqa: E402
-                           curl_h2_stream, free_port, start_server)
+                           curl_h2_stream, free_port, realtime, start_server)
 
 pytestmark = needs_root
 
@@ -79,9 +79,10 @@ def test_h2_three_concurrent_streams(procs, tracer):
     c = H2Client(port)
     time.sleep(0.05)
     plans = [(4, 120, 10), (6, 60, 20), (3, 30, 40)]  # tokens, ttft_ms, itl_ms
-    sids = [c.start(PATH, {"tokens": n, "ttft_ms": t, "itl_ms": i}, chat_token)
-            for n, t, i in plans]
-    res = c.run()
+    with realtime():
+        sids = [c.start(PATH, {"tokens": n, "ttft_ms": t, "itl_ms": i}, chat_token)
+                for n, t, i in plans]
+        res = c.run()
     c.close()
     tr.wait_requests(3)
     assert tr.stop() == 0, tr.stderr
@@ -101,12 +102,13 @@ def test_connection_begun_before_tracing(procs, tracer):
     c.run()  # the client's HPACK encoder now has :path in its dynamic table
     tr = tracer("-p", srv.pid)
     time.sleep(0.1)
-    c.results = {}
-    s1 = c.start(PATH, {"tokens": 4, "ttft_ms": 60, "itl_ms": 15}, chat_token)
-    r1 = c.run()[s1]
-    c.results = {}
-    s2 = c.start("/v1/completions", {"tokens": 3, "ttft_ms": 40, "itl_ms": 15}, chat_token)
-    r2 = c.run()[s2]
+    with realtime():
+        c.results = {}
+        s1 = c.start(PATH, {"tokens": 4, "ttft_ms": 60, "itl_ms": 15}, chat_token)
+        r1 = c.run()[s1]
+        c.results = {}
+        s2 = c.start("/v1/completions", {"tokens": 3, "ttft_ms": 40, "itl_ms": 15}, chat_token)
+        r2 = c.run()[s2]
     c.close()
     tr.wait_requests(2)
     assert tr.stop() == 0, tr.stderr
