@@ -438,6 +438,8 @@ bool track_resp_begin_for(struct track_conn *tc, struct track_req *tq)
 	q->resp_started = true;
 	q->r.resp_first_write_ns = c->cur->ts_ns;
 	touch(c, q);
+	if (c->t->opts.on_response_begin)
+		c->t->opts.on_response_begin(c->t->opts.ctx, &q->r);
 	return true;
 }
 
