@@ -4,7 +4,9 @@
 (Debian's python3-starlette 0.26 compresses text/event-stream), served by
 uvicorn on 127.0.0.1:PORT.
 
-  gzip_app.py PORT
+  gzip_app.py PORT [--hypercorn]
+
+--hypercorn serves it with hypercorn instead (HTTP/1.1 and HTTP/2 cleartext).
 
 POST /v1/chat/completions with {"tokens": N, "ttft_ms": T, "itl_ms": I}:
 a role chunk, then N content chunks I ms apart after T ms, a usage chunk and
@@ -50,7 +52,28 @@ app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])],
 
 
 
+async def main_hypercorn():
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+    cfg = Config()
+    cfg.bind = ["127.0.0.1:%s" % sys.argv[1]]
+    cfg.loglevel = "WARNING"
+    task = asyncio.ensure_future(serve(app, cfg))
+    for _ in range(500):
+        try:
+            _, w = await asyncio.open_connection("127.0.0.1", int(sys.argv[1]))
+            w.close()
+            break
+        except OSError:
+            await asyncio.sleep(0.01)
+    print("listening", flush=True)
+    await task
+
+
 async def main():
+    if "--hypercorn" in sys.argv:
+        await main_hypercorn()
+        return
     config = uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
                             http="h11", loop="asyncio")
     server = uvicorn.Server(config)

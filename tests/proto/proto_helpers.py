@@ -316,11 +316,12 @@ class H2Client:
         self.sock.close()
 
 
-def curl_h2_stream(trace_path, is_token):
+def curl_h2_stream(trace_path, is_token, decode=None):
     """What a traced `curl --http2-prior-knowledge` saw: the response head
     and the body's SSE events, timed by curl's trace (curl shows HTTP/2
-    bodies decoded from their frames)."""
+    bodies out of their frames, still content-coded: decode="gzip")."""
     ev = parse_curl_trace(trace_path)
+    dec = zlib.decompressobj(31) if decode == "gzip" else None
     r = StreamResult()
     r.t_sent_ns = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
     pending = b""
@@ -331,7 +332,7 @@ def curl_h2_stream(trace_path, is_token):
             r.t_head_ns = t
             r.status = int(b.split()[1])
         elif ti.startswith("Recv data"):
-            pending += b
+            pending += dec.decompress(b) if dec else b
             while b"\n\n" in pending:
                 e, pending = pending.split(b"\n\n", 1)
                 for line in e.split(b"\n"):

@@ -2,7 +2,8 @@
 """Compressed SSE bodies, traced live (root, BPF).
 
 - Starlette's GZipMiddleware (Debian's 0.26 compresses text/event-stream)
-  under uvicorn, read by `curl --compressed`;
+  under uvicorn, read by `curl --compressed`, and under hypercorn over
+  HTTP/2 (`curl --http2-prior-knowledge --compressed`);
 - the mock server (tests/proto/mock_sse.py) with gzip and deflate flushed
   after every event, so that each token leaves in its own write;
 - a body labelled br (not decoded here) and a gzip stream whose first write
@@ -22,7 +23,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
-from proto_helpers import (HERE, RT, Timed, by_client_port, close_ms, curl_stream,  # noqa: E402
+from proto_helpers import (HERE, RT, Timed, by_client_port, close_ms, curl_h2_stream,  # noqa: E402
+                           curl_stream,
                            free_port, post_stream, realtime, start_server)
 
 pytestmark = needs_root
@@ -139,3 +141,29 @@ def test_gzip_start_not_captured_is_opaque(procs, tracer, tmp_path):
     assert len([o for o, _ in r.events if chat_token(o)]) == 5  # the client could read it
     check_opaque(rec, r)
     assert "trunc" in rec["flags"], rec
+
+
+def test_starlette_gzip_over_http2(procs, tracer, tmp_path):
+    port = free_port()
+    n = 5
+    body = {"tokens": n, "ttft_ms": 60, "itl_ms": 15}
+    srv = start_server(procs, [sys.executable, os.path.join(HERE, "gzip_app.py"), str(port),
+                               "--hypercorn"])
+    tr = tracer("-p", srv.pid)
+    trace = tmp_path / "trace.bin"
+    p = subprocess.run(RT + ["curl", "-s", "-N", "--http2-prior-knowledge", "--compressed",
+                             "-o", str(tmp_path / "out.txt"), "--trace", str(trace),
+                             "--trace-time", "-w", "%{local_port}",
+                             "-H", "Content-Type: application/json", "-d", json.dumps(body),
+                             "http://127.0.0.1:%d/v1/chat/completions" % port],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    tr.wait_requests(1)
+    assert tr.stop() == 0, tr.stderr
+    recs = by_client_port(tr.requests()).get(int(p.stdout), [])
+    assert len(recs) == 1, tr.requests()
+    rec = recs[0]
+    # curl shows HTTP/2 bodies before content decoding: decode its trace here
+    r = curl_h2_stream(trace, chat_token, decode="gzip")
+    assert len(re.findall(r'"content": "[^"]', (tmp_path / "out.txt").read_text())) == n
+    check_decoded(rec, r, n)

@@ -4,7 +4,7 @@
  * section 4.1, HPACK literals without indexing): streams in flight together
  * answered out of order, CONTINUATION, RST_STREAM, GOAWAY, a capture gap
  * inside a DATA frame, a connection seen mid-way, gRPC messages counted by
- * a token profile.
+ * a token profile, gzip bodies decoded and br ones opaque.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 #include <cmocka.h>
 #include "user/proto/conn.h"
 #include "user/proto/grpc.h"
@@ -317,6 +318,64 @@ static void test_grpc_profile_counts(void **state)
 	grpc_profile__free(&gp);
 }
 
+/* content-encoding gzip (static name 26): decoded per DATA frame; br: opaque */
+static void run_coded(struct out *o, const char *coding)
+{
+	struct conn_table *t = mk(o, NULL);
+	struct buf b = {};
+	uint8_t blk[128], z[1024];
+	static const char *const parts[] = { TOK("a"), TOK("b"),
+		"data: {\"choices\":[],\"usage\":{\"completion_tokens\":2}}\n\n" };
+	z_stream zs = {};
+	size_t n = req_block(blk, "/v1/chat/completions"), cl = strlen(coding), off = 0;
+
+	put(&b, PREFACE, 24);
+	frame(&b, 1, 0x5, 1, blk, n);
+	in(t, 10 * MS, &b);
+	n = resp_block(blk, SSE);
+	blk[n++] = 0x0f;
+	blk[n++] = 0x0b;
+	blk[n++] = cl;
+	memcpy(blk + n, coding, cl);
+	n += cl;
+	frame(&b, 1, 0x4, 1, blk, n);
+	out(t, 20 * MS, &b);
+	assert_int_equal(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	for (int i = 0; i < 3; i++) {
+		zs.next_in = (unsigned char *)parts[i];
+		zs.avail_in = strlen(parts[i]);
+		zs.next_out = z + off;
+		zs.avail_out = sizeof(z) - off;
+		deflate(&zs, i == 2 ? Z_FINISH : Z_SYNC_FLUSH);
+		frame(&b, 0, i == 2 ? 0x1 : 0, 1, z + off, sizeof(z) - off - zs.avail_out);
+		off = sizeof(z) - zs.avail_out;
+		out(t, (30 + 10 * i) * MS, &b);
+	}
+	deflateEnd(&zs);
+	assert_int_equal(o->n, 1);
+	conn_table__free(t);
+}
+
+static void test_coded_bodies(void **state)
+{
+	struct out o;
+
+	run_coded(&o, "gzip");
+	assert_true(o.r[0].flags & TTF_REQ_DECODED);
+	assert_false(o.r[0].flags & TTF_REQ_OPAQUE);
+	assert_int_equal(o.r[0].n_events, 2);
+	assert_int_equal(o.r[0].events[0].write_ns, 30 * MS);
+	assert_int_equal(o.r[0].events[1].write_ns, 40 * MS);
+	assert_true(o.r[0].flags & TTF_REQ_USAGE);
+	assert_int_equal(o.r[0].usage_completion_tokens, 2);
+
+	run_coded(&o, "br");
+	assert_true(o.r[0].flags & TTF_REQ_OPAQUE);
+	assert_false(o.r[0].flags & (TTF_REQ_DECODED | TTF_REQ_USAGE));
+	assert_int_equal(o.r[0].n_events, 1);	/* the first body write, for TTFT */
+	assert_int_equal(o.r[0].events[0].write_ns, 30 * MS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_rst_goaway_gap),
 		cmocka_unit_test(test_mid_connection),
 		cmocka_unit_test(test_grpc_profile_counts),
+		cmocka_unit_test(test_coded_bodies),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

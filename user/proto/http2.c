@@ -23,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include "user/proto/content_coding.h"
 #include "user/proto/grpc.h"
+#include "user/proto/http.h"
 #include "user/proto/hpack.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/sse.h"
@@ -62,6 +65,8 @@ struct h2_stream {
 	uint64_t req_bytes, resp_bytes;
 	char path[96];
 	struct sse_splitter *splitter;
+	struct cc_decoder *dec;		/* gzip/deflate body: decoded before reading */
+	uint64_t first_body_ns;		/* the write of the first body byte */
 	struct grpc_reader *grpc_rd;
 	const struct grpc_rule *rule;
 	char *body;
@@ -110,7 +115,7 @@ struct h2_head {
 	char method[8], path[96];
 	bool sse, grpc;
 	bool have_ctype;		/* a content-type field was read */
-	bool coded;			/* content-encoding other than identity */
+	enum http_coding coding;	/* content-encoding */
 	int grpc_status;		/* -1: none */
 };
 
@@ -127,6 +132,7 @@ static struct h2_stream *stream_find(struct h2 *s, uint32_t id)
 static void stream_free(struct h2_stream *st)
 {
 	sse_splitter__free(st->splitter);
+	cc_decoder__free(st->dec);
 	free(st->grpc_rd);
 	free(st->body);
 	free(st);
@@ -186,6 +192,27 @@ static void copy_value(char *dst, size_t cap, const struct hpack_field *f)
 	dst[n] = '\0';
 }
 
+static bool token_is(const char *v, size_t n, const char *t)
+{
+	return n == strlen(t) && !strncasecmp(v, t, n);
+}
+
+/* One content-encoding field (RFC 9110 section 8.4), after an earlier one. */
+static enum http_coding coding_of(const char *v, size_t n, enum http_coding prev)
+{
+	enum http_coding c;
+
+	if (!n || token_is(v, n, "identity"))
+		return prev;
+	if (token_is(v, n, "gzip") || token_is(v, n, "x-gzip"))
+		c = HTTP_CODING_GZIP;
+	else if (token_is(v, n, "deflate"))
+		c = HTTP_CODING_DEFLATE;
+	else
+		c = HTTP_CODING_OTHER;
+	return prev == HTTP_CODING_NONE ? c : HTTP_CODING_OTHER;
+}
+
 static void on_field(void *ctx, const struct hpack_field *f)
 {
 	struct h2_head *h = ctx;
@@ -215,7 +242,7 @@ static void on_field(void *ctx, const struct hpack_field *f)
 		h->sse = f->value_len >= 17 && !strncmp(f->value, "text/event-stream", 17);
 		h->grpc = f->value_len >= 16 && !strncmp(f->value, "application/grpc", 16);
 	} else if (is(f, "content-encoding")) {
-		h->coded = !(f->value_len == 8 && !memcmp(f->value, "identity", 8));
+		h->coding = coding_of(f->value, f->value_len, h->coding);
 	} else if (is(f, "grpc-status")) {
 		char v[12];
 
@@ -337,19 +364,12 @@ static void sniff(struct h2_stream *st, const uint8_t *p, size_t len, uint32_t f
 	}
 }
 
-static void body_data(struct h2_stream *st, const uint8_t *p, size_t len)
+/* Body bytes as the server meant them (decoded when coded). */
+static void body_plain(struct h2_stream *st, const uint8_t *p, size_t len)
 {
 	struct h2 *s = st->s;
 	char *b;
 
-	if (st->sniff && st->q && !st->body_seen)
-		sniff(st, p, len, s->dir[TRACK_SIDE_RESP].len);
-
-	if (!st->body_seen) {
-		st->body_seen = true;
-		if (st->q && st->opaque)
-			track_resp_opaque_first(s->tc, st->q);
-	}
 	if (!st->q || st->opaque)
 		return;
 	if (st->sse) {
@@ -377,6 +397,45 @@ static void body_data(struct h2_stream *st, const uint8_t *p, size_t len)
 	st->body_len += len;
 }
 
+static void h2_decoded(void *ctx, const char *data, size_t len)
+{
+	body_plain(ctx, (const uint8_t *)data, len);
+}
+
+/* A coded body that cannot be followed any more: no counts from here on (never wrong ones). */
+static void go_opaque(struct h2_stream *st)
+{
+	if (st->opaque)
+		return;
+	st->opaque = true;
+	cc_decoder__free(st->dec);
+	st->dec = NULL;
+	if (st->q)
+		track_resp_opaque(st->q, st->sse ? st->first_body_ns : 0);
+}
+
+static void body_data(struct h2_stream *st, const uint8_t *p, size_t len)
+{
+	struct h2 *s = st->s;
+
+	if (st->sniff && st->q && !st->body_seen && !st->dec)
+		sniff(st, p, len, s->dir[TRACK_SIDE_RESP].len);
+	if (!st->body_seen) {
+		st->body_seen = true;
+		st->first_body_ns = track_cur(s->tc) ? track_cur(s->tc)->ts_ns : 0;
+		if (st->q && st->opaque && (st->sse || st->grpc))
+			track_resp_opaque_first(s->tc, st->q);
+	}
+	if (!st->q || st->opaque)
+		return;
+	if (st->dec) {
+		if (cc_decoder__feed(st->dec, (const char *)p, len))
+			go_opaque(st);
+		return;
+	}
+	body_plain(st, p, len);
+}
+
 static void body_gap(struct h2_stream *st, size_t len)
 {
 	struct h2 *s = st->s;
@@ -384,6 +443,12 @@ static void body_gap(struct h2_stream *st, size_t len)
 	if (!st->q)
 		return;
 	track_req_flag(st->q, TTF_REQ_TRUNCATED);
+	if (st->dec) {
+		go_opaque(st);	/* a decoder cannot skip bytes */
+		return;
+	}
+	if (st->opaque)
+		return;
 	if (st->sse && st->splitter)
 		sse_splitter__gap(st->splitter, len);
 	else if (st->grpc && st->grpc_rd &&
@@ -435,6 +500,8 @@ static void resp_end(struct h2 *s, struct h2_stream *st)
 		return;
 	track_resp_touch(s->tc, st->q);	/* an empty DATA frame may end it */
 	r = track_req_info(st->q);
+	if (st->dec && !st->opaque)
+		track_req_flag(st->q, TTF_REQ_DECODED);
 	if (st->whole && !st->opaque) {
 		if (!st->body_incomplete && st->body_len) {
 			struct sse_event_info info;
@@ -486,10 +553,17 @@ static void resp_headers(struct h2 *s, struct h2_stream *st, const struct h2_hea
 				track_req_flag(st->q, TTF_REQ_ERROR);
 			if (h->unknown)
 				track_req_flag(st->q, TTF_REQ_HPACK_UNKNOWN);
-			if (h->coded) {
-				/* compressed HTTP/2 bodies are not decoded: no counts */
-				st->opaque = true;
-				track_resp_opaque(st->q, 0);
+			if (h->coding != HTTP_CODING_NONE) {
+				if (cc_decodable(h->coding))
+					st->dec = cc_decoder__new(h->coding, h2_decoded, st);
+				if (!st->dec) {
+					/* br, zstd ...: not decoded, no counts (never wrong ones) */
+					st->opaque = true;
+					track_resp_opaque(st->q, 0);
+				}
+			}
+			if (st->opaque) {
+				;
 			} else if (st->sse) {
 				st->sse = false;
 				start_sse(st);
