@@ -117,26 +117,46 @@ def prefill_ok(r, t):
     return pf is not None and abs(pf - t["prompt_ms"]) <= 3 + 0.1 * t["prompt_ms"]
 
 
-def traced(tracer, port, fn):
-    tr = tracer("--port", port)
+def traced(tracer, port, fn, rec=None):
+    tr = tracer("--port", port, *(("--record", rec) if rec else ()))
     out = fn()
     tr.wait_requests(len(out), timeout_s=10)
     assert tr.stop() == 0, tr.stderr
     return tr, joined(tr, out)
 
 
+def explain(rec, bad_ids):
+    """The timeline's decisions (replay -vv) on prompt steps, for a failure message."""
+    p = subprocess.run([os.path.join(ROOT, "ttftrace"), "replay", "-vv", "-q", "-o", os.devnull,
+                        rec], capture_output=True, text=True, timeout=120)
+    keep = []
+    for line in p.stderr.splitlines():
+        m = re.search(r"timeline: step .* (\d+) tokens:(.*)", line)
+        if m and int(m.group(1)) == len(m.group(2).split()):
+            continue    # decode tokens only
+        if "timeline:" in line:
+            keep.append(line)
+    return "bad ids %s; the timeline's prompt decisions:\n%s" % (bad_ids, "\n".join(keep[-120:]))
+
+
 @pytest.mark.parametrize("unequal", [False, True], ids=["equal", "unequal"])
-def test_batched_prefill_matches_engine(llama_server, tracer, unequal):
-    tr, pairs = traced(tracer, llama_server, lambda: load(llama_server, 8, 3, 150, unequal))
-    bad = ["id %s: prefill %s ms, engine %.2f ms (%s %s)" % (
-        r["id"], r["stages_ms"]["prefill"], t["prompt_ms"], r["attribution"], r["inferred_by"])
+def test_batched_prefill_matches_engine(llama_server, tracer, unequal, tmp_path):
+    rec = str(tmp_path / "run.rec")
+    tr, pairs = traced(tracer, llama_server, lambda: load(llama_server, 8, 3, 150, unequal), rec)
+    bad = ["id %s: prefill %s ms, engine %.2f ms, tokens %s/%s, cached %s/%s (%s %s)" % (
+        r["id"], r["stages_ms"]["prefill"], t["prompt_ms"], r["prefill_tokens"], t["prompt_n"],
+        r["cached_tokens"], t["cache_n"], r["attribution"], r["inferred_by"])
         for r, t in pairs if not prefill_ok(r, t)]
+    cnt = tr.summary()["counters"]
+    why = "\n".join(bad) + "\ncounters: %s\n" % {k: cnt.get(k) for k in (
+        "engine_arg_faults", "engine_chunks_claimed_late", "engine_orphan_prompt_steps",
+        "engine_ringbuf_full")} + (explain(rec, [b.split(":")[0] for b in bad]) if bad else "")
     # Equal lengths: arrival order is a guess, checked against each request's
     # first token (docs/design.md D10).
-    assert len(pairs) - len(bad) >= 0.95 * len(pairs), "\n".join(bad)
+    assert len(pairs) - len(bad) >= 0.95 * len(pairs), why
     for r, t in pairs:
-        assert r["prefill_tokens"] == t["prompt_n"], (r, t)
-        assert r["cached_tokens"] == t["cache_n"], (r, t)
+        assert r["prefill_tokens"] == t["prompt_n"], (r, t, why)
+        assert r["cached_tokens"] == t["cache_n"], (r, t, why)
     exact = sum(r["attribution"] == "exact" for r, _ in pairs)
     if unequal:
         assert exact >= 0.8 * len(pairs), [r["inferred_by"] for r, _ in pairs]

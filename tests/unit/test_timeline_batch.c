@@ -214,6 +214,133 @@ static void test_tie_prefers_response_begun(void **state)
 	timeline__free(tl);
 }
 
+/*
+ * Equal lengths, guessed wrong: request 2's prompt ran first and was given
+ * to request 1 (ready first). Request 2's first token comes out right after
+ * that step, while 2 holds no prompt yet: the prompt is taken back for 2 at
+ * the first-token check, and 1 waits again for the later step, its own.
+ */
+static void test_first_token_takes_back_unassigned(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	const struct seq p0 = { 0, 64, 0, 1 }, p1 = { 1, 64, 0, 1 };
+	const struct seq d0 = { 0, 1, 64, 1 };
+	const struct tl_ticket *a, *b;
+
+	(void)state;
+	request(tl, 1, 10, 1, 2, 64);
+	request(tl, 2, 11, 1, 3, 64);
+	step(tl, 5, 9, 1, &p0);			/* 2's prompt: the guess says 1 */
+	timeline__on_first_token(tl, 2, 10 * MS);
+	timeline__advance(tl, 40 * MS);		/* the check runs 20 ms after the token */
+	a = timeline__ticket(tl, 1);
+	b = timeline__ticket(tl, 2);
+	assert_int_equal(b->done, 1);
+	assert_int_equal(b->prefill_start_ns, 5 * MS);
+	assert_int_equal(b->prefill_end_ns, 9 * MS);
+	assert_int_equal(b->match, TL_MATCH_TIE);	/* still a guess, now a checked one */
+	assert_int_equal(a->done, 0);
+	assert_int_equal(timeline__stats(tl)->reassigned_by_token, 1);
+	step(tl, 41, 45, 1, &d0);		/* 2 decodes on sequence 0 */
+	step(tl, 46, 50, 1, &p1);		/* 1's own prompt */
+	timeline__on_first_token(tl, 1, 51 * MS);
+	timeline__advance(tl, 100 * MS);
+	assert_int_equal(a->done, 1);
+	assert_int_equal(a->seq, 1);
+	assert_int_equal(a->prefill_start_ns, 46 * MS);
+	assert_int_equal(b->seq, 0);
+	assert_int_equal(b->prefill_steps, 1);	/* its decode step is not prefill */
+	timeline__free(tl);
+}
+
+/*
+ * Tracing began after a slot was filled. One token at position 799 on that
+ * sequence, never seen: a decode token of a request from before, unless a
+ * waiting request is 800 tokens long, whose whole prompt the engine had
+ * cached (the same prompt again): then it is that request's prefill.
+ */
+static void test_unseen_sequence_cache_hit(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	const struct seq old = { 1, 1, 300, 1 }, hit = { 2, 1, 799, 1 };
+	const struct tl_ticket *k;
+
+	(void)state;
+	request(tl, 1, 10, 1, 2, 800);
+	step(tl, 3, 4, 1, &old);	/* another sequence, never seen: a decode */
+	step(tl, 5, 7, 1, &hit);
+	timeline__advance(tl, 100 * MS);
+	k = timeline__ticket(tl, 1);
+	assert_int_equal(k->done, 1);
+	assert_int_equal(k->seq, 2);
+	assert_int_equal(k->prefill_start_ns, 5 * MS);
+	assert_int_equal(k->cached_tokens, 799);
+	assert_int_equal(k->prefill_tokens, 1);
+	assert_int_equal(k->match, TL_MATCH_ALONE);
+	timeline__free(tl);
+}
+
+/*
+ * A first chunk that no waiting request can take (its request is not known
+ * by then, in the tracer's view) is kept on its sequence; the next chunk,
+ * continuing its positions, gives the whole prompt to its request: prefill
+ * from the first chunk, no tokens counted as cached.
+ */
+static void test_unclaimed_first_chunk(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	const struct seq c1 = { 0, 100, 0, 0 }, c2 = { 0, 20, 100, 1 };
+	const struct tl_ticket *k;
+
+	(void)state;
+	step(tl, 5, 9, 1, &c1);
+	request(tl, 1, 10, 10, 11, 120);
+	step(tl, 12, 14, 1, &c2);
+	timeline__advance(tl, 100 * MS);
+	k = timeline__ticket(tl, 1);
+	assert_int_equal(k->done, 1);
+	assert_int_equal(k->prefill_start_ns, 5 * MS);
+	assert_int_equal(k->prefill_end_ns, 14 * MS);
+	assert_int_equal(k->prefill_tokens, 120);
+	assert_int_equal(k->prefill_steps, 2);
+	assert_int_equal(k->cached_tokens, 0);
+	assert_int_equal(timeline__stats(tl)->chunks_claimed_late, 1);
+	timeline__free(tl);
+}
+
+/*
+ * The middle chunk's batch walk faulted: that step has sequence ids but no
+ * counts. The last chunk then starts at a position the timeline could not
+ * predict; it still continues the same prompt, of the same request.
+ */
+static void test_step_without_counts_mid_prompt(void **state)
+{
+	struct timeline *tl = timeline__new(60000 * MS);
+	const struct seq c1 = { 0, 100, 0, 0 }, c3 = { 0, 20, 130, 1 };
+	struct ttf_engine_event e = { .ts_ns = 10 * MS, .tgid = 1, .tid = ENGINE_TID,
+				      .role = TTF_ROLE_STEP, .n_seq = 1, .value = 30 };
+	const struct tl_ticket *k;
+
+	(void)state;
+	request(tl, 1, 10, 1, 2, 150);
+	step(tl, 5, 9, 1, &c1);
+	e.seq_ids[0] = 0;		/* seq_tokens[0] == 0: no counts */
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+	e.type = TTF_ENG_RETURN;
+	e.ts_ns = 12 * MS;
+	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
+	step(tl, 13, 15, 1, &c3);
+	timeline__advance(tl, 100 * MS);
+	k = timeline__ticket(tl, 1);
+	assert_int_equal(k->prefill_start_ns, 5 * MS);
+	assert_int_equal(k->prefill_end_ns, 15 * MS);
+	assert_int_equal(k->prefill_steps, 3);
+	assert_int_equal(k->cached_tokens, 0);
+	assert_int_equal(k->prompt_done, 1);
+	assert_int_equal(timeline__stats(tl)->orphan_prompt_steps, 0);
+	timeline__free(tl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +349,10 @@ int main(void)
 		cmocka_unit_test(test_released_sequence_keeps_decoding),
 		cmocka_unit_test(test_first_chunk_guess_corrected),
 		cmocka_unit_test(test_tie_prefers_response_begun),
+		cmocka_unit_test(test_first_token_takes_back_unassigned),
+		cmocka_unit_test(test_unseen_sequence_cache_hit),
+		cmocka_unit_test(test_unclaimed_first_chunk),
+		cmocka_unit_test(test_step_without_counts_mid_prompt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -344,6 +344,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 		C("engine_unmatched_returns", ts->unmatched_returns);
 		C("engine_orphan_prompt_steps", ts->orphan_prompt_steps);
+		C("engine_chunks_claimed_late", ts->chunks_claimed_late);
 		C("engine_steps_evicted", ts->dropped_old);
 		C("aborted_requests_seen_by_engine", ts->aborted);
 		C("orphaned_engine_steps", ts->orphaned_steps);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "user/lib/log.h"
 #include "user/model/timeline.h"
 
 #define MAX_OPEN 256		/* entries waiting for their return */
@@ -25,7 +27,16 @@ struct open_call {
 	struct ttf_engine_event entry;
 };
 
-enum seq_state { SEQ_FREE = 0, SEQ_PREFILL, SEQ_DECODE };
+/* SEQ_UNCLAIMED: first chunks of a prompt that no waiting ticket could take yet. */
+enum seq_state { SEQ_FREE = 0, SEQ_PREFILL, SEQ_DECODE, SEQ_UNCLAIMED };
+
+/* Chunks of a prompt not given to a request yet (SEQ_UNCLAIMED). */
+struct unclaimed {
+	uint64_t start_ns;		/* its first chunk's step start */
+	int64_t pos0;			/* its first position: the cached prefix */
+	uint64_t tokens;
+	int steps;
+};
 
 struct seq_slot {
 	int32_t seq;
@@ -33,6 +44,7 @@ struct seq_slot {
 	uint64_t req_id;
 	uint64_t orphan_since_ns;	/* != 0: serves a request whose client left */
 	int64_t next_pos;		/* position its next token continues at; -1 unknown */
+	struct unclaimed un;		/* SEQ_UNCLAIMED only */
 };
 
 /* An aborted request still waiting for the engine is forgotten after this. */
@@ -114,6 +126,8 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
 	k->seq = -1;
 	k->cached_tokens = -1;
 	tl->stats.tickets++;
+	ttf_debug("timeline: request %llu read by thread %u at %.3f ms", (unsigned long long)req_id,
+		  rx_tid, read_done_ns / 1e6);
 	return 0;
 }
 
@@ -226,6 +240,9 @@ static void join_tokenize(struct timeline *tl, const struct tl_step *c, int64_t 
 		best->tok_end_ns = c->end_ns;
 		best->tok_count = ret;
 	}
+	ttf_debug("timeline: tokenize on thread %u, %lld tokens, %.3f-%.3f ms -> request %llu",
+		  c->tid, (long long)ret, c->start_ns / 1e6, c->end_ns / 1e6,
+		  best ? (unsigned long long)best->req_id : 0ull);
 }
 
 static struct seq_slot *seq_slot(struct timeline *tl, int32_t seq)
@@ -346,8 +363,14 @@ static struct tl_ticket *start_prefill(struct timeline *tl, struct tl_step *s, i
 			 &n_tied);
 	if (!k) {
 		tl->stats.orphan_prompt_steps++;
+		ttf_debug("timeline: seq %d: a prompt at %.3f ms with no request waiting",
+			  seq, s->start_ns / 1e6);
 		return NULL;
 	}
+	ttf_debug("timeline: seq %d: prompt of %s%lld tokens at %.3f ms -> request %llu "
+		  "(match %d, %d waiting, %d tied)", seq, at_least ? "more than " : "",
+		  (long long)prompt_len, s->start_ns / 1e6, (unsigned long long)k->req_id,
+		  (int)match, n_waiting, n_tied);
 	k->done = 1;
 	k->seq = seq;
 	k->n_waiting = n_waiting;
@@ -405,6 +428,19 @@ static void process_step(struct timeline *tl, struct tl_step *s)
 	int n_seq = s->n_seq;
 
 	tl->stats.steps++;
+	ttf_debug("timeline: step %.3f-%.3f ms, %d tokens, %d sequences, no counts",
+		  s->start_ns / 1e6, s->end_ns / 1e6, s->n_tokens, n_seq);
+	/*
+	 * Its sequences' positions moved by unknown amounts (a counted step
+	 * whose walk faulted comes here too): the next counted chunk of each
+	 * continues whatever its first position.
+	 */
+	for (int i = 0; i < n_seq; i++) {
+		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
+
+		if (sl)
+			sl->next_pos = -1;
+	}
 	/*
 	 * The probe samples up to TL_MAX_SEQ tokens spread over the batch: fewer
 	 * distinct sequences than samples means some sequence brought several
@@ -504,24 +540,43 @@ static void note_prompt_seq(struct tl_step *s, int i, int32_t n_tokens, int *seq
 }
 
 /* What sequence entry i of a counted step is (timeline.h). */
-enum seq_part { PART_DECODE, PART_CHUNK, PART_NEW };
+/* PART_RESUME: the next chunk of a prompt whose first chunks were unclaimed. */
+enum seq_part { PART_DECODE, PART_CHUNK, PART_NEW, PART_RESUME };
+
+/* Is a request that was ready by at_ns, and has no prompt yet, len tokens long? */
+static int waiting_with_count(const struct timeline *tl, uint64_t at_ns, int64_t len)
+{
+	for (size_t i = 0; i < tl->n_tickets; i++) {
+		const struct tl_ticket *k = &tl->tickets[i];
+
+		if (!k->done && k->tok_count == len && ready_ns(tl, k) <= at_ns)
+			return 1;
+	}
+	return 0;
+}
 
 static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, int32_t n,
-			      int64_t pos)
+			      int64_t pos, uint64_t at_ns)
 {
 	int continues = pos < 0 || sl->next_pos < 0 || pos == sl->next_pos;
 	struct tl_ticket *k = sl->state != SEQ_FREE ? ticket_by_id(tl, sl->req_id) : NULL;
 
-	if (!k && !sl->orphan_since_ns)
+	if (sl->state == SEQ_UNCLAIMED)
+		return continues ? PART_RESUME : PART_NEW;
+	if (!k && !sl->orphan_since_ns) {
 		/*
 		 * Its request is gone. One token continuing its positions is still a
 		 * decode token (of a request released under a mapping that was a guess,
 		 * or ended early), and so is one token past position 0 on a sequence
-		 * never seen (tracing began while it decoded); a new prompt jumps back
-		 * to its cached prefix, or brings several tokens.
+		 * never seen (tracing began while it decoded), unless a waiting
+		 * request is pos + 1 tokens long: a whole-prompt cache hit on a slot
+		 * filled before tracing began. A new prompt jumps back to its cached
+		 * prefix, or brings several tokens.
 		 */
-		return n == 1 && pos > 0 && (pos == sl->next_pos || sl->next_pos < 0) ?
-		       PART_DECODE : PART_NEW;
+		if (n == 1 && pos > 0 && sl->next_pos < 0)
+			return waiting_with_count(tl, at_ns, pos + 1) ? PART_NEW : PART_DECODE;
+		return n == 1 && pos > 0 && pos == sl->next_pos ? PART_DECODE : PART_NEW;
+	}
 	if (sl->state == SEQ_PREFILL && continues)
 		return PART_CHUNK;
 	if (sl->state == SEQ_DECODE && n == 1 && continues)
@@ -533,9 +588,13 @@ static enum seq_part classify(struct timeline *tl, const struct seq_slot *sl, in
  * Exchange the prefills given to two tickets (and their sequences); one may
  * have none yet (still waiting): the other then waits again.
  */
-static void swap_prefills(struct timeline *tl, struct tl_ticket *a, struct tl_ticket *b)
+static void swap_prefills(struct timeline *tl, struct tl_ticket *a, struct tl_ticket *b,
+			  const char *why)
 {
 	struct tl_ticket t = *a;
+
+	ttf_debug("timeline: requests %llu and %llu exchange prompts (%s)",
+		  (unsigned long long)a->req_id, (unsigned long long)b->req_id, why);
 
 #define SWAP(f) do { a->f = b->f; b->f = t.f; } while (0)
 	SWAP(seq); SWAP(prefill_start_ns); SWAP(prefill_end_ns); SWAP(prefill_steps);
@@ -594,7 +653,7 @@ static void confirm_prompt(struct timeline *tl, struct tl_ticket *k)
 	}
 	if (!best)
 		return;
-	swap_prefills(tl, k, best);
+	swap_prefills(tl, k, best, "its prompt's length is the other's count");
 	best->match = TL_MATCH_COUNT;
 	best->by_first_chunk = 0;
 	k->by_first_chunk = k->done;	/* a chunked prompt it now holds is checked when it ends */
@@ -615,7 +674,7 @@ static struct tl_ticket *claim_from_chunked(struct timeline *tl, struct tl_ticke
 
 		if (o == k || !o->done || !o->by_first_chunk || o->prompt_done || o->tok_count != len)
 			continue;
-		swap_prefills(tl, k, o);
+		swap_prefills(tl, k, o, "a whole prompt of the other's count");
 		o->match = TL_MATCH_COUNT;
 		o->by_first_chunk = 0;
 		k->by_first_chunk = 1;	/* its chunked prompt is confirmed when it ends */
@@ -623,6 +682,20 @@ static struct tl_ticket *claim_from_chunked(struct timeline *tl, struct tl_ticke
 		return o;
 	}
 	return k;
+}
+
+/* -vv: one line per counted step, its sequences as seq:tokens@pos (+ output). */
+static void debug_step(const struct tl_step *s, const struct call *c)
+{
+	char buf[TL_MAX_SEQ * 32] = "";
+	size_t off = 0;
+
+	for (int i = 0; i < s->n_seq && off < sizeof(buf); i++)
+		off += snprintf(buf + off, sizeof(buf) - off, " %d:%d@%lld%s", s->seq_ids[i],
+				c->seq_tokens[i], (long long)c->seq_pos0[i],
+				c->seq_out_mask & (1u << i) ? "+" : "");
+	ttf_debug("timeline: step %.3f-%.3f ms, %d tokens:%s", s->start_ns / 1e6,
+		  s->end_ns / 1e6, s->n_tokens, buf);
 }
 
 /*
@@ -638,6 +711,8 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 
 	tl->stats.counted_steps++;
 	s->prompt_tokens = 0;
+	if (ttf_verbosity >= 2)
+		debug_step(s, c);
 	for (int i = 0; i < s->n_seq; i++) {
 		struct seq_slot *sl = seq_slot(tl, s->seq_ids[i]);
 		int32_t n = c->seq_tokens[i];
@@ -646,7 +721,7 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 
 		if (!sl || n <= 0)
 			continue;
-		switch (classify(tl, sl, n, pos)) {
+		switch (classify(tl, sl, n, pos, s->start_ns)) {
 		case PART_DECODE:
 			break;
 		case PART_CHUNK:
@@ -662,6 +737,7 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 			}
 			break;
 		case PART_NEW:
+		case PART_RESUME:
 			new_k[n_new++] = i;
 			continue;	/* next_pos once its request is known */
 		}
@@ -673,13 +749,35 @@ static void process_counted_step(struct timeline *tl, struct call *c)
 		int32_t n = c->seq_tokens[i];
 		int64_t pos = c->seq_pos0[i] > 0 ? c->seq_pos0[i] : 0;
 		int ends = !!(c->seq_out_mask & (1u << i));
-		struct tl_ticket *k = start_prefill(tl, s, s->seq_ids[i], pos + n, !ends, n);
+		int resumes = sl->state == SEQ_UNCLAIMED && (sl->next_pos < 0 || c->seq_pos0[i] < 0 ||
+							      c->seq_pos0[i] == sl->next_pos);
+		struct tl_ticket *k;
 
+		if (!resumes)
+			sl->un = (struct unclaimed){ s->start_ns, c->seq_pos0[i], 0, 0 };
+		k = start_prefill(tl, s, s->seq_ids[i], pos + n, !ends, n);
 		if (!k) {
-			*sl = (struct seq_slot){ s->seq_ids[i], SEQ_FREE, 0, 0, -1 };
+			/* Keep a first chunk: its request may be known by a later one. */
+			struct unclaimed un = sl->un;
+
+			un.tokens += n;
+			un.steps++;
+			*sl = (struct seq_slot){ s->seq_ids[i], ends ? SEQ_FREE : SEQ_UNCLAIMED, 0, 0,
+						 ends || c->seq_pos0[i] < 0 ? -1 : c->seq_pos0[i] + n,
+						 ends ? (struct unclaimed){ 0 } : un };
 			continue;
 		}
-		k->cached_tokens = c->seq_pos0[i] >= 0 ? c->seq_pos0[i] : -1;
+		if (resumes) {
+			/* Its prefill began with the unclaimed chunks. */
+			k->prefill_start_ns = sl->un.start_ns;
+			k->prefill_tokens += sl->un.tokens;
+			k->prefill_steps += sl->un.steps;
+			tl->stats.chunks_claimed_late++;
+			ttf_debug("timeline: seq %d: request %llu takes %llu unclaimed prompt tokens "
+				  "from %.3f ms", s->seq_ids[i], (unsigned long long)k->req_id,
+				  (unsigned long long)sl->un.tokens, sl->un.start_ns / 1e6);
+		}
+		k->cached_tokens = sl->un.pos0 >= 0 ? sl->un.pos0 : -1;
 		k->prompt_done = ends;
 		if (ends && k->tok_count != pos + n)
 			k = claim_from_chunked(tl, k, pos + n);
@@ -780,25 +878,31 @@ void timeline__on_first_token(struct timeline *tl, uint64_t req_id, uint64_t ts_
  */
 #define FIRST_TOKEN_CHECK_NS (20 * 1000000ull)
 
-/* k's first token was out before its prefill ended: a guess gave it another's prompt. */
+/*
+ * k's first token was out before its prefill ended, or with no prefill given
+ * to it at all: a guess gave its prompt to another request of the same
+ * length. Take back the latest such prompt that ended before the token.
+ */
 static void check_first_token(struct timeline *tl, struct tl_ticket *k)
 {
 	struct tl_ticket *best = NULL;
 
 	k->first_token_checked = 1;
-	if (!k->done || (k->prompt_done && k->prefill_end_ns <= k->first_token_ns))
+	if (k->done && k->prompt_done && k->prefill_end_ns <= k->first_token_ns)
 		return;
 	for (size_t i = 0; i < tl->n_tickets; i++) {
 		struct tl_ticket *o = &tl->tickets[i];
 
 		/*
 		 * Its prompt ended before k's token, and its own first token is not
-		 * out, or came after the end of k's prompt: the two fit exchanged.
+		 * out, or (k holding a prompt that ended) came after the end of k's
+		 * prompt: the two fit exchanged.
 		 */
 		if (o == k || !o->done || !o->prompt_done || o->prefill_end_ns > k->first_token_ns ||
 		    o->tok_count != k->tok_count)
 			continue;
-		if (o->first_token_ns && (!k->prompt_done || o->first_token_ns < k->prefill_end_ns))
+		if (o->first_token_ns && (!k->done || !k->prompt_done ||
+					  o->first_token_ns < k->prefill_end_ns))
 			continue;
 		if (o->match == TL_MATCH_COUNT)
 			continue;	/* its count named it */
@@ -807,7 +911,13 @@ static void check_first_token(struct timeline *tl, struct tl_ticket *k)
 			best = o;
 	}
 	if (best) {
-		swap_prefills(tl, k, best);
+		int had = k->done;
+
+		swap_prefills(tl, k, best, "first token out before its prompt ended");
+		if (!had) {	/* it gets the guess that was made for best */
+			k->match = best->match;
+			k->n_tied = best->n_tied;
+		}
 		tl->stats.reassigned_by_token++;
 	}
 }

@@ -115,6 +115,7 @@ struct timeline_stats {
 	uint64_t reassigned_by_token;	/* guessed prompts exchanged by their first token's time */
 	uint64_t unmatched_returns;	/* a return without its entry */
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
+	uint64_t chunks_claimed_late;	/* first chunks with no ticket, given with a later chunk */
 	uint64_t dropped_old;		/* items evicted by the memory bound */
 	uint64_t aborted;		/* requests whose client left before the response ended */
 	uint64_t orphaned_steps;	/* engine steps that served an aborted request */

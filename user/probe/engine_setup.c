@@ -196,11 +196,16 @@ int engine_setup__counters(void *ctx, struct report_counter *c, int cap)
 {
 	struct engine_setup *es = ctx;
 
-	if (!es || !es->ep || cap < 2)
+	uint64_t bpf[TTF_ENG_CNT__MAX];
+
+	if (!es || !es->ep || cap < 3)
 		return 0;
+	engine_probe__counters(es->ep, bpf);
 	c[0] = (struct report_counter){ "engine_ringbuf_full", engine_probe__drops(es->ep) };
 	c[1] = (struct report_counter){ "engine_foreign_hits", engine_probe__foreign(es->ep) };
-	return 2;
+	/* batches whose walk could not read user memory: steps without counts */
+	c[2] = (struct report_counter){ "engine_arg_faults", bpf[TTF_ENG_CNT_ARG_FAULT] };
+	return 3;
 }
 
 void engine_setup__summary(struct engine_setup *es, FILE *f)
