@@ -72,7 +72,7 @@ CUPTI_LIB := $(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so)
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test
+.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops
 
 all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB)
 
@@ -161,6 +161,11 @@ unit: $(UNIT_BINS)
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tools/demo/run.sh
+
+# The demo behind a real nginx: two hops, split per hop (README "Hops").
+demo-hops: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)HOPS=1 tools/demo/run.sh
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory all

@@ -92,7 +92,7 @@ static void test_single_request_exact(void **state)
 	make_request(&r, 1, 0 + 1, 1 * MS, tok, 3);
 	r.arrival_first_ns = 1;	/* 0 means "unknown"; start at 1 ns */
 	r.arrival_last_ns = 100001;
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
 	call(tl, TTF_ROLE_TOKENIZE, 10, 2 * MS, 3 * MS, -1, 0, NULL);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, seq0);
 	call(tl, TTF_ROLE_STEP, 20, 27 * MS, 29 * MS, 1, 1, seq0);	/* decode */
@@ -134,8 +134,8 @@ static void test_fifo_inferred_and_chunked(void **state)
 	make_request(&r1, 1, 1, 1 * MS, tok1, 2);
 	make_request(&r2, 2, 2 * MS - 100000, 2 * MS, tok2, 2);
 	r2.rx_tid = 12;
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 2 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 2 * MS, 0), 0);
 	call(tl, TTF_ROLE_TOKENIZE, 12, 2 * MS + 100000, 3 * MS, -1, 0, NULL);
 	call(tl, TTF_ROLE_TOKENIZE, 10, 1 * MS + 500000, 2 * MS + 500000, -1, 0, NULL);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
@@ -196,8 +196,8 @@ static void test_outlier_named_by_other_prefill(void **state)
 
 	assert_non_null(tl);
 	make_request(&r1, 1, 1, 1 * MS, tok1, 5);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 20 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 20 * MS, 0), 0);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
 	call(tl, TTF_ROLE_STEP, 20, 21 * MS, 39 * MS, 900, 1, s1);
 	timeline__advance(tl, 100 * MS);
@@ -247,7 +247,7 @@ static void test_sync_extends_step(void **state)
 
 	assert_non_null(tl);
 	make_request(&r, 1, 1, 1 * MS, tok, 2);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 6 * MS, 64, 1, s0);	/* async launch returns */
 	call(tl, TTF_ROLE_SYNC, 20, 6 * MS, 35 * MS, -1, 0, NULL);	/* GPU work done */
 	timeline__advance(tl, 100 * MS);
@@ -265,7 +265,7 @@ static void test_watermark_holds_late_steps(void **state)
 	int32_t s0[] = { 0 };
 
 	assert_non_null(tl);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 25 * MS, 64, 1, s0);
 	timeline__advance(tl, 20 * MS);
 	assert_false(timeline__ticket(tl, 1)->done);
@@ -292,13 +292,13 @@ static void test_orphaned_work_after_abort(void **state)
 	struct ttf_attrib a;
 
 	assert_non_null(tl);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
 	call(tl, TTF_ROLE_STEP, 20, 5 * MS, 15 * MS, 100, 1, s0);
 	call(tl, TTF_ROLE_STEP, 20, 16 * MS, 18 * MS, 1, 1, s0);
 	timeline__advance(tl, 20 * MS);
 	timeline__on_abort(tl, 1, 30 * MS);
 	timeline__release(tl, 1);	/* its output is done; the engine goes on */
-	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 30 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 30 * MS, 0), 0);
 	call(tl, TTF_ROLE_STEP, 20, 31 * MS, 33 * MS, 1, 1, s0);
 	call(tl, TTF_ROLE_STEP, 20, 34 * MS, 36 * MS, 1, 1, s0);
 	call(tl, TTF_ROLE_STEP, 20, 40 * MS, 49 * MS, 64, 1, s1);
@@ -343,8 +343,8 @@ static void test_count_match_decode_batch_last_chunk(void **state)
 	const struct tl_ticket *k1, *k2;
 
 	assert_non_null(tl);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
-	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 1 * MS + 1000), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
+	assert_int_equal(timeline__on_request_read(tl, 2, 8, 12, 1 * MS + 1000, 0), 0);
 	tokenize_returning(tl, 10, 1 * MS + 100000, 2 * MS, 300);
 	tokenize_returning(tl, 12, 1 * MS + 200000, 3 * MS, 115);
 	call(tl, TTF_ROLE_STEP, 20, 4 * MS, 5 * MS, 8, 8, s8);	/* decode of 8 others */
@@ -402,7 +402,7 @@ static void test_gpu_copy_stage(void **state)
 	assert_non_null(tl);
 	assert_non_null(g);
 	make_request(&r, 1, 1, 1 * MS, tok, 2);
-	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, 1, 7, 10, 1 * MS, 0), 0);
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
 	e.type = TTF_ENG_RETURN;
 	e.ts_ns = 25 * MS;

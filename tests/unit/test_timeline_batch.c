@@ -45,7 +45,7 @@ static void request(struct timeline *tl, uint64_t id, uint32_t tid, uint64_t rea
 	struct ttf_engine_event e = { .ts_ns = read_ms * MS + 100, .tgid = 1, .tid = tid,
 				      .role = TTF_ROLE_TOKENIZE, .value = -1 };
 
-	assert_int_equal(timeline__on_request_read(tl, id, id, tid, read_ms * MS), 0);
+	assert_int_equal(timeline__on_request_read(tl, id, id, tid, read_ms * MS, 0), 0);
 	assert_int_equal(timeline__on_engine_event(tl, &e), 0);
 	e.type = TTF_ENG_RETURN;
 	e.ts_ns = tok_ms * MS;

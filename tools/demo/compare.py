@@ -120,6 +120,7 @@ def main(argv):
         print("note: unmatched requests were not reported by ttftrace (see its counters "
               "for drops)")
     print_stages(client, by_key, ssum)
+    print_hops(client, by_key, ssum)
     return 0
 
 
@@ -158,6 +159,40 @@ def print_stages(client, by_key, ssum):
     if fit:
         print("prefill vs prompt: %.2f ms + %.4f ms/token (r2 %.3f)"
               % (fit["intercept_ms"], fit["ms_per_token"], fit["r2"]))
+
+
+HOP_STAGES = ("net_in", "read_wait", "gateway_in", "upstream", "upstream_out", "gateway_out",
+              "net_out")
+UP_STAGES = ("read_wait", "frontend", "queue", "prefill", "emit", "server")
+
+
+def print_hops(client, by_key, ssum):
+    """Requests through a gateway: the hop split, and the upstream's own split (ms)."""
+    if not any(s.get("hops") for s in by_key.values()):
+        return
+    print("\n== hops: the gateway and the server behind it (ms) ==")
+    print("%-4s %8s | %s || %s | %s" % (
+        "req", "TTFT", " ".join(x[:11].rjust(11) for x in HOP_STAGES),
+        " ".join(x[:9].rjust(9) for x in UP_STAGES), "upstream, join"))
+    for r in client.get("requests", []):
+        s = by_key.get((r.get("local_port"), r.get("conn_seq", 0)))
+        if not s or not s.get("hops"):
+            continue
+        gw, up = s["hops"]
+        hs, us = s["hop_stages_ms"], up.get("stages_ms") or {}
+        who = "%s pid %s, %s" % (up.get("comm") or "port %s" % up["port"], up.get("pid"),
+                                 gw["join"]) if up.get("pid") else up.get("merged_why")
+        if gw.get("buffering"):
+            who += "; %s buffers (held %.1f ms)" % (gw["comm"], gw["held_ms"])
+        print("%-4s %8s | %s || %s | %s" % (
+            r.get("index"), fmt(s.get("ttft_ms")), " ".join(fmt(hs.get(x), 11) for x in HOP_STAGES),
+            " ".join(fmt(us.get(x), 9) for x in UP_STAGES), who))
+    h = (ssum or {}).get("hops")
+    if h:
+        print("%-13s | %s" % ("P95", " ".join(fmt((h["stages_ms"].get(x) or {}).get("p95"), 11)
+                                            for x in HOP_STAGES)))
+        print("the tail (P95) is longest in: %s; %d of %d joined exactly, %d buffered"
+              % (h["tail_stage"], h["joined_exact"], h["requests"], h["buffered"]))
 
 
 if __name__ == "__main__":

@@ -6,13 +6,15 @@
 #
 # Settings (environment): N requests (8), C concurrency (2), P prompt
 # characters (64), M max tokens (32), PARALLEL server sequences (1),
-# RUNDIR (runs/demo-DATE), TTFTRACE (./ttftrace), LOADGEN (.output/bin/loadgen).
+# RUNDIR (runs/demo-DATE), TTFTRACE (./ttftrace), LOADGEN (.output/bin/loadgen),
+# HOPS=1: a real nginx in front of the server (`make demo-hops`): ttftrace
+# traces nginx, finds the server behind it, and splits TTFT per hop.
 # Everything the run wrote stays in RUNDIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . tools/lib.sh
 
-N=${N:-8} C=${C:-2} P=${P:-64} M=${M:-32} PARALLEL=${PARALLEL:-1}
+N=${N:-8} C=${C:-2} P=${P:-64} M=${M:-32} PARALLEL=${PARALLEL:-1} HOPS=${HOPS:-0}
 TTFTRACE=${TTFTRACE:-./ttftrace}
 LOADGEN=${LOADGEN:-.output/bin/loadgen}
 RUNDIR=${RUNDIR:-runs/demo-$(date +%Y%m%d-%H%M%S)}
@@ -27,9 +29,10 @@ mkdir -p "$RUNDIR"
 # background jobs of a non-interactive shell, do not ignore SIGINT.
 set -m
 
-server_pid= tracer_pid=
+server_pid= tracer_pid= nginx_pid=
 cleanup() {
 	stop "$tracer_pid" INT
+	stop "$nginx_pid" TERM
 	stop "$server_pid" TERM
 }
 trap cleanup EXIT
@@ -52,6 +55,23 @@ case "$health" in
 *) die "the demo server on port $port is not healthy: '${health%$'\r'}'" "see $RUNDIR/server.log" ;;
 esac
 echo "demo: server pid $server_pid on 127.0.0.1:$port ($(cat "$RUNDIR/server.log"))"
+engine_port=$port
+if [ "$HOPS" = 1 ]; then
+	command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] ||
+		die "nginx not found" "apt-get install nginx (tools/setup.sh does)"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mkdir -p "$RUNDIR/nginx"
+	sed -e "s|@DIR@|$PWD/$RUNDIR/nginx|g" -e "s|@PORT@|$port|" -e "s|@UPSTREAM@|$engine_port|" \
+		tools/demo/nginx.conf.in >"$RUNDIR/nginx/nginx.conf"
+	"$(command -v nginx || echo /usr/sbin/nginx)" -c "$PWD/$RUNDIR/nginx/nginx.conf" \
+		>"$RUNDIR/nginx/nginx.out" 2>&1 &
+	nginx_pid=$!
+	for _ in $(seq 50); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		sleep 0.1
+	done
+	echo "demo: nginx pid $nginx_pid on 127.0.0.1:$port, proxying to the server"
+fi
 
 "$TTFTRACE" --port "$port" --json -o "$RUNDIR/ttftrace.ndjson" \
 	>"$RUNDIR/ttftrace.out" 2>"$RUNDIR/ttftrace.log" &
@@ -62,6 +82,15 @@ wait_for "$RUNDIR/ttftrace.log" "Tracing" 60 "$tracer_pid" || {
 }
 echo "demo: $(grep -m1 Tracing "$RUNDIR/ttftrace.log")"
 set +m # keep the job table quiet ("Terminated" lines) from here on
+if [ "$HOPS" = 1 ]; then
+	# nginx's first upstream call names the server's port: ttftrace traces it from then on
+	"$LOADGEN" -u "http://127.0.0.1:$port/v1/chat/completions" -n 1 -c 1 -P 8 -m 2 \
+		-o "$RUNDIR/warmup.json" 2>/dev/null || true
+	wait_for "$RUNDIR/ttftrace.log" "^Hop: " 10 "$tracer_pid" ||
+		die "ttftrace did not find the server behind nginx" "see $RUNDIR/ttftrace.log"
+	echo "demo: $(grep -m1 '^Hop: ' "$RUNDIR/ttftrace.log")"
+	sleep 0.5
+fi
 
 echo "demo: loadgen: $N chat requests, concurrency $C, $P-character prompts, $M tokens each"
 lg_rc=0

@@ -89,7 +89,76 @@ struct tracer {
 	int child_status;
 	int child_done;
 	struct grpc_profile grpc_profile;	/* --grpc-profile; empty without */
+	uint16_t hop_ports[64];	/* upstream ports already looked up */
+	int n_hop_ports;
 };
+
+/* An address of this host's loopback, or the connection's own local address. */
+static int local_peer(const struct ttf_conn_addr *a)
+{
+	static const uint8_t v6_loop[16] = { [15] = 1 };
+
+	if (a->family == 2)
+		return a->raddr[0] == 127 || !memcmp(a->raddr, a->laddr, 4);
+	return !memcmp(a->raddr, v6_loop, 16) || !memcmp(a->raddr, a->laddr, 16);
+}
+
+/*
+ * Trace whoever listens on TCP port (and their descendants) too: net and
+ * scheduler filters, engine probes. hop: the process that called the port
+ * (NULL: --port's own listener came back). Returns the processes added.
+ */
+static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_request *hop)
+{
+	struct target_set now = { 0 };
+	int added = 0;
+
+	if (target__by_port(&now, port))
+		goto out;
+	for (size_t i = 0, n = now.n; i < n; i++)
+		target__by_pid(&now, now.tgids[i]);
+	for (size_t i = 0; i < now.n; i++) {
+		uint32_t tgid = now.tgids[i];
+		size_t before = t->targets.n;
+
+		if (target_set__add(&t->targets, tgid) || t->targets.n == before)
+			continue;
+		net_probe__trace_tgid(t->probe, tgid);
+		engine_setup__attach(t->engine, tgid);
+		if (hop)
+			fprintf(stderr, "Hop: PID %u (%s) calls port %u: tracing PID %u, which "
+				"listens there, too.\n", hop->tgid, hop->comm, port, tgid);
+		else
+			fprintf(stderr, "Tracing PID %u: it listens on port %u now.\n", tgid, port);
+		added++;
+	}
+out:
+	target_set__free(&now);
+	return added;
+}
+
+/*
+ * Hop discovery: a traced process wrote a request to an upstream on this
+ * host; trace whoever listens on that port too, so the pipeline can join
+ * the two (user/model/hops.h). Requests already in flight when it is added
+ * merge at that hop.
+ */
+static void on_upstream(void *ctx, const struct ttf_request *u)
+{
+	struct tracer *t = ctx;
+	uint16_t port = u->addr.rport;
+
+	if (t->opts->no_hops || !local_peer(&u->addr))
+		return;
+	for (int i = 0; i < t->n_hop_ports; i++)
+		if (t->hop_ports[i] == port)
+			return;
+	if (t->n_hop_ports == (int)(sizeof(t->hop_ports) / sizeof(t->hop_ports[0])))
+		return;
+	t->hop_ports[t->n_hop_ports++] = port;
+	trace_listeners(t, port, u);
+	net_probe__trace_port(t->probe, port);
+}
 
 /* Net records: the tracer follows forks (targets, engine uprobes), the pipeline gets them all. */
 static int on_net(void *ctx, const struct ttf_net_event *e, size_t len)
@@ -216,7 +285,7 @@ static int load_probes(struct tracer *t)
 		.capture_bytes = o->capture_bytes,
 		.capture_send_bytes = o->capture_send_bytes,
 		.ringbuf_bytes = o->ringbuf_bytes,
-		.port_filter = o->target == TTF_TARGET_PORT ? o->port : 0,
+		.port_filter = o->target == TTF_TARGET_PORT && o->no_hops ? o->port : 0,
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
 		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
 		.source = o->net_source,
@@ -430,27 +499,7 @@ static int any_alive(const struct target_set *ts)
  */
 static int follow_port(struct tracer *t)
 {
-	struct target_set now = { 0 };
-	int added = 0;
-
-	if (target__by_port(&now, t->opts->port))
-		goto out;
-	for (size_t i = 0, n = now.n; i < n; i++)
-		target__by_pid(&now, now.tgids[i]);
-	for (size_t i = 0; i < now.n; i++) {
-		uint32_t tgid = now.tgids[i];
-		size_t before = t->targets.n;
-
-		if (target_set__add(&t->targets, tgid) || t->targets.n == before)
-			continue;
-		net_probe__trace_tgid(t->probe, tgid);
-		engine_setup__attach(t->engine, tgid);
-		fprintf(stderr, "Tracing PID %u: it listens on port %u now.\n", tgid, t->opts->port);
-		added++;
-	}
-out:
-	target_set__free(&now);
-	return added;
+	return trace_listeners(t, t->opts->port, NULL);
 }
 
 /* 1 when every traced process is gone and none can come back. */
@@ -620,7 +669,8 @@ int trace__run(const struct ttf_opts *o)
 		goto out;
 	t.report = report__new(&ro);
 	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = t.st.xmit,
-				    .attribution = 1 };
+				    .attribution = 1, .on_upstream = on_upstream,
+				    .on_upstream_ctx = &t };
 	if (o->grpc_profile) {
 		int bad = 0, gerr = grpc_profile__load(o->grpc_profile, &t.grpc_profile, &bad);
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
+#include "user/model/hops.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
 
@@ -46,6 +47,7 @@ struct pipeline {
 	struct timeline *tl;
 	struct sched_view *sched;
 	struct gpu_store *gpu;
+	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
 	size_t n_q, cap_q;
@@ -75,12 +77,33 @@ static uint64_t max_ts(const struct ttf_request *r)
 	return t;
 }
 
+static void to_sinks(struct pipeline *p, const struct ttf_request *r,
+		     const struct ttf_req_metrics *m, const struct ttf_attrib *a)
+{
+	for (int i = 0; i < p->n_sinks; i++) {
+		const struct ttf_sink *s = &p->sinks[i];
+
+		if (m && s->request)
+			s->request(s->ctx, r, m, a);
+		else if (!m && s->rejected)
+			s->rejected(s->ctx, r);
+	}
+}
+
+/* A held request no client request claimed goes out on its own (hops.h). */
+static void hop_expired(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
+			const struct ttf_attrib *a)
+{
+	to_sinks(ctx, r, m, a);
+}
+
 /* Metrics and stage split, once, for every sink. */
 static void output(struct pipeline *p, const struct ttf_request *r)
 {
 	struct attrib_sources src = { .tl = p->tl, .gpu = p->gpu, .link_gbps = p->opts.link_gbps };
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
+	struct ttf_hop_chain chain;
 	int have_m, have_a;
 
 	if (p->sched) {
@@ -89,14 +112,19 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	}
 	have_m = ttf_metrics__compute(r, &m) == 0;
 	have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
-	for (int i = 0; i < p->n_sinks; i++) {
-		const struct ttf_sink *s = &p->sinks[i];
-
-		if (have_m && s->request)
-			s->request(s->ctx, r, &m, have_a ? &a : NULL);
-		else if (!have_m && s->rejected)
-			s->rejected(s->ctx, r);
+	if (have_a)
+		a.hops = NULL;
+	/* A gateway's upstream call and its upstream's request wait for their client request. */
+	if (p->hops && have_m && hops__hold(p->hops, r, &m, have_a ? &a : NULL) == 1)
+		goto release;
+	if (p->hops && have_a && hops__join(p->hops, r, &m, &a, &chain)) {
+		a.hops = &chain;
+		if (a.kind == TTF_ATTR_MERGED)	/* a gateway has no engine steps of its own */
+			snprintf(a.inferred_by, sizeof(a.inferred_by),
+				 "a gateway: the split per hop is in hops");
 	}
+	to_sinks(p, r, have_m ? &m : NULL, have_a ? &a : NULL);
+release:
 	if (p->tl)
 		timeline__release(p->tl, r->id);
 }
@@ -148,10 +176,21 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 	for (int i = 0; i < p->n_sinks; i++)
 		if (p->sinks[i].request_read)
 			p->sinks[i].request_read(p->sinks[i].ctx, r);
+	if (r->flags & TTF_REQ_UPSTREAM) {
+		/* the traced process called an upstream: not a request its engine serves */
+		if (p->hops)
+			hops__on_upstream_conn(p->hops, r);
+		if (p->tl)
+			timeline__on_gateway(p->tl, r->tgid);
+		if (p->opts.sz >= offsetof(struct pipeline_opts, on_upstream_ctx) +
+				  sizeof(p->opts.on_upstream_ctx) && p->opts.on_upstream)
+			p->opts.on_upstream(p->opts.on_upstream_ctx, r);
+		return;
+	}
 	/* Only requests that carry a prompt reach an engine. */
 	if (p->tl && strcmp(r->method, "POST") == 0)
 		timeline__on_request_read(p->tl, r->id, r->sock_cookie, r->rx_tid,
-					  r->read_done_ns);
+					  r->read_done_ns, r->tgid);
 }
 
 static void on_response_begin(void *ctx, const struct ttf_request *r)
@@ -189,13 +228,15 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	co.grpc_profile = opts->sz >= offsetof(struct pipeline_opts, grpc_profile) +
 				       sizeof(opts->grpc_profile) ? opts->grpc_profile : NULL;
 	p->conns = conn_table__new(&co);
-	if (opts->attribution)
+	if (opts->attribution) {
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
+		p->hops = hops__new();
+	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || (opts->attribution && !p->tl) || (opts->sched && !p->sched) ||
+	if (!p->conns || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
 		errno = ENOMEM;
@@ -218,6 +259,7 @@ void pipeline__free(struct pipeline *p)
 	free(p->recorded_names);
 	conn_table__free(p->conns);
 	timeline__free(p->tl);
+	hops__free(p->hops);
 	sched__free(p->sched);
 	gpu_store__free(p->gpu);
 	free(p);
@@ -353,6 +395,16 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("delay_by_orphans_us", ts->delay_by_orphans_ns / 1000);
 		C("engine_events_dropped_oom", p->engine_dropped);
 	}
+	if (p->hops) {
+		const struct hops_stats *hs = hops__stats(p->hops);
+
+		C("hop_upstream_conns", hs->upstream_conns);
+		C("hop_joins_exact", hs->joined_exact);
+		C("hop_joins_inferred", hs->joined_inferred);
+		C("hop_upstream_untraced", hs->upstream_untraced);
+		C("hop_held_unclaimed", hs->expired);
+		C("hop_hold_dropped_oom", hs->dropped_oom);
+	}
 	if (p->sched) {
 		struct sched_stats ss;
 
@@ -461,17 +513,30 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 	if (!p->tl)
 		return;
 	timeline__advance(p->tl, watermark_ns);
-	for (size_t i = 0; i < p->n_q; i++) {
-		struct deferred *d = &p->q[i];
+	/*
+	 * Two passes: first what hops hold (a gateway's upstream calls and
+	 * their upstream's requests), then the client requests that join them;
+	 * one whose upstream call is still open waits for it (bounded).
+	 */
+	for (int pass = 0; pass < (p->hops ? 2 : 1); pass++) {
+		keep = 0;
+		for (size_t i = 0; i < p->n_q; i++) {
+			struct deferred *d = &p->q[i];
+			int held = p->hops && hops__holds(p->hops, &d->r);
 
-		if (d->ready_ns > watermark_ns) {
-			p->q[keep++] = *d;
-			continue;
+			if (d->ready_ns > watermark_ns || (p->hops && pass == 0 && !held) ||
+			    (!held && p->hops && watermark_ns != UINT64_MAX &&
+			     watermark_ns < d->ready_ns + HOPS_WAIT_NS && hops__wait(p->hops, &d->r))) {
+				p->q[keep++] = *d;
+				continue;
+			}
+			output(p, &d->r);
+			free(d->r.events);
 		}
-		output(p, &d->r);
-		free(d->r.events);
+		p->n_q = keep;
 	}
-	p->n_q = keep;
+	if (p->hops)
+		hops__expire(p->hops, watermark_ns, hop_expired, p);
 }
 
 void pipeline__tick(struct pipeline *p, uint64_t now_ns)

@@ -37,6 +37,13 @@ struct pipeline_opts {
 	double link_gbps;	/* PCIe path rate to compare copies with; <= 0 unknown */
 	/* where gRPC messages hold their tokens (user/proto/grpc.h); NULL: chunks. Not copied. */
 	const struct grpc_profile *grpc_profile;
+	/*
+	 * A traced process wrote a request to an upstream (u: TTF_REQ_UPSTREAM,
+	 * u->addr its connection): the tracer may trace that upstream too
+	 * (hop discovery). NULL: none.
+	 */
+	void (*on_upstream)(void *ctx, const struct ttf_request *u);
+	void *on_upstream_ctx;
 };
 
 /* NULL with errno on failure. */

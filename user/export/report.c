@@ -14,6 +14,7 @@
 #include "user/model/metrics.h"
 #include "user/model/vocab.h"
 #include "user/export/report.h"
+#include "user/export/report_hops.h"
 #include "user/export/report_stages.h"
 #include "user/export/sink.h"
 #include "user/lib/stats.h"
@@ -53,6 +54,7 @@ struct report {
 	uint64_t in_tokens;      /* prompt tokens of the successful requests (usage reports) */
 	uint64_t n_in_tokens;    /* ... of that many requests */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
+	struct hop_stats *hops;     /* through a gateway (report_hops.h) */
 	int header_done;
 };
 
@@ -94,6 +96,7 @@ void report__free(struct report *rp)
 	for (i = 0; i < ST_NR; i++)
 		stats__free(rp->st[i]);
 	stage_stats__free(rp->stages);
+	hop_stats__free(rp->hops);
 	free(rp);
 }
 
@@ -464,6 +467,10 @@ void report__request(struct report *rp, const struct ttf_request *r,
 			rp->stages = stage_stats__new();
 		if (!rp->stages || stage_stats__add(rp->stages, a, m->ttft_ns))
 			rp->samples_lost++;
+		if (a->hops && !rp->hops)
+			rp->hops = hop_stats__new();
+		if (a->hops && (!rp->hops || hop_stats__add(rp->hops, a)))
+			rp->samples_lost++;
 	}
 	if (rp->opts.json) {
 		cJSON *o = request_json(r, m);
@@ -472,6 +479,7 @@ void report__request(struct report *rp, const struct ttf_request *r,
 		if (o && a) {
 			report_stages__json(o, a, &err);
 			report_stages__json_causes(o, a, &err);
+			report_hops__json(o, a, &err);
 		}
 		if (err) {
 			cJSON_Delete(o);
@@ -482,6 +490,7 @@ void report__request(struct report *rp, const struct ttf_request *r,
 	} else {
 		print_text(rp, r, m);
 		report_stages__text_line(rp->opts.out, a, rp->opts.verbose);
+		report_hops__text_line(rp->opts.out, a);
 	}
 }
 
@@ -551,6 +560,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 		rp->grades[1], rp->grades[2], rp->grades[3]);
 
 	report_stages__summary_text(out, rp->stages);
+	report_hops__summary_text(out, rp->hops);
 	fprintf(out, "Drops and health:\n");
 	for (i = 0; i < n_counters; i++) {
 		if (!counters[i].value)
@@ -646,6 +656,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 		j_u64(sub, grade_keys[i], rp->grades[i], 0, &err);
 	err |= !sub;
 	report_stages__summary_json(o, rp->stages, &err);
+	report_hops__summary_json(o, rp->hops, &err);
 	sub = cJSON_AddObjectToObject(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)

@@ -261,6 +261,7 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	}
 	for (int i = 0; i < TTF_ST__MAX; i++)
 		a->stage_ns[i] = b[i + 1] - b[i];
+	memcpy(a->bound_ns, b, sizeof(a->bound_ns));
 	/* Expect: 100-continue: the client's wait is inside net_in, and labelled */
 	if (r->expect_wait_known)
 		a->expect_wait_ns = (int64_t)r->expect_wait_ns < a->stage_ns[TTF_ST_NET_IN] ?

@@ -110,9 +110,13 @@ struct ttf_step_span {
 	uint32_t kernels, copies;
 };
 
+struct ttf_hop_chain;
+
 struct ttf_attrib {
 	int valid;			/* 0: no TTFT, nothing attributed */
 	int64_t stage_ns[TTF_ST__ALL];	/* -1: not observed / merged away */
+	uint64_t bound_ns[TTF_ST__MAX + 1];	/* valid: the stages' boundaries (ns), clamped monotonic */
+	const struct ttf_hop_chain *hops;	/* NULL: not through a gateway (user/model/hops.h) */
 	int have_overlay[TTF_ST__MAX];
 	struct ttf_overlay overlay[TTF_ST__MAX];
 	enum ttf_attrib_kind kind;

@@ -47,6 +47,8 @@ struct seq_slot {
 	struct unclaimed un;		/* SEQ_UNCLAIMED only */
 };
 
+#define MAX_GATEWAYS 64
+
 /* An aborted request still waiting for the engine is forgotten after this. */
 #define ORPHAN_TICKET_NS (30ull * 1000000000ull)
 
@@ -64,6 +66,9 @@ struct timeline {
 	struct seq_slot seqs[MAX_SEQ_STATE];
 	int n_seqs;
 	int has_steps, has_tokenize;
+	uint32_t step_tgid;		/* process of the step being processed */
+	uint32_t gateways[MAX_GATEWAYS];	/* processes seen calling an upstream */
+	int n_gateways;
 	struct timeline_stats stats;
 };
 
@@ -111,7 +116,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 }
 
 int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
-			      uint32_t rx_tid, uint64_t read_done_ns)
+			      uint32_t rx_tid, uint64_t read_done_ns, uint32_t tgid)
 {
 	struct tl_ticket *k;
 
@@ -122,6 +127,7 @@ int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t soc
 	k->req_id = req_id;
 	k->sock_cookie = sock_cookie;
 	k->rx_tid = rx_tid;
+	k->tgid = tgid;
 	k->read_done_ns = read_done_ns;
 	k->seq = -1;
 	k->cached_tokens = -1;
@@ -216,6 +222,29 @@ static void store_step(struct timeline *tl, const struct tl_step *s)
 		tl->max_step_ns = s->end_ns - s->start_ns;
 }
 
+/*
+ * A request a gateway read (a process that calls upstreams, hops.h) is
+ * served by the upstream's engine as another request: not this step's.
+ */
+static int other_process(const struct timeline *tl, const struct tl_ticket *k)
+{
+	if (!k->tgid || k->tgid == tl->step_tgid)
+		return 0;
+	for (int i = 0; i < tl->n_gateways; i++)
+		if (tl->gateways[i] == k->tgid)
+			return 1;
+	return 0;
+}
+
+void timeline__on_gateway(struct timeline *tl, uint32_t tgid)
+{
+	for (int i = 0; i < tl->n_gateways; i++)
+		if (tl->gateways[i] == tgid)
+			return;
+	if (tl->n_gateways < MAX_GATEWAYS)
+		tl->gateways[tl->n_gateways++] = tgid;
+}
+
 static uint64_t ready_ns(const struct timeline *tl, const struct tl_ticket *k)
 {
 	return k->tok_end_ns ? k->tok_end_ns : k->read_done_ns;
@@ -302,7 +331,7 @@ static struct tl_ticket *pick_waiting(struct timeline *tl, uint64_t at, uint64_t
 	for (size_t i = 0; i < tl->n_tickets; i++) {
 		struct tl_ticket *k = &tl->tickets[i];
 
-		if (k->done || ready_ns(tl, k) > at)
+		if (k->done || ready_ns(tl, k) > at || other_process(tl, k))
 			continue;
 		(*n_waiting)++;
 		if (earlier(tl, k, best, at, end))
@@ -549,7 +578,7 @@ static int waiting_with_count(const struct timeline *tl, uint64_t at_ns, int64_t
 	for (size_t i = 0; i < tl->n_tickets; i++) {
 		const struct tl_ticket *k = &tl->tickets[i];
 
-		if (!k->done && k->tok_count == len && ready_ns(tl, k) <= at_ns)
+		if (!k->done && k->tok_count == len && ready_ns(tl, k) <= at_ns && !other_process(tl, k))
 			return 1;
 	}
 	return 0;
@@ -940,6 +969,7 @@ static void process_pending(struct timeline *tl, uint64_t watermark_ns)
 			join_tokenize(tl, &c->s, c->ret);
 			break;
 		case TTF_ROLE_STEP:
+			tl->step_tgid = c->s.tgid;
 			if (c->s.n_seq > 0 && c->seq_tokens[0] > 0)
 				process_counted_step(tl, c);
 			else

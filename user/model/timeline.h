@@ -80,6 +80,7 @@ struct tl_ticket {
 	uint64_t req_id;
 	uint64_t sock_cookie;
 	uint32_t rx_tid;
+	uint32_t tgid;		/* process that read it; 0 unknown */
 	uint64_t read_done_ns;
 	uint64_t resp_begin_ns;	/* its response's first byte was written; 0 not yet */
 	uint64_t first_token_ns;	/* its first token was written; 0 not yet */
@@ -132,9 +133,14 @@ void timeline__free(struct timeline *tl);
 
 /* Feed one uprobe hit (role and type from the record). -ENOMEM. */
 int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event *ev);
-/* A request was read completely. -ENOMEM. */
+/*
+ * A request was read completely by process tgid (0 unknown). Steps of
+ * another process never serve it once tgid is known as a gateway. -ENOMEM.
+ */
 int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
-			      uint32_t rx_tid, uint64_t read_done_ns);
+			      uint32_t rx_tid, uint64_t read_done_ns, uint32_t tgid);
+/* Process tgid called an upstream (user/model/hops.h): its requests are a gateway's. */
+void timeline__on_gateway(struct timeline *tl, uint32_t tgid);
 /*
  * The first byte of req_id's response was written at ts_ns. Among waiting
  * requests a prompt cannot tell apart, one whose response began during the

@@ -352,6 +352,8 @@ struct track_req *track_req_begin(struct track_conn *tc)
 	if (c->role == ROLE_SERVER) {
 		q->r.arrival_first_ns = or_ts(e->arrival_first_ns, e->ts_ns);
 		q->r.arrival_last_ns = or_ts(e->arrival_last_ns, e->ts_ns);
+	} else {
+		q->r.flags |= TTF_REQ_UPSTREAM;
 	}
 	q->r.read_first_ns = e->ts_ns;
 	q->r.read_done_ns = e->ts_ns;

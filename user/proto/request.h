@@ -48,6 +48,7 @@ enum ttf_req_flags {
 	TTF_REQ_DECODED = 1 << 16,    /* body Content-Encoding gzip/deflate, decoded to find tokens */
 	TTF_REQ_HPACK_UNKNOWN = 1 << 17, /* HTTP/2 headers referenced HPACK entries not known (tracing began mid-connection) */
 	TTF_REQ_CHUNKS = 1 << 18,     /* events are chunks (gRPC messages without a token profile), not tokens */
+	TTF_REQ_UPSTREAM = 1 << 19,   /* the traced process sent it (client side of HTTP): a gateway's upstream call */
 };
 
 enum ttf_api {

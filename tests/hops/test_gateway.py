@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""A real nginx in front of a traced server: hop discovery, the join, the split.
+
+`ttftrace --port NGINX` traces nginx; nginx's first upstream call names the
+port of the server behind it, which ttftrace then traces too ("Hop: ..." on
+stderr). Each client request then carries its chain (docs/design.md D11):
+hop_stages_ms sums to its TTFT, hops[1] is the upstream server's own split,
+joined by the TCP connection both ends see. Truth: the fixture server's log
+(its read and first token write) and llama-server's own timings.
+"""
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import Client, free_port, needs_root
+from llama_server import completion, load, start_llama_server
+
+pytestmark = needs_root
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+CONF = """daemon off;
+master_process on;
+worker_processes 1;
+error_log %(dir)s/error.log;
+pid %(dir)s/nginx.pid;
+events { worker_connections 512; }
+http {
+  access_log off;
+  client_body_temp_path %(dir)s/body;
+  proxy_temp_path %(dir)s/proxy;
+  fastcgi_temp_path %(dir)s/fcgi;
+  uwsgi_temp_path %(dir)s/uwsgi;
+  scgi_temp_path %(dir)s/scgi;
+  server {
+    listen 127.0.0.1:%(port)d;
+    location / {
+      proxy_pass http://127.0.0.1:%(upstream)d;
+      proxy_http_version 1.1;
+      proxy_buffering %(buffering)s;
+      %(gzip)s
+    }
+  }
+}
+"""
+
+
+def start_nginx(procs, tmp_path, upstream, buffering=False):
+    """nginx on a free port proxying to 127.0.0.1:upstream. buffering: gzip on
+    for text/event-stream, so nginx holds tokens until its gzip buffer fills."""
+    if not os.access(NGINX, os.X_OK):
+        pytest.fail("nginx is missing: run tools/setup.sh (apt-get install nginx)")
+    d = tmp_path / ("nginx%d" % upstream)
+    d.mkdir()
+    port = free_port()
+    conf = d / "nginx.conf"
+    conf.write_text(CONF % {"dir": d, "port": port, "upstream": upstream,
+                            "buffering": "on" if buffering else "off",
+                            "gzip": "gzip on; gzip_types text/event-stream; gzip_min_length 0;"
+                            if buffering else ""})
+    p = procs.add(subprocess.Popen([NGINX, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        assert p.poll() is None, (d / "error.log").read_text()
+        try:
+            Client(port, timeout_s=1).close()
+            return port
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail("nginx did not start: %s" % (d / "error.log").read_text())
+
+
+def gzip_request(port, n_tokens):
+    """One streamed request asking for gzip (curl decodes); returns its local port."""
+    out = subprocess.run(["curl", "-s", "-N", "--compressed", "-o", "/dev/null", "-w",
+                          "%{local_port}", "http://127.0.0.1:%d/v1/chat/completions" % port,
+                          "-d", json.dumps({"model": "m", "stream": True, "max_tokens": n_tokens,
+                                            "messages": [{"role": "user", "content": "hi"}]})],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+def concurrent(port, clients, per_client):
+    errors = []
+
+    def run():
+        try:
+            for _ in range(per_client):
+                c = Client(port)
+                r = c.request()
+                c.close()
+                assert r.status == 200 and r.t_first_token_ns
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    th = [threading.Thread(target=run) for _ in range(clients)]
+    for t in th:
+        t.start()
+    for t in th:
+        t.join(120)
+    assert not errors, errors
+
+
+def chain_sum_ok(r):
+    return abs(sum(r["hop_stages_ms"].values()) - r["ttft_ms"]) <= 0.002 * len(r["hop_stages_ms"])
+
+
+@pytest.mark.parametrize("clients", [1, 8])
+def test_fixture_behind_nginx(procs, tmp_path, sse_server, tracer, clients):
+    srv = sse_server("--ttft-ms", "40", "--itl-ms", "10", "--tokens", "6", "--threads")
+    port = start_nginx(procs, tmp_path, srv.port)
+    rec = str(tmp_path / "run.rec")
+    tr = tracer("--port", port, "--record", rec)
+    concurrent(port, 1, 1)          # the first call names the upstream: discovery
+    deadline = time.monotonic() + 5
+    while "Hop: PID" not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "calls port %d" % srv.port in tr.stderr, tr.stderr
+    time.sleep(0.3)                 # its upstream probes attach
+    concurrent(port, clients, 24 // clients)
+    tr.wait_requests(25, timeout_s=15)
+    assert tr.stop() == 0, tr.stderr
+    recs = tr.requests()
+    odd = [(r["id"], r["comm"], r["conn"], r["flags"], r.get("hops")) for r in recs
+           if "hops" not in r or not r["hops"][1]["pid"]]
+    for o in odd:
+        print("without its upstream:", json.dumps(o))
+    if odd:
+        shutil.copy(rec, "/tmp/hops-failed.rec")
+    assert len(recs) == 25, "%d requests without their upstream (stdout)" % len(odd)
+    assert all(r["comm"] == "nginx" for r in recs)
+    truth = {t["rport"]: t for t in srv.truth()}
+    good = 0
+    for r in recs[1:]:
+        assert "hops" in r, r
+        assert chain_sum_ok(r), (r["hop_stages_ms"], r["ttft_ms"])
+        gw, up = r["hops"]
+        assert not gw["buffering"], gw
+        assert up["pid"] == srv.pid and up["join"] == "exact", up
+        t = truth[up["gateway_port"]]
+        want = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
+        got = up["stages_ms"]["server"]
+        good += abs(got - want) <= max(1.0, 0.03 * want)
+    assert good >= 0.95 * (len(recs) - 1), good
+    s = tr.summary()
+    assert s["hops"]["requests"] >= 24
+    assert s["counters"]["hop_held_unclaimed"] == 0
+    if clients == 1:
+        assert s["hops"]["joined_exact"] == s["hops"]["requests"]
+
+
+def test_buffering_named(procs, tmp_path, sse_server, tracer):
+    srv = sse_server("--ttft-ms", "30", "--itl-ms", "10", "--tokens", "8")
+    on = start_nginx(procs, tmp_path, srv.port, buffering=True)
+    tr = tracer("--port", on)
+    for _ in range(6):
+        gzip_request(on, 8)
+    tr.wait_requests(6, timeout_s=15)
+    assert tr.stop() == 0, tr.stderr
+    recs = tr.requests()
+    assert len(recs) == 6
+    for r in recs:
+        gw = r["hops"][0]
+        assert gw["buffering"], gw
+        # nginx held every token: its first write came after the upstream's last read
+        assert gw["held_reads"] >= 6 and gw["held_ms"] >= 60, gw
+        assert gw["stages_ms"]["gateway_out"] == r["hop_stages_ms"]["gateway_out"]
+        assert chain_sum_ok(r)
+    assert tr.summary()["hops"]["buffered"] == 6
+
+
+def test_no_hops_and_untraced(procs, tmp_path, sse_server, tracer):
+    srv = sse_server("--ttft-ms", "20", "--itl-ms", "5", "--tokens", "4")
+    port = start_nginx(procs, tmp_path, srv.port)
+    tr = tracer("--port", port, "--no-hops")
+    concurrent(port, 1, 3)
+    tr.wait_requests(3, timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    assert "Hop:" not in tr.stderr
+    assert [("hops" in r) for r in tr.requests()] == [False] * 3
+    # with hops: the request in flight while the upstream is found merges, and says why
+    tr = tracer("--port", port)
+    concurrent(port, 1, 1)
+    tr.wait_requests(1, timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    (r,) = tr.requests()
+    up = r["hops"][1]
+    assert up["pid"] is None and "not seen" in up["merged_why"], up
+    assert chain_sum_ok(r)
+
+
+def test_llama_server_behind_nginx(procs, tmp_path, tracer):
+    """8 clients, 4 slots, unequal prompts: each client request's upstream hop
+    carries llama-server's own prefill for that request (its timings)."""
+    engine = start_llama_server(procs, tmp_path)
+    port = start_nginx(procs, tmp_path, engine)
+    tr = tracer("--port", port)
+    completion(port, "warm up", 2)      # discovery: names llama-server's port
+    deadline = time.monotonic() + 5
+    while "calls port %d" % engine not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "calls port %d" % engine in tr.stderr, tr.stderr
+    time.sleep(0.5)                     # engine uprobes attach
+    out = load(port, 8, 3, 150, True)
+    tr.wait_requests(25, timeout_s=15)
+    assert tr.stop() == 0, tr.stderr
+    by_port = {c["port"]: c["timings"] for c in out}
+    recs = [r for r in tr.requests() if int(r["conn"].rsplit(":", 1)[1]) in by_port]
+    assert len(recs) == 24, tr.stderr
+    bad = []
+    for r in recs:
+        t = by_port[int(r["conn"].rsplit(":", 1)[1])]
+        assert chain_sum_ok(r), (r["hop_stages_ms"], r["ttft_ms"])
+        up = r["hops"][1]
+        assert up["comm"] == "llama-server" and up["join"] == "exact", up
+        pf = up["stages_ms"]["prefill"]
+        if pf is None or abs(pf - t["prompt_ms"]) > 3 + 0.1 * t["prompt_ms"]:
+            bad.append("id %s: upstream prefill %s ms, engine %.2f ms (gateway join %s)"
+                       % (r["id"], pf, t["prompt_ms"], r["hops"][0]["join"]))
+    assert len(bad) <= 0.05 * len(recs), "\n".join(bad)

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Gateway -> upstream joins (user/model/hops.h, docs/design.md D11) on
+ * synthetic requests: a client request r served by a gateway, its upstream
+ * call U, and the upstream server's request E on U's connection.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "user/model/attrib.h"
+#include "user/model/hops.h"
+#include "user/model/metrics.h"
+
+#define MS 1000000ull
+#define GW 100		/* gateway tgid */
+#define UP 200		/* upstream server tgid */
+
+static void addr(struct ttf_conn_addr *a, uint16_t lport, uint16_t rport)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = 2;
+	a->lport = lport;
+	a->rport = rport;
+	a->laddr[0] = a->raddr[0] = 127;
+	a->laddr[3] = a->raddr[3] = 1;
+}
+
+/* A request with token events at tok[] (write times; for U: read times). */
+static void req(struct ttf_request *r, uint64_t id, uint32_t tgid, uint64_t read_first,
+		uint64_t read_done, const uint64_t *tok, int n)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->tgid = r->rx_tid = tgid;
+	r->read_first_ns = read_first;
+	r->read_done_ns = read_done;
+	r->flags = TTF_REQ_STREAM;
+	for (int i = 0; i < n; i++) {
+		struct ttf_token_event ev = { .write_ns = tok[i], .n_tokens = 1,
+					      .flags = TTF_TOK_CONTENT };
+
+		assert_int_equal(ttf_request__add_event(r, &ev), 0);
+	}
+	r->end_write_ns = tok[n - 1];
+}
+
+static void compute(const struct ttf_request *r, struct ttf_req_metrics *m, struct ttf_attrib *a)
+{
+	struct attrib_sources src = { 0 };
+
+	assert_int_equal(ttf_metrics__compute(r, m), 0);
+	assert_int_equal(ttf_attrib__compute(r, m, &src, a), 0);
+}
+
+/*
+ * One client request through the gateway: r read at 10 ms, U written at
+ * 10.2 ms, E read at 10.5 ms and first token written at 60 ms, U reads it at
+ * 60.1 ms, r writes it at 60.2 ms. The stages sum to r's TTFT, E's own
+ * split sits inside `upstream`, and both joins are exact.
+ */
+static void test_chain_sums_to_ttft(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, u, e;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 60200000, 70200000 }, ut[] = { 60100000, 70100000 };
+	const uint64_t et[] = { 60000000, 70000000 };
+	int64_t sum = 0;
+
+	(void)state;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 2);
+	r.arrival_first_ns = r.arrival_last_ns = 9 * MS;
+	addr(&r.addr, 8080, 50000);
+	req(&u, 2, GW, 10200000, 10200000, ut, 2);
+	u.flags |= TTF_REQ_UPSTREAM;
+	addr(&u.addr, 40000, 8081);
+	req(&e, 3, UP, 10300000, 10500000, et, 2);
+	e.arrival_first_ns = e.arrival_last_ns = 10250000;
+	addr(&e.addr, 8081, 40000);
+
+	assert_int_equal(hops__on_upstream_conn(h, &u), 0);
+	compute(&e, &m, &a);
+	assert_int_equal(hops__hold(h, &e, &m, &a), 1);	/* over U's connection */
+	compute(&u, &m, &a);
+	assert_int_equal(hops__hold(h, &u, &m, &a), 1);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__hold(h, &r, &m, &a), 0);	/* the client's: not held */
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	for (int i = 0; i < TTF_HS__MAX; i++) {
+		assert_true(c.stage_ns[i] >= 0);
+		sum += c.stage_ns[i];
+	}
+	assert_int_equal(sum, m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_IN], 200000);
+	assert_int_equal(c.stage_ns[TTF_HS_UPSTREAM], 50000000 - 200000);
+	assert_int_equal(c.stage_ns[TTF_HS_UPSTREAM_OUT], 100000);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_OUT], 100000);
+	assert_int_equal(c.exact, 1);
+	assert_int_equal(c.up_tgid, UP);
+	assert_int_equal(c.up_req_id, 3);
+	assert_int_equal(c.up_port, 8081);
+	/* E's read_wait (arrival 10.25 -> read 10.5) starts where U was written (10.2) */
+	assert_int_equal(c.up_stage_ns[TTF_ST_READ_WAIT], 250000);
+	assert_int_equal(c.buffering, 0);
+	assert_int_equal(hops__stats(h)->joined_exact, 1);
+	ttf_request__release(&r);
+	ttf_request__release(&u);
+	ttf_request__release(&e);
+	hops__free(h);
+}
+
+static int n_expired;
+static void count_out(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
+		      const struct ttf_attrib *a)
+{
+	(void)ctx; (void)r; (void)m; (void)a;
+	n_expired++;
+}
+
+/*
+ * A gateway that holds tokens: U read 4 tokens 10 ms apart before r wrote
+ * its first. Named buffering, with the held time; the upstream server not
+ * traced: its part merges with a reason. Two candidate upstream calls make
+ * the join inferred: the one written closest to the end of r's read wins,
+ * and the other is output alone once the hold expires.
+ */
+static void test_buffering_inferred_untraced(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, u1, u2;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 90 * MS, 90 * MS + 10000, 90 * MS + 20000, 90 * MS + 30000 };
+	const uint64_t ut[] = { 50 * MS, 60 * MS, 70 * MS, 80 * MS };
+	const uint64_t u2t[] = { 55 * MS };
+
+	(void)state;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 4);
+	addr(&r.addr, 8080, 50000);
+	req(&u1, 2, GW, 10200000, 10200000, ut, 4);
+	u1.flags |= TTF_REQ_UPSTREAM;
+	addr(&u1.addr, 40000, 8081);
+	req(&u2, 3, GW, 10900000, 10900000, u2t, 1);	/* later: another request's */
+	u2.flags |= TTF_REQ_UPSTREAM;
+	addr(&u2.addr, 40001, 8081);
+	compute(&u1, &m, &a);
+	assert_int_equal(hops__hold(h, &u1, &m, &a), 1);
+	compute(&u2, &m, &a);
+	assert_int_equal(hops__hold(h, &u2, &m, &a), 1);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	assert_int_equal(c.exact, 0);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_IN], 200000);
+	assert_int_equal(c.buffering, 1);
+	assert_int_equal(c.held_reads, 3);
+	assert_int_equal(c.held_ns, 40 * MS);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_OUT], 40 * MS);
+	assert_int_equal(c.up_tgid, 0);
+	assert_non_null(strstr(c.up_why, "8081"));
+	assert_int_equal(hops__stats(h)->upstream_untraced, 1);
+	n_expired = 0;
+	hops__expire(h, 100 * MS, count_out, NULL);	/* within the hold: kept */
+	assert_int_equal(n_expired, 0);
+	hops__expire(h, 55 * MS + HOPS_HOLD_NS + 1, count_out, NULL);
+	assert_int_equal(n_expired, 1);			/* u2, unclaimed */
+	assert_int_equal(hops__stats(h)->expired, 1);
+	ttf_request__release(&r);
+	ttf_request__release(&u1);
+	ttf_request__release(&u2);
+	hops__free(h);
+}
+
+/* A request on a connection no gateway opened is not held, and no chain is made. */
+static void test_no_gateway(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 50 * MS };
+
+	(void)state;
+	req(&r, 1, UP, 9 * MS, 10 * MS, rt, 1);
+	addr(&r.addr, 8081, 40000);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__hold(h, &r, &m, &a), 0);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 0);
+	ttf_request__release(&r);
+	hops__free(h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_sums_to_ttft),
+		cmocka_unit_test(test_buffering_inferred_untraced),
+		cmocka_unit_test(test_no_gateway),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Gateway -> upstream joins on one host (hops.h, docs/design.md D11). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "user/lib/log.h"
+#include "user/model/hops.h"
+
+/* Upstream connections remembered, newest kept (a 4-tuple is reused only after TIME_WAIT). */
+#define MAX_UP_CONNS 1024
+/* A held request waits for its claim at most this many at once; the oldest go out first. */
+#define MAX_HELD 4096
+/* Reads this close are one read (a recv that returned several events). */
+#define SAME_READ_NS 1000
+/* Holding tokens this long (with a later read before the first write) is buffering. */
+#define BUFFERING_MIN_NS 1000000
+
+struct held {
+	struct ttf_request r;		/* deep copy: owns r.events */
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	uint64_t ready_ns;		/* its latest timestamp */
+	int upstream;			/* 1: U (a gateway's call), 0: E (an upstream's request) */
+	int have_a;			/* a was given */
+};
+
+/* An upstream call written whose response has not ended (not yet held). */
+struct open_call {
+	uint64_t id;
+	uint32_t tgid;
+	uint64_t read_first_ns;
+};
+
+#define MAX_OPEN 1024
+
+struct hops {
+	struct ttf_conn_addr up[MAX_UP_CONNS];	/* U connections, ring */
+	size_t n_up, up_head;
+	struct open_call open[MAX_OPEN];
+	size_t n_open;
+	uint16_t traced_ports[64];	/* upstream ports whose server's requests were seen */
+	int n_traced_ports;
+	struct held *held;
+	size_t n_held, cap_held;
+	struct hops_stats stats;
+};
+
+static int port_traced(const struct hops *h, uint16_t port);
+
+static const char *const hop_stage_names[TTF_HS__MAX] = {
+	[TTF_HS_NET_IN] = "net_in",		[TTF_HS_READ_WAIT] = "read_wait",
+	[TTF_HS_GATEWAY_IN] = "gateway_in",	[TTF_HS_UPSTREAM] = "upstream",
+	[TTF_HS_UPSTREAM_OUT] = "upstream_out", [TTF_HS_GATEWAY_OUT] = "gateway_out",
+	[TTF_HS_NET_OUT] = "net_out",
+};
+
+const char *ttf_hop_stage_name(enum ttf_hop_stage s)
+{
+	return s >= 0 && s < TTF_HS__MAX ? hop_stage_names[s] : "?";
+}
+
+struct hops *hops__new(void)
+{
+	return calloc(1, sizeof(struct hops));
+}
+
+void hops__free(struct hops *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n_held; i++)
+		free(h->held[i].r.events);
+	free(h->held);
+	free(h);
+}
+
+const struct hops_stats *hops__stats(const struct hops *h)
+{
+	return &h->stats;
+}
+
+static int same_conn(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
+{
+	return a->family == b->family && a->lport == b->lport && a->rport == b->rport &&
+	       !memcmp(a->laddr, b->laddr, sizeof(a->laddr)) &&
+	       !memcmp(a->raddr, b->raddr, sizeof(a->raddr));
+}
+
+/* b is a seen from its other end. */
+static int reversed(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
+{
+	return a->family == b->family && a->lport == b->rport && a->rport == b->lport &&
+	       !memcmp(a->laddr, b->raddr, sizeof(a->laddr)) &&
+	       !memcmp(a->raddr, b->laddr, sizeof(a->raddr));
+}
+
+int hops__on_upstream_conn(struct hops *h, const struct ttf_request *u)
+{
+	if (h->n_open == MAX_OPEN) {	/* never ended (lost): forget the oldest */
+		memmove(h->open, h->open + 1, (MAX_OPEN - 1) * sizeof(h->open[0]));
+		h->n_open--;
+	}
+	h->open[h->n_open++] = (struct open_call){ u->id, u->tgid, u->read_first_ns };
+	ttf_debug("hops: upstream call %llu written at %.3f ms (port %u->%u)",
+		  (unsigned long long)u->id, u->read_first_ns / 1e6, u->addr.lport, u->addr.rport);
+	for (size_t i = 0; i < h->n_up; i++)
+		if (same_conn(&h->up[i], &u->addr))
+			return 0;
+	h->stats.upstream_conns++;
+	if (h->n_up < MAX_UP_CONNS) {
+		h->up[h->n_up++] = u->addr;
+	} else {
+		h->up[h->up_head] = u->addr;
+		h->up_head = (h->up_head + 1) % MAX_UP_CONNS;
+	}
+	return 0;
+}
+
+static int over_upstream_conn(const struct hops *h, const struct ttf_request *r)
+{
+	for (size_t i = 0; i < h->n_up; i++)
+		if (reversed(&h->up[i], &r->addr))
+			return 1;
+	return 0;
+}
+
+static uint64_t latest_ts(const struct ttf_request *r)
+{
+	uint64_t t = r->read_done_ns > r->end_write_ns ? r->read_done_ns : r->end_write_ns;
+
+	for (uint32_t i = 0; i < r->n_events; i++)
+		if (r->events[i].write_ns > t)
+			t = r->events[i].write_ns;
+	return t;
+}
+
+int hops__holds(const struct hops *h, const struct ttf_request *r)
+{
+	return (r->flags & TTF_REQ_UPSTREAM) || over_upstream_conn(h, r);
+}
+
+static void close_call(struct hops *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n_open; i++)
+		if (h->open[i].id == id) {
+			h->open[i] = h->open[--h->n_open];
+			return;
+		}
+}
+
+int hops__hold(struct hops *h, const struct ttf_request *r, const struct ttf_req_metrics *m,
+	       const struct ttf_attrib *a)
+{
+	struct held *d;
+	int upstream = !!(r->flags & TTF_REQ_UPSTREAM);
+
+	if (upstream)
+		close_call(h, r->id);
+	if (!upstream && !over_upstream_conn(h, r))
+		return 0;
+	if (h->n_held == h->cap_held) {
+		size_t cap = h->cap_held ? h->cap_held * 2 : 32;
+		struct held *n = cap <= MAX_HELD ? realloc(h->held, cap * sizeof(*n)) : NULL;
+
+		if (!n) {
+			h->stats.dropped_oom++;
+			return -ENOMEM;
+		}
+		h->held = n;
+		h->cap_held = cap;
+	}
+	d = &h->held[h->n_held];
+	memset(d, 0, sizeof(*d));
+	d->r = *r;
+	d->r.events = NULL;
+	d->r.cap_events = 0;
+	if (r->n_events) {
+		d->r.events = malloc(r->n_events * sizeof(*r->events));
+		if (!d->r.events) {
+			h->stats.dropped_oom++;
+			return -ENOMEM;
+		}
+		memcpy(d->r.events, r->events, r->n_events * sizeof(*r->events));
+		d->r.cap_events = r->n_events;
+	}
+	d->m = *m;
+	d->have_a = a != NULL;
+	if (a)
+		d->a = *a;
+	d->a.hops = NULL;
+	d->ready_ns = latest_ts(r);
+	d->upstream = upstream;
+	ttf_debug("hops: holding request %llu (%s, port %u->%u, %u events)",
+		  (unsigned long long)r->id, upstream ? "upstream call" : "upstream's request",
+		  r->addr.lport, r->addr.rport, r->n_events);
+	if (!upstream && !port_traced(h, r->addr.lport) && h->n_traced_ports < 64)
+		h->traced_ports[h->n_traced_ports++] = r->addr.lport;
+	h->n_held++;
+	return 1;
+}
+
+static void drop_held(struct hops *h, size_t i)
+{
+	free(h->held[i].r.events);
+	memmove(&h->held[i], &h->held[i + 1], (h->n_held - i - 1) * sizeof(h->held[0]));
+	h->n_held--;
+}
+
+/* Where r's first token began to be written: the gateway's first client write. */
+static uint64_t first_write_ns(const struct ttf_request *r)
+{
+	const struct ttf_token_event *ev = &r->events[0];
+
+	return ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
+}
+
+/*
+ * U fits r: same process, written after r's request began to be read and
+ * before r's first token was written. (Its first token read is not
+ * required before that write: a read whose payload was not captured loses
+ * its event, and U's first event is then a later one.)
+ */
+static int fits(const struct ttf_request *r, const struct held *d)
+{
+	const struct ttf_request *u = &d->r;
+	uint64_t w = first_write_ns(r);
+
+	return d->upstream && u->tgid == r->tgid && u->n_events &&
+	       u->read_first_ns >= r->read_first_ns && u->read_first_ns <= w;
+}
+
+static uint64_t gap(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * The upstream call of r: of those that fit, the one written closest to the
+ * end of r's read (a gateway forwards a request as soon as it has read it;
+ * the calls of requests read before r, still unclaimed because their
+ * responses end later, were written earlier). *n_same counts the fits with
+ * as many token events as r.
+ */
+static struct held *find_upstream(struct hops *h, const struct ttf_request *r, int *n_fit,
+				  int *n_same)
+{
+	struct held *best = NULL;
+
+	*n_fit = *n_same = 0;
+	for (size_t i = 0; i < h->n_held; i++) {
+		struct held *d = &h->held[i];
+
+		if (!fits(r, d))
+			continue;
+		(*n_fit)++;
+		*n_same += d->r.n_events == r->n_events;
+		if (!best || gap(d->r.read_first_ns, r->read_done_ns) <
+			     gap(best->r.read_first_ns, r->read_done_ns))
+			best = d;
+	}
+	return best;
+}
+
+/*
+ * Its read may return before the gateway's write does (loopback delivers
+ * inside the write): an E read this much before U's write still counts.
+ */
+#define READ_BEFORE_WRITE_NS 10000000ull
+
+/* The upstream server's request on U's connection, read closest to U's write. */
+static struct held *find_engine(const struct hops *h, const struct held *u)
+{
+	struct held *best = NULL;
+	uint64_t best_d = 0;
+
+	for (size_t i = 0; i < h->n_held; i++) {
+		struct held *d = &h->held[i];
+		uint64_t t = d->r.read_done_ns, w = u->r.read_first_ns, dist;
+
+		if (d->upstream || !reversed(&d->r.addr, &u->r.addr) ||
+		    t + READ_BEFORE_WRITE_NS < w)
+			continue;
+		dist = t > w ? t - w : w - t;
+		if (!best || dist < best_d) {
+			best = d;
+			best_d = dist;
+		}
+	}
+	return best;
+}
+
+static int port_traced(const struct hops *h, uint16_t port)
+{
+	for (int i = 0; i < h->n_traced_ports; i++)
+		if (h->traced_ports[i] == port)
+			return 1;
+	return 0;
+}
+
+int hops__wait(const struct hops *h, const struct ttf_request *r)
+{
+	uint64_t w;
+
+	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events)
+		return 0;
+	w = first_write_ns(r);
+	for (size_t i = 0; i < h->n_open; i++)
+		if (h->open[i].tgid == r->tgid && h->open[i].read_first_ns >= r->read_first_ns &&
+		    h->open[i].read_first_ns <= w)
+			return 1;
+	/* its upstream call is here, but not yet the request its (traced) upstream served */
+	for (size_t i = 0; i < h->n_held; i++) {
+		const struct held *d = &h->held[i];
+
+		if (fits(r, d) && port_traced(h, d->r.addr.rport) &&
+		    !find_engine(h, d))
+			return 1;
+	}
+	return 0;
+}
+
+static double mean_gap_ns(const struct ttf_request *r)
+{
+	if (r->n_events < 2)
+		return -1;
+	return (double)(r->events[r->n_events - 1].write_ns - r->events[0].write_ns) /
+	       (r->n_events - 1);
+}
+
+/* Clamp t into [lo, hi]. */
+static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi)
+{
+	return t < lo ? lo : t > hi ? hi : t;
+}
+
+/* The upstream's own split inside [lo, hi] (lo: U's request written; hi: its first token). */
+static void engine_split(struct ttf_hop_chain *c, const struct held *e, uint64_t lo, uint64_t hi)
+{
+	const struct ttf_attrib *a = &e->a;
+	uint64_t b[TTF_ST__MAX + 1];
+
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		c->up_stage_ns[i] = -1;
+	c->up_kind = a->kind;
+	snprintf(c->up_merged, sizeof(c->up_merged), "%s", a->merged);
+	snprintf(c->up_inferred_by, sizeof(c->up_inferred_by), "%s", a->inferred_by);
+	if (!a->valid)
+		return;
+	for (int i = 0; i <= TTF_ST__MAX; i++)
+		b[i] = clamp(a->bound_ns[i], i ? b[i - 1] : lo, hi);
+	b[TTF_ST__MAX] = hi;
+	for (int i = 0; i < TTF_ST__MAX; i++)
+		if (a->stage_ns[i] >= 0)
+			c->up_stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
+	if (a->stage_ns[TTF_ST_SERVER] >= 0)
+		c->up_stage_ns[TTF_ST_SERVER] = (int64_t)(b[TTF_ST_EMIT + 1] - b[TTF_ST_READ_WAIT + 1]);
+	c->up_stage_ns[TTF_ST_TOKENIZE] = a->stage_ns[TTF_ST_TOKENIZE];
+}
+
+int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req_metrics *m,
+	       const struct ttf_attrib *a, struct ttf_hop_chain *c)
+{
+	struct held *u, *e;
+	uint64_t b[TTF_HS__MAX + 1], up_first, w, x;
+	int n_fit, n_same;
+
+	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
+		return 0;
+	u = find_upstream(h, r, &n_fit, &n_same);
+	if (!u) {
+		ttf_debug("hops: request %llu (read %.3f ms, first write %.3f ms): no upstream call "
+			  "fits (%zu held)", (unsigned long long)r->id, r->read_first_ns / 1e6,
+			  first_write_ns(r) / 1e6, h->n_held);
+		for (size_t i = 0; i < h->n_held; i++)
+			if (h->held[i].upstream)
+				ttf_debug("hops:   call %llu: pid %u, written %.3f ms, first token read "
+					  "%.3f ms", (unsigned long long)h->held[i].r.id,
+					  h->held[i].r.tgid, h->held[i].r.read_first_ns / 1e6,
+					  h->held[i].r.n_events ? h->held[i].r.events[0].write_ns / 1e6 : 0);
+		return 0;
+	}
+	memset(c, 0, sizeof(*c));
+	c->gw_tgid = r->tgid;
+	memcpy(c->gw_comm, r->comm, sizeof(c->gw_comm));
+	c->up_port = u->r.addr.rport;
+	c->gw_port = u->r.addr.lport;
+	c->exact = n_fit == 1;
+	if (n_fit == 1)
+		snprintf(c->why, sizeof(c->why), "the only upstream call between its read and token");
+	else
+		snprintf(c->why, sizeof(c->why), "written closest to its read, of %d upstream calls "
+			 "that fit (%d with its %u events)", n_fit, n_same, r->n_events);
+	h->stats.joined_exact += c->exact;
+	h->stats.joined_inferred += !c->exact;
+
+	w = first_write_ns(r);
+	x = m->t_first_token_ns;
+	up_first = u->r.events[0].write_ns;
+	/* read_wait ends where the gateway read the request: the attribution's own boundary */
+	b[0] = m->t_start_ns;
+	b[1] = a->bound_ns[1];
+	b[2] = a->bound_ns[2];
+	b[3] = u->r.read_done_ns;
+	e = find_engine(h, u);
+	b[4] = e && e->m.t_first_token_ns ? e->m.t_first_token_ns : up_first;
+	b[5] = up_first;
+	b[6] = w;
+	b[7] = x;
+	for (int i = 1; i <= TTF_HS__MAX; i++)
+		b[i] = clamp(b[i], b[i - 1], x);
+	for (int i = 0; i < TTF_HS__MAX; i++)
+		c->stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
+
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		c->up_stage_ns[i] = -1;
+	ttf_debug("hops: request %llu joins upstream call %llu (%s) and its server's request %llu",
+		  (unsigned long long)r->id, (unsigned long long)u->r.id, c->why,
+		  e ? (unsigned long long)e->r.id : 0ull);
+	if (e) {
+		c->up_tgid = e->r.tgid;
+		memcpy(c->up_comm, e->r.comm, sizeof(c->up_comm));
+		c->up_req_id = e->r.id;
+		engine_split(c, e, b[3], b[4]);
+	} else {
+		h->stats.upstream_untraced++;
+		snprintf(c->up_why, sizeof(c->up_why), "upstream port %u: its server's request was "
+			 "not seen (not traced, or traced too late)", c->up_port);
+	}
+
+	/* Buffering: upstream reads after the first token's, before the first client write. */
+	for (uint32_t i = 1; i < u->r.n_events; i++) {
+		uint64_t t = u->r.events[i].write_ns;
+
+		if (t > w)
+			break;
+		if (t - u->r.events[i - 1].write_ns > SAME_READ_NS)
+			c->held_reads++;
+	}
+	c->held_ns = w > up_first ? (int64_t)(w - up_first) : 0;
+	c->buffering = c->held_reads >= 1 && c->held_ns > BUFFERING_MIN_NS;
+	c->itl_in_mean_ns = mean_gap_ns(&u->r);
+	c->itl_out_mean_ns = mean_gap_ns(r);
+
+	/* claimed: both go out with r (ids are unique; e's removal may move u) */
+	{
+		uint64_t u_id = u->r.id;
+
+		if (e)
+			drop_held(h, (size_t)(e - h->held));
+		for (size_t i = 0; i < h->n_held; i++)
+			if (h->held[i].upstream && h->held[i].r.id == u_id) {
+				drop_held(h, i);
+				break;
+			}
+	}
+	return 1;
+}
+
+void hops__expire(struct hops *h, uint64_t watermark_ns, hops_out_fn fn, void *ctx)
+{
+	for (size_t i = 0; i < h->n_held;) {
+		struct held *d = &h->held[i];
+
+		if (watermark_ns != UINT64_MAX &&
+		    (watermark_ns < HOPS_HOLD_NS || d->ready_ns > watermark_ns - HOPS_HOLD_NS)) {
+			i++;
+			continue;
+		}
+		h->stats.expired++;
+		fn(ctx, &d->r, &d->m, d->have_a ? &d->a : NULL);
+		drop_held(h, i);
+	}
+}
