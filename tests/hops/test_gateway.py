@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import Client, free_port, needs_root
+from conftest import TTFTRACE, Client, free_port, needs_root
 from llama_server import completion, load, start_llama_server
 
 pytestmark = needs_root
@@ -76,6 +76,46 @@ def start_nginx(procs, tmp_path, upstream, buffering=False):
     pytest.fail("nginx did not start: %s" % (d / "error.log").read_text())
 
 
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+HAPROXY_CONF = """global
+  nbthread 2
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend fe
+  bind 127.0.0.1:%(port)d
+  default_backend be
+backend be
+  server s1 127.0.0.1:%(upstream)d
+"""
+
+
+def start_haproxy(procs, tmp_path, upstream):
+    """HAProxy (2 threads, keep-alive to the server) on a free port in front of upstream."""
+    if not os.access(HAPROXY, os.X_OK):
+        pytest.fail("haproxy is missing: run tools/setup.sh (apt-get install haproxy)")
+    port = free_port()
+    conf = tmp_path / ("haproxy%d.cfg" % upstream)
+    conf.write_text(HAPROXY_CONF % {"port": port, "upstream": upstream})
+    p = procs.add(subprocess.Popen([HAPROXY, "-db", "-f", str(conf)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        assert p.poll() is None, "haproxy exited: %s" % p.returncode
+        try:
+            Client(port, timeout_s=1).close()
+            return port
+        except OSError:
+            time.sleep(0.1)
+    pytest.fail("haproxy did not start")
+
+
+GATEWAYS = {"nginx": start_nginx, "haproxy": start_haproxy}
+
+
 def gzip_request(port, n_tokens):
     """One streamed request asking for gzip (curl decodes); returns its local port."""
     out = subprocess.run(["curl", "-s", "-N", "--compressed", "-o", "/dev/null", "-w",
@@ -112,10 +152,11 @@ def chain_sum_ok(r):
     return abs(sum(r["hop_stages_ms"].values()) - r["ttft_ms"]) <= 0.002 * len(r["hop_stages_ms"])
 
 
+@pytest.mark.parametrize("gateway", ["nginx", "haproxy"])
 @pytest.mark.parametrize("clients", [1, 8])
-def test_fixture_behind_nginx(procs, tmp_path, sse_server, tracer, clients):
+def test_fixture_behind_gateway(procs, tmp_path, sse_server, tracer, clients, gateway):
     srv = sse_server("--ttft-ms", "40", "--itl-ms", "10", "--tokens", "6", "--threads")
-    port = start_nginx(procs, tmp_path, srv.port)
+    port = GATEWAYS[gateway](procs, tmp_path, srv.port)
     rec = str(tmp_path / "run.rec")
     tr = tracer("--port", port, "--record", rec)
     concurrent(port, 1, 1)          # the first call names the upstream: discovery
@@ -135,7 +176,7 @@ def test_fixture_behind_nginx(procs, tmp_path, sse_server, tracer, clients):
     if odd:
         shutil.copy(rec, "/tmp/hops-failed.rec")
     assert len(recs) == 25, "%d requests without their upstream (stdout)" % len(odd)
-    assert all(r["comm"] == "nginx" for r in recs)
+    assert all(r["comm"] == gateway for r in recs)
     truth = {t["rport"]: t for t in srv.truth()}
     good = 0
     for r in recs[1:]:
@@ -154,6 +195,16 @@ def test_fixture_behind_nginx(procs, tmp_path, sse_server, tracer, clients):
     assert s["counters"]["hop_held_unclaimed"] == 0
     if clients == 1:
         assert s["hops"]["joined_exact"] == s["hops"]["requests"]
+    # the recording gives the same chains again, without root; and the text line shows them
+    out = str(tmp_path / "replay.ndjson")
+    subprocess.run([TTFTRACE, "replay", rec, "--json", "-q", "-o", out], check=True, timeout=60)
+    again = [json.loads(l) for l in open(out) if '"type":"request"' in l]
+    assert [(r["id"], r.get("hops"), r.get("hop_stages_ms")) for r in again] == \
+        [(r["id"], r.get("hops"), r.get("hop_stages_ms")) for r in recs]
+    text = subprocess.run([TTFTRACE, "replay", rec, "-q"], capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+    assert text.count("    hops(ms): %s gateway_in " % gateway) == 25, text[-2000:]
+    assert "| sse_server net_in " in text
 
 
 def test_buffering_named(procs, tmp_path, sse_server, tracer):
@@ -225,3 +276,6 @@ def test_llama_server_behind_nginx(procs, tmp_path, tracer):
             bad.append("id %s: upstream prefill %s ms, engine %.2f ms (gateway join %s)"
                        % (r["id"], pf, t["prompt_ms"], r["hops"][0]["join"]))
     assert len(bad) <= 0.05 * len(recs), "\n".join(bad)
+    # every prompt differs: the forwarded body names each client request's upstream call
+    exact = sum(r["hops"][0]["join"] == "exact" for r in recs)
+    assert exact >= 0.95 * len(recs), [r["hops"][0]["join_why"] for r in recs]

@@ -197,12 +197,56 @@ static void test_no_gateway(void **state)
 	hops__free(h);
 }
 
+/*
+ * Two upstream calls in the window; the one written closest to r's read
+ * carries another body (its first bytes hash otherwise): the other is r's,
+ * and being the only one that fits, the join is exact.
+ */
+static void test_body_hash_decides(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, u1, u2;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 60 * MS }, ut[] = { 59 * MS };
+
+	(void)state;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 1);
+	r.body_bytes = 300;
+	r.body_hash = 0x1235;
+	req(&u1, 2, GW, 10100000, 10100000, ut, 1);	/* closest, another body */
+	u1.flags |= TTF_REQ_UPSTREAM;
+	u1.body_bytes = 300;
+	u1.body_hash = 0x7777;
+	addr(&u1.addr, 40000, 8081);
+	req(&u2, 3, GW, 10400000, 10400000, ut, 1);
+	u2.flags |= TTF_REQ_UPSTREAM;
+	u2.body_bytes = 300;
+	u2.body_hash = 0x1235;
+	addr(&u2.addr, 40001, 8081);
+	compute(&u1, &m, &a);
+	assert_int_equal(hops__hold(h, &u1, &m, &a), 1);
+	compute(&u2, &m, &a);
+	assert_int_equal(hops__hold(h, &u2, &m, &a), 1);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	assert_int_equal(c.exact, 1);
+	assert_int_equal(c.gw_port, 40001);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_IN], 400000);
+	ttf_request__release(&r);
+	ttf_request__release(&u1);
+	ttf_request__release(&u2);
+	hops__free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_sums_to_ttft),
 		cmocka_unit_test(test_buffering_inferred_untraced),
 		cmocka_unit_test(test_no_gateway),
+		cmocka_unit_test(test_body_hash_decides),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -217,7 +217,8 @@ static uint64_t first_write_ns(const struct ttf_request *r)
 
 /*
  * U fits r: same process, written after r's request began to be read and
- * before r's first token was written. (Its first token read is not
+ * before r's first token was written, with the same body (size and first
+ * bytes' hash, where both sides know them). (Its first token read is not
  * required before that write: a read whose payload was not captured loses
  * its event, and U's first event is then a later one.)
  */
@@ -226,8 +227,13 @@ static int fits(const struct ttf_request *r, const struct held *d)
 	const struct ttf_request *u = &d->r;
 	uint64_t w = first_write_ns(r);
 
-	return d->upstream && u->tgid == r->tgid && u->n_events &&
-	       u->read_first_ns >= r->read_first_ns && u->read_first_ns <= w;
+	if (!d->upstream || u->tgid != r->tgid || !u->n_events ||
+	    u->read_first_ns < r->read_first_ns || u->read_first_ns > w)
+		return 0;
+	/* a gateway forwards the body as it is: known sizes and hashes must agree */
+	if (u->body_bytes && r->body_bytes && u->body_bytes != r->body_bytes)
+		return 0;
+	return !u->body_hash || !r->body_hash || u->body_hash == r->body_hash;
 }
 
 static uint64_t gap(uint64_t a, uint64_t b)
@@ -387,7 +393,7 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	c->gw_port = u->r.addr.lport;
 	c->exact = n_fit == 1;
 	if (n_fit == 1)
-		snprintf(c->why, sizeof(c->why), "the only upstream call between its read and token");
+		snprintf(c->why, sizeof(c->why), "the only upstream call with its body between its read and token");
 	else
 		snprintf(c->why, sizeof(c->why), "written closest to its read, of %d upstream calls "
 			 "that fit (%d with its %u events)", n_fit, n_same, r->n_events);

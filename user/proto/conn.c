@@ -383,6 +383,14 @@ void track_req_model(struct track_req *tq, const char *model)
 	snprintf(q->r.model, sizeof(q->r.model), "%s", model);
 }
 
+void track_req_body(struct track_req *tq, uint64_t body_bytes, uint32_t body_hash)
+{
+	struct creq *q = creq_of(tq);
+
+	q->r.body_bytes = body_bytes;
+	q->r.body_hash = body_hash;
+}
+
 void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 {
 	struct conn *c = conn_of(tc);

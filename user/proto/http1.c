@@ -39,7 +39,14 @@ struct http1 {
 	bool rx_expect;			/* rx said Expect: 100-continue, its body not begun */
 	uint64_t rx_head_feed;		/* the record that ended rx's head */
 	uint64_t rx_head_arrival_ns;	/* ... its newest data's arrival */
+	uint64_t rx_body_bytes;		/* rx's body bytes so far, captured or not */
+	uint32_t rx_hash;		/* FNV-1a of its first BODY_HASH_BYTES (hops.h join) */
+	uint32_t rx_hash_n;		/* bytes hashed */
+	bool rx_hash_gap;		/* a gap came before BODY_HASH_BYTES were hashed */
 };
+
+/* A request body is recognised again (a gateway forwards it) by its first bytes' hash. */
+#define BODY_HASH_BYTES 128
 
 static void body_reset(struct http1 *s)
 {
@@ -92,6 +99,10 @@ static void req_begin(void *ctx)
 	if (q)
 		s->rx = q;
 	body_model__reset(&s->model);
+	s->rx_body_bytes = 0;
+	s->rx_hash = 2166136261u;
+	s->rx_hash_n = 0;
+	s->rx_hash_gap = false;
 }
 
 static void req_head(void *ctx, struct http_head *h)
@@ -137,6 +148,11 @@ static void req_body(void *ctx, const char *data, size_t len)
 	expect_body_begins(s);
 	if (s->rx && body_model__feed(&s->model, data, len, model))
 		track_req_model(s->rx, model);
+	s->rx_body_bytes += len;
+	for (size_t i = 0; !s->rx_hash_gap && i < len && s->rx_hash_n < BODY_HASH_BYTES; i++) {
+		s->rx_hash = (s->rx_hash ^ (uint8_t)data[i]) * 16777619u;
+		s->rx_hash_n++;
+	}
 }
 
 static void req_body_gap(void *ctx, size_t len)
@@ -145,6 +161,9 @@ static void req_body_gap(void *ctx, size_t len)
 
 	expect_body_begins(s);
 	s->model.done = 1;	/* bytes not captured: the body is no longer contiguous */
+	s->rx_body_bytes += len;
+	if (s->rx_hash_n < BODY_HASH_BYTES)
+		s->rx_hash_gap = true;
 }
 
 static void req_end(void *ctx, uint64_t msg_bytes)
@@ -155,6 +174,11 @@ static void req_end(void *ctx, uint64_t msg_bytes)
 	if (!q)
 		return;
 	s->rx = NULL;
+	/* the hash names the body when it covers its start: 128 bytes, or all of a shorter one */
+	track_req_body(q, s->rx_body_bytes,
+		       s->rx_hash_n && !s->rx_hash_gap &&
+		       (s->rx_hash_n == BODY_HASH_BYTES || s->rx_hash_n == s->rx_body_bytes) ?
+		       s->rx_hash | 1 : 0);
 	track_req_end(s->tc, q, msg_bytes);
 }
 

@@ -100,6 +100,8 @@ struct ttf_request {
 	bool expect_wait_known;    /* expect_wait_ns is valid */
 	uint64_t expect_wait_ns;   /* Expect: 100-continue: head arrived -> body began arriving (part of net_in) */
 	uint64_t req_bytes;        /* request bytes (headers + body) */
+	uint64_t body_bytes;       /* request body bytes (HTTP/1.1); 0 none or unknown */
+	uint32_t body_hash;        /* FNV-1a of the body's first 128 bytes, | 1; 0 unknown (hops.h) */
 	uint64_t resp_bytes;       /* response bytes (headers + body) */
 
 	struct ttf_token_event *events; /* token events in order, owned by the request */

@@ -56,6 +56,8 @@ void track_req_head(struct track_req *q, const char *method, const char *path,
 		    enum ttf_api api);
 /* The "model" its body names (user/proto/body_model.h). */
 void track_req_model(struct track_req *q, const char *model);
+/* Its body: bytes, and a hash of its first bytes (0 unknown) that recognises it forwarded. */
+void track_req_body(struct track_req *q, uint64_t body_bytes, uint32_t body_hash);
 /* It was read completely in the current record (bytes: all of it); fires on_request_read. */
 void track_req_end(struct track_conn *tc, struct track_req *q, uint64_t bytes);
 /*
