@@ -318,6 +318,54 @@ static void test_fill_end_without_e2e(void **state)
 	assert_int_equal(s.end_ns, 4000);	/* the last token */
 }
 
+/*
+ * Through a gateway: hop.gateway over the TTFT (1.000..1.120 s) and, inside
+ * it, hop.upstream (a CLIENT span) from 1.004 s to 1.110 s, with the
+ * upstream's process.
+ */
+static void test_hop_spans(void **state)
+{
+	struct otlp_span_src s;
+	cJSON *root, *spans, *gw, *up;
+	char req_span[17], gw_span[17];
+	char *json;
+	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS;
+
+	base_src(&s, 7, 4242);
+	s.have_hops = 1;
+	s.hops[0] = (struct otlp_hop){ .tgid = 4242, .comm = "nginx", .start_ns = 1000000000,
+				       .end_ns = 1120000000 };
+	s.hops[1] = (struct otlp_hop){ .tgid = 5151, .comm = "llama-server",
+				       .start_ns = 1004000000, .end_ns = 1110000000 };
+	s.hop_exact = 1;
+	s.hop_upstream_port = 8081;
+	json = otlp__build_json(&s, 1, "h", 99, OFFSET_NS);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	assert_non_null(root);
+	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0), "scopeSpans"), 0),
+		"spans");
+	assert_int_equal(cJSON_GetArraySize(spans), 7);	/* request + 4 stages + 2 hops */
+	otlp__ids(99, 7, 0, NULL, req_span);
+	otlp__ids(99, 7, base, NULL, gw_span);
+	gw = find_span(spans, "hop.gateway");
+	up = find_span(spans, "hop.upstream");
+	assert_string_equal(str(gw, "parentSpanId"), req_span);
+	assert_string_equal(str(gw, "spanId"), gw_span);
+	assert_string_equal(str(up, "parentSpanId"), gw_span);
+	assert_int_equal(cJSON_GetObjectItem(up, "kind")->valueint, 3);
+	assert_string_equal(str(up, "startTimeUnixNano"), "1700000001004000000");
+	assert_string_equal(str(up, "endTimeUnixNano"), "1700000001110000000");
+	assert_string_equal(str_attr(up, "process.pid"), "5151");
+	assert_string_equal(str_attr(up, "process.executable.name"), "llama-server");
+	assert_string_equal(str_attr(up, "server.port"), "8081");
+	assert_string_equal(str_attr(gw, "ttftrace.hop.join"), "exact");
+	assert_string_equal(str_attr(gw, "process.executable.name"), "nginx");
+	cJSON_Delete(root);
+	free(json);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +374,7 @@ int main(void)
 		cmocka_unit_test(test_prefill_step_spans),
 		cmocka_unit_test(test_two_servers_usage_error_tokenize),
 		cmocka_unit_test(test_fill_end_without_e2e),
+		cmocka_unit_test(test_hop_spans),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

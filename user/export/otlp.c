@@ -11,12 +11,14 @@
 #include <unistd.h>
 #include "user/lib/hash.h"
 #include "user/lib/log.h"
+#include "user/model/hops.h"
 #include "user/model/vocab.h"
 #include "user/lib/version.h"
 #include "user/export/otlp.h"
 
 #define SPAN_KIND_INTERNAL 1
 #define SPAN_KIND_SERVER 2
+#define SPAN_KIND_CLIENT 3
 #define STATUS_CODE_ERROR 2
 
 /* ---- pure part: span sources, ids, JSON ---- */
@@ -75,6 +77,26 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	for (uint32_t i = 0; i < a->n_causes && s->n_causes < OTLP_MAX_CAUSES; i++)
 		snprintf(s->causes[s->n_causes++], sizeof(s->causes[0]), "itl #%u %.3f ms: %s",
 			 a->causes[i].index, a->causes[i].itl_ns / 1e6, a->causes[i].cause);
+	if (a->hops && a->valid) {
+		const struct ttf_hop_chain *c = a->hops;
+		uint64_t t = s->start_ns;
+
+		s->have_hops = 1;
+		s->hops[0].tgid = c->gw_tgid;
+		memcpy(s->hops[0].comm, c->gw_comm, sizeof(s->hops[0].comm) - 1);
+		s->hops[0].start_ns = t;
+		for (int i = 0; i < TTF_HS_UPSTREAM; i++)
+			t += c->stage_ns[i];
+		s->hops[1].tgid = c->up_tgid;
+		memcpy(s->hops[1].comm, c->up_comm, sizeof(s->hops[1].comm) - 1);
+		s->hops[1].start_ns = t;
+		s->hops[1].end_ns = t + c->stage_ns[TTF_HS_UPSTREAM];
+		s->hops[0].end_ns = s->start_ns + (s->ttft_ns > 0 ? s->ttft_ns : 0);
+		s->hop_exact = c->exact;
+		s->hop_buffering = c->buffering;
+		s->hop_held_ns = c->held_ns;
+		s->hop_upstream_port = c->up_port;
+	}
 }
 
 void otlp__ids(uint64_t seed, uint64_t req_id, int idx, char trace_hex[33], char span_hex[17])
@@ -305,6 +327,44 @@ static void step_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t see
 	}
 }
 
+/*
+ * Through a gateway: "hop.gateway" over the TTFT (its process), with
+ * "hop.upstream" inside it from the upstream request's write to the
+ * upstream's first token (the upstream's process), both children of the
+ * request span.
+ */
+static void hop_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t seed, int64_t off,
+		      int *err)
+{
+	static const char *const names[2] = { "hop.gateway", "hop.upstream" };
+	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS;
+
+	for (int i = 0; i < 2; i++) {
+		const struct otlp_hop *h = &s->hops[i];
+		cJSON *sp = new_span(spans, seed, s->req_id, base + i, i ? base : 0, names[i],
+				     i ? SPAN_KIND_CLIENT : SPAN_KIND_INTERNAL, h->start_ns,
+				     h->end_ns, off, err);
+		cJSON *at = sp ? cJSON_AddArrayToObject(sp, "attributes") : NULL;
+
+		if (!at) {
+			*err = 1;
+			return;
+		}
+		if (h->tgid) {
+			attr_int(at, "process.pid", h->tgid, err);
+			attr_str(at, "process.executable.name", h->comm, err);
+		}
+		if (i == 0) {
+			attr_str(at, "ttftrace.hop.join", s->hop_exact ? "exact" : "inferred", err);
+			attr_str(at, "ttftrace.hop.buffering", s->hop_buffering ? "true" : "false",
+				 err);
+			attr_double(at, "ttftrace.hop.held", s->hop_held_ns / 1e9, err);
+		} else {
+			attr_int(at, "server.port", s->hop_upstream_port, err);
+		}
+	}
+}
+
 static void request_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t seed,
 			  int64_t off, int *err)
 {
@@ -346,6 +406,8 @@ static void request_spans(cJSON *spans, const struct otlp_span_src *s, uint64_t 
 		cursor += s->stage_ns[st];
 	}
 	step_spans(spans, s, seed, off, err);
+	if (s->have_hops)
+		hop_spans(spans, s, seed, off, err);
 }
 
 static cJSON *resource_spans(cJSON *rs_arr, const struct otlp_span_src *first, const char *host,

@@ -79,6 +79,17 @@ struct otlp_span_src {
 	char causes[OTLP_MAX_CAUSES][80];	/* "itl #3 41.2 ms: prefill of request 12" */
 	uint32_t n_steps;
 	struct ttf_step_span steps[TTF_MAX_STEP_SPANS];
+	/* through a gateway (user/model/hops.h): one child span per hop */
+	int have_hops;
+	struct otlp_hop {
+		uint32_t tgid;		/* 0: the upstream's process was not traced */
+		char comm[16];
+		uint64_t start_ns, end_ns;
+	} hops[2];		/* [0] the gateway (the request span's own process), [1] the upstream */
+	int hop_exact;		/* the client request - upstream call join */
+	int hop_buffering;
+	int64_t hop_held_ns;
+	uint16_t hop_upstream_port;
 };
 
 /* Copy what the spans need (a may be NULL). */
