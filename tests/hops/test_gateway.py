@@ -10,6 +10,7 @@ joined by the TCP connection both ends see. Truth: the fixture server's log
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -210,11 +211,24 @@ def test_fixture_behind_gateway(procs, tmp_path, sse_server, tracer, clients, ga
 def test_buffering_named(procs, tmp_path, sse_server, tracer):
     srv = sse_server("--ttft-ms", "30", "--itl-ms", "10", "--tokens", "8")
     on = start_nginx(procs, tmp_path, srv.port, buffering=True)
-    tr = tracer("--port", on)
+    mport = free_port()
+    tr = tracer("--port", on, "--metrics", mport)
     for _ in range(6):
         gzip_request(on, 8)
     tr.wait_requests(6, timeout_s=15)
+    time.sleep(1.2)                 # the exporter takes the counters once a second
+    prom = subprocess.run(["curl", "-s", "http://127.0.0.1:%d/metrics" % mport],
+                          capture_output=True, text=True, timeout=10).stdout
     assert tr.stop() == 0, tr.stderr
+    # a bounded label: the seven hop stages, on the gateway's series
+    m = re.search(r'^ttftrace_hop_stage_seconds_count\{[^}]*comm="nginx"[^}]*'
+                  r'stage="gateway_out"[^}]*\} (\d+)$', prom, re.M)
+    assert m and int(m.group(1)) == 6, prom[-3000:]
+    assert len(set(re.findall(r'^ttftrace_hop_stage_seconds_count\{.*stage="(\w+)"', prom,
+                              re.M))) == 7
+    lint = subprocess.run([shutil.which("promtool") or "promtool", "check", "metrics"],
+                          input=prom, capture_output=True, text=True, timeout=30)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr
     recs = tr.requests()
     assert len(recs) == 6
     for r in recs:

@@ -13,6 +13,7 @@
 #include "user/lib/version.h"
 #include "user/model/vocab.h"
 #include "user/export/prom.h"
+#include "user/model/hops.h"
 #include "user/export/prom_pcie.h"
 
 /*
@@ -148,6 +149,7 @@ struct prom_series {
 	int model;		/* index into prom_metrics.models; MODEL_OTHER, MODEL_UNKNOWN */
 	struct histo ttft, tokenize, tpot, itl, e2e;
 	struct histo stage[TTF_ST__ALL];
+	struct histo hop_stage[TTF_HS__MAX];	/* through a gateway (user/model/hops.h) */
 	uint64_t requests[N_CLASSES][TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
 	uint64_t out_tokens, prompt_tokens;
 	uint64_t in_flight;	/* read completely, not finished */
@@ -161,6 +163,7 @@ struct prom_metrics {
 	int n_models;
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
+	int any_hops;		/* a request came through a gateway: hop histograms are out */
 	uint64_t uprobe_hits;
 	int n_counters;
 	struct prom_counter counters[MAX_COUNTERS];
@@ -261,6 +264,8 @@ static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_r
 	init_histo(pm, &s->e2e, PROM_H_E2E);
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		init_histo(pm, &s->stage[i], PROM_H_STAGE);
+	for (int i = 0; i < TTF_HS__MAX; i++)
+		init_histo(pm, &s->hop_stage[i], PROM_H_STAGE);
 	pm->series[pm->n_series++] = s;
 	return s;
 }
@@ -316,6 +321,11 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 				histo__add(&s->stage[st], a->stage_ns[st] / 1e9);
 		if (a->stage_ns[TTF_ST_TOKENIZE] >= 0)
 			histo__add(&s->tokenize, a->stage_ns[TTF_ST_TOKENIZE] / 1e9);
+		if (a->hops) {
+			pm->any_hops = 1;
+			for (int i = 0; i < TTF_HS__MAX; i++)
+				histo__add(&s->hop_stage[i], a->hops->stage_ns[i] / 1e9);
+		}
 	}
 }
 
@@ -532,6 +542,24 @@ static void put_stages(FILE *f, const struct prom_metrics *pm)
 	}
 }
 
+/* Through a gateway: the hop stages (docs/metrics.md M20), only once a request had them. */
+static void put_hop_stages(FILE *f, const struct prom_metrics *pm)
+{
+	char label[PROM_LABEL_BYTES], full[PROM_LABEL_BYTES + 32];
+
+	if (!pm->any_hops)
+		return;
+	put_head(f, "ttftrace_hop_stage_seconds", "histogram",
+		 "TTFT of requests through a gateway split per hop (disjoint, sum to TTFT)");
+	for (int i = 0; i < pm->n_series; i++) {
+		series_label(pm, pm->series[i], label, sizeof(label));
+		for (int k = 0; k < TTF_HS__MAX; k++) {
+			snprintf(full, sizeof(full), "%sstage=\"%s\",", label, ttf_hop_stage_name(k));
+			put_histo(f, "ttftrace_hop_stage_seconds", full, &pm->series[i]->hop_stage[k]);
+		}
+	}
+}
+
 static void put_series_counter(FILE *f, const struct prom_metrics *pm, const char *name,
 			       const char *help, int prompt)
 {
@@ -594,6 +622,7 @@ char *prom_metrics__render(const struct prom_metrics *pm, size_t *len)
 		   "Time to first token of successful requests: first request byte in to first "
 		   "token out of the server", h_ttft);
 	put_stages(f, pm);
+	put_hop_stages(f, pm);
 	put_family(f, pm, "ttftrace_tokenize_seconds",
 		   "Tokenize call of successful requests (a part of the frontend stage)", h_tokenize);
 	put_family(f, pm, "ttftrace_tpot_seconds",
