@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "user/model/hops.h"
 #include "user/export/perfetto.h"
 
 #define US 1000ull
@@ -214,6 +215,51 @@ static void test_request_stages(void **state)
 	cJSON_Delete(j);
 }
 
+/*
+ * Request 9 through a gateway (pid 300) to an upstream (pid 400): the
+ * gateway's slice over the TTFT, the upstream's from where its request was
+ * written (1 ms + 3 us) for 15 us, and two flow arrows between them.
+ */
+static void test_hop_slices(void **state)
+{
+	struct ttf_token_event tev[1] = { { .write_ns = 1 * MS + 20 * US, .n_tokens = 1 } };
+	struct ttf_request r = { .id = 9, .method = "POST", .path = "/v1/completions",
+				 .events = tev, .n_events = 1 };
+	struct ttf_req_metrics m = { .ttft_ns = 20 * US, .e2e_ns = 20 * US, .tpot_ns = -1,
+				     .n_tokens = 1, .grade = '-', .t_start_ns = 1 * MS,
+				     .t_end_ns = 1 * MS + 20 * US };
+	struct ttf_hop_chain c = { .gw_tgid = 300, .up_tgid = 400, .up_req_id = 10, .exact = 1,
+				   .stage_ns = { 0, 1 * US, 2 * US, 15 * US, 1 * US, 1 * US,
+						 0 } };
+	struct ttf_attrib a = { .valid = 1, .hops = &c };
+	struct ttf_sink s;
+	cJSON *j, *evs, *e;
+	int flows = 0;
+
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		a.stage_ns[i] = -1;
+	a.stage_ns[TTF_ST_NET_IN] = 0;
+	a.stage_ns[TTF_ST_SERVER] = 20 * US;
+	assert_int_equal(perfetto_sink__new(path, NULL, &s), 0);
+	s.request(s.ctx, &r, &m, &a);
+	assert_int_equal(s.finish(s.ctx, NULL, 0), 0);
+	s.destroy(s.ctx);
+
+	j = load();
+	evs = cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
+	assert_slice(nth(evs, "X", "hop", 300, 0), "gateway: req 9", 1000, 20);
+	assert_slice(nth(evs, "X", "hop", 400, 0), "upstream: req 9 (its 10)", 1003, 15);
+	cJSON_ArrayForEach(e, evs) {
+		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+
+		if (cJSON_IsString(ph) && (!strcmp(ph->valuestring, "s") ||
+					   !strcmp(ph->valuestring, "f")))
+			flows++;
+	}
+	assert_int_equal(flows, 4);
+	cJSON_Delete(j);
+}
+
 static void gpu_rec(struct gpu_store *g, uint8_t type, uint64_t start_us, uint64_t end_us)
 {
 	struct ttf_gpu_rec r = { .type = type, .start_ns = start_us * US, .end_ns = end_us * US,
@@ -285,6 +331,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_thread_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connection_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_stages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hop_slices, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_tracks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_without_finish, setup, teardown),
 	};

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "user/lib/log.h"
+#include "user/model/hops.h"
 #include "user/model/vocab.h"
 #include "user/export/perfetto.h"
 
@@ -304,6 +305,48 @@ static void flags_arg(struct perfetto *pf, const struct ttf_request *r,
 	fputc(']', pf->f);
 }
 
+/* One end of a flow arrow (ph s/f) of request id's hop; binds to the slice around ts. */
+static void flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint64_t id)
+{
+	ev_begin(pf, ph, ts_ns, pid, pid);
+	ev_name(pf, "hop", "hop");
+	fprintf(pf->f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+}
+
+/*
+ * Through a gateway: its slice on its process's track over the TTFT, the
+ * upstream's slice on the upstream's track (upstream request written ->
+ * first token out), and flow arrows gateway -> upstream -> gateway.
+ */
+static void hop_slices(struct perfetto *pf, const struct ttf_request *r,
+		       const struct ttf_req_metrics *m, const struct ttf_hop_chain *c)
+{
+	uint64_t t = m->t_start_ns, up_start, up_end;
+	char name[64];
+
+	for (int i = 0; i < TTF_HS_UPSTREAM; i++)
+		t += c->stage_ns[i];
+	up_start = t;
+	up_end = t + c->stage_ns[TTF_HS_UPSTREAM];
+	name_process(pf, c->gw_tgid);
+	snprintf(name, sizeof(name), "gateway: req %" PRIu64, r->id);
+	complete(pf, c->gw_tgid, c->gw_tgid, m->t_start_ns, m->ttft_ns > 0 ? m->ttft_ns : 0,
+		 name, "hop");
+	fprintf(pf->f, ",\"args\":{\"join\":\"%s\",\"buffering\":%s}}",
+		c->exact ? "exact" : "inferred", c->buffering ? "true" : "false");
+	if (!c->up_tgid)
+		return;
+	name_process(pf, c->up_tgid);
+	snprintf(name, sizeof(name), "upstream: req %" PRIu64 " (its %" PRIu64 ")", r->id,
+		 c->up_req_id);
+	complete(pf, c->up_tgid, c->up_tgid, up_start, up_end - up_start, name, "hop");
+	fputs("}", pf->f);
+	flow(pf, 's', up_start, c->gw_tgid, 2 * r->id);
+	flow(pf, 'f', up_start, c->up_tgid, 2 * r->id);
+	flow(pf, 's', up_end, c->up_tgid, 2 * r->id + 1);
+	flow(pf, 'f', up_end, c->gw_tgid, 2 * r->id + 1);
+}
+
 static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
 		       const struct ttf_attrib *a)
 {
@@ -348,6 +391,8 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 			fputs("}", pf->f);
 		}
 	}
+	if (a && a->valid && a->hops)
+		hop_slices(pf, r, m, a->hops);
 	for (uint32_t i = 0; i < r->n_events; i++) {
 		ev_begin(pf, 'i', ttf_metrics__event_time(&r->events[i]), PERFETTO_PID_REQUESTS, tid);
 		ev_name(pf, "token", "token");
