@@ -216,6 +216,7 @@ static bool parse_header(struct http_parser *p, const char *l, size_t n)
 		h->chunked = value_has(v, vl, "chunked");
 	} else if (nl == 12 && !strncasecmp(l, "content-type", nl)) {
 		h->event_stream = value_has(v, vl, "text/event-stream");
+		h->ndjson = value_has(v, vl, "application/x-ndjson");
 		h->json = value_has(v, vl, "json");
 	} else if (nl == 10 && !strncasecmp(l, "connection", nl)) {
 		h->conn_close = value_has(v, vl, "close");

@@ -37,6 +37,7 @@ struct http_head {
 	int64_t content_length;	/* -1: no Content-Length */
 	bool chunked;		/* Transfer-Encoding: chunked */
 	bool event_stream;	/* Content-Type: text/event-stream */
+	bool ndjson;		/* Content-Type: application/x-ndjson (Ollama's token stream) */
 	bool json;		/* Content-Type: .../json */
 	bool conn_close;	/* Connection: close */
 	bool expect_continue;	/* requests: Expect: 100-continue (RFC 9110 section 10.1.1) */

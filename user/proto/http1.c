@@ -17,6 +17,7 @@
 #include "user/proto/content_coding.h"
 #include "user/proto/http.h"
 #include "user/proto/recognizer.h"
+#include "user/proto/ndjson.h"
 #include "user/proto/sse.h"
 
 #define BODY_MAX_BYTES (64u * 1024) /* non-streamed body kept to read its usage */
@@ -25,6 +26,7 @@ struct http1 {
 	struct track_conn *tc;
 	struct http_parser *reqp, *respp;
 	struct sse_splitter *sse;
+	bool ndjson;			/* tx's stream is NDJSON lines (ndjson.h), not SSE */
 	struct track_req *rx;		/* request whose bytes are being parsed */
 	struct track_req *tx;		/* request whose response is being parsed */
 	bool body_incomplete;		/* tx's non-streamed body not fully kept */
@@ -201,7 +203,10 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 
 	if (!q)
 		return;
-	sse_classify(data, len, &info);
+	if (s->ndjson)
+		ndjson_classify(data, len, &info);
+	else
+		sse_classify(data, len, &info);
 	usage_of(q, &info);
 	switch (info.kind) {
 	case SSE_EV_TOKEN:
@@ -242,7 +247,7 @@ static void resp_head(void *ctx, struct http_head *h)
 		track_resp_interim(s->tc, q);
 		return;
 	}
-	track_resp_head(q, h->status, h->event_stream);
+	track_resp_head(q, h->status, h->event_stream || h->ndjson);
 	if (h->status >= 400)
 		track_req_flag(q, TTF_REQ_ERROR);
 	if (!strcmp(track_req_info(q)->method, "HEAD"))
@@ -258,7 +263,8 @@ static void resp_head(void *ctx, struct http_head *h)
 			track_resp_opaque(q, 0);
 		}
 	}
-	if (h->event_stream) {
+	s->ndjson = h->ndjson && !h->event_stream;
+	if (h->event_stream || h->ndjson) {
 		if (!s->sse) {
 			s->sse = sse_splitter__new(sse_event, s);
 			if (!s->sse)
@@ -266,6 +272,8 @@ static void resp_head(void *ctx, struct http_head *h)
 		} else {
 			sse_splitter__reset(s->sse);
 		}
+		if (s->sse)
+			sse_splitter__set_lines(s->sse, s->ndjson);
 	}
 }
 

@@ -226,6 +226,7 @@ struct sse_splitter {
 	bool last_cr;		/* the previous feed ended in CR: a leading LF belongs to it */
 	bool tainted;		/* bytes of the current event were not captured */
 	bool skip_line;		/* after a gap: the current line is a fragment */
+	bool lines;		/* NDJSON: every non-empty line is an event (sse_splitter__set_lines) */
 	uint64_t tag_cur;	/* tag of the feed in progress */
 	uint64_t lost;
 };
@@ -277,12 +278,51 @@ static void event_clear(struct sse_splitter *s)
 	s->tainted = false;
 }
 
+/* NDJSON: a line is an event; an optional "data: " prefix is dropped (Ollama's runner). */
+static int end_json_line(struct sse_splitter *s)
+{
+	const char *l = s->line;
+	size_t n = s->line_len;
+
+	s->line_len = 0;
+	if (s->skip_line) {
+		s->skip_line = false;
+		if (s->tainted)
+			s->lost++;	/* the fragment after a gap */
+		s->tainted = false;
+		return 0;
+	}
+	if (s->oversize) {
+		s->oversize = false;
+		s->lost++;
+		return 0;
+	}
+	if (n >= 5 && !memcmp(l, "data:", 5)) {
+		l += 5;
+		n -= 5;
+		if (n && *l == ' ') {
+			l++;
+			n--;
+		}
+	}
+	if (n)
+		s->cb(s->ctx, l, n, s->tag_cur);
+	return 0;
+}
+
+void sse_splitter__set_lines(struct sse_splitter *s, bool lines)
+{
+	s->lines = lines;
+}
+
 static int end_line(struct sse_splitter *s)
 {
 	const char *l = s->line, *v;
 	size_t n = s->line_len, name_len, vlen;
 	int err = 0;
 
+	if (s->lines)
+		return end_json_line(s);
 	s->line_len = 0;
 	if (s->skip_line) {
 		s->skip_line = false;

@@ -15,6 +15,7 @@
 #ifndef TTFTRACE_SSE_H
 #define TTFTRACE_SSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,12 @@ void sse_splitter__free(struct sse_splitter *s);
 int sse_splitter__feed(struct sse_splitter *s, const char *buf, size_t len, uint64_t tag);
 void sse_splitter__gap(struct sse_splitter *s, size_t missing_bytes);
 void sse_splitter__reset(struct sse_splitter *s);
+/*
+ * lines: split NDJSON instead (application/x-ndjson, Ollama): every
+ * non-empty line is one event, an optional "data: " prefix dropped; a line
+ * cut by a gap is dropped and counted. Kept across resets.
+ */
+void sse_splitter__set_lines(struct sse_splitter *s, bool lines);
 /* Events discarded because bytes were missing. */
 uint64_t sse_splitter__lost(const struct sse_splitter *s);
 

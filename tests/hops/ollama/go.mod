@@ -1,0 +1,3 @@
+module ollamashaped
+
+go 1.19
