@@ -293,3 +293,36 @@ def test_llama_server_behind_nginx(procs, tmp_path, tracer):
     # every prompt differs: the forwarded body names each client request's upstream call
     exact = sum(r["hops"][0]["join"] == "exact" for r in recs)
     assert exact >= 0.95 * len(recs), [r["hops"][0]["join_why"] for r in recs]
+
+
+def wait_stderr(tr, text, timeout_s=5):
+    deadline = time.monotonic() + timeout_s
+    while text not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert text in tr.stderr, tr.stderr
+
+
+def test_upstream_restart_followed(procs, tmp_path, sse_server, tracer):
+    """The server behind nginx restarts on the same port: the next upstream
+    call finds the new process, and the chains name it."""
+    up = free_port()
+    old = sse_server("--port", str(up), "--ttft-ms", "20", "--itl-ms", "5", "--tokens", "4")
+    port = start_nginx(procs, tmp_path, up)
+    tr = tracer("--port", port)
+    concurrent(port, 1, 1)          # names the upstream
+    wait_stderr(tr, "tracing PID %d" % old.pid)
+    time.sleep(0.3)
+    concurrent(port, 1, 1)
+    old.stop()
+    new = sse_server("--port", str(up), "--ttft-ms", "20", "--itl-ms", "5", "--tokens", "4")
+    time.sleep(1.1)                 # a known port is looked at again at most once a second
+    concurrent(port, 1, 1)          # finds the new process (and merges)
+    wait_stderr(tr, "tracing PID %d" % new.pid)
+    time.sleep(0.3)
+    concurrent(port, 1, 3)
+    tr.wait_requests(6, timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    recs = sorted(tr.requests(), key=lambda r: r["t_arrival_ns"])   # output order differs
+    assert len(recs) == 6
+    pids = [r["hops"][1]["pid"] for r in recs]
+    assert pids[1] == old.pid and pids[3:] == [new.pid] * 3, [r["hops"][1] for r in recs]

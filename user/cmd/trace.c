@@ -89,8 +89,12 @@ struct tracer {
 	int child_status;
 	int child_done;
 	struct grpc_profile grpc_profile;	/* --grpc-profile; empty without */
-	uint16_t hop_ports[64];	/* upstream ports already looked up */
-	int n_hop_ports;
+	struct {
+		uint16_t port;		/* an upstream port looked up */
+		uint32_t tgid;		/* one process found listening there; 0 none */
+		uint64_t looked_ns;	/* when (event time): looked up at most once a second */
+	} hops[64];
+	int n_hops;
 };
 
 /* An address of this host's loopback, or the connection's own local address. */
@@ -108,13 +112,16 @@ static int local_peer(const struct ttf_conn_addr *a)
  * scheduler filters, engine probes. hop: the process that called the port
  * (NULL: --port's own listener came back). Returns the processes added.
  */
-static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_request *hop)
+static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_request *hop,
+			   uint32_t *found)
 {
 	struct target_set now = { 0 };
 	int added = 0;
 
 	if (target__by_port(&now, port))
 		goto out;
+	if (found)
+		*found = now.tgids[0];
 	for (size_t i = 0, n = now.n; i < n; i++)
 		target__by_pid(&now, now.tgids[i]);
 	for (size_t i = 0; i < now.n; i++) {
@@ -148,16 +155,29 @@ static void on_upstream(void *ctx, const struct ttf_request *u)
 	struct tracer *t = ctx;
 	uint16_t port = u->addr.rport;
 
+	int i;
+
 	if (t->opts->no_hops || !local_peer(&u->addr))
 		return;
-	for (int i = 0; i < t->n_hop_ports; i++)
-		if (t->hop_ports[i] == port)
+	for (i = 0; i < t->n_hops; i++)
+		if (t->hops[i].port == port)
+			break;
+	if (i < t->n_hops) {
+		/* known: look again only when its process is gone (a restart) */
+		if (u->read_first_ns < t->hops[i].looked_ns + 1000000000ull)
 			return;
-	if (t->n_hop_ports == (int)(sizeof(t->hop_ports) / sizeof(t->hop_ports[0])))
-		return;
-	t->hop_ports[t->n_hop_ports++] = port;
-	trace_listeners(t, port, u);
-	net_probe__trace_port(t->probe, port);
+		t->hops[i].looked_ns = u->read_first_ns;
+		if (t->hops[i].tgid && target__alive(t->hops[i].tgid))
+			return;
+	} else {
+		if (t->n_hops == (int)(sizeof(t->hops) / sizeof(t->hops[0])))
+			return;
+		t->hops[t->n_hops++].port = port;
+		net_probe__trace_port(t->probe, port);
+	}
+	t->hops[i].tgid = 0;
+	t->hops[i].looked_ns = u->read_first_ns;
+	trace_listeners(t, port, u, &t->hops[i].tgid);
 }
 
 /* Net records: the tracer follows forks (targets, engine uprobes), the pipeline gets them all. */
@@ -499,7 +519,7 @@ static int any_alive(const struct target_set *ts)
  */
 static int follow_port(struct tracer *t)
 {
-	return trace_listeners(t, t->opts->port, NULL);
+	return trace_listeners(t, t->opts->port, NULL, NULL);
 }
 
 /* 1 when every traced process is gone and none can come back. */
