@@ -26,7 +26,7 @@ pytestmark = needs_root
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 CONF = """daemon off;
-master_process on;
+master_process off;
 worker_processes 1;
 error_log %(dir)s/error.log;
 pid %(dir)s/nginx.pid;
@@ -52,8 +52,9 @@ http {
 
 
 def start_nginx(procs, tmp_path, upstream, buffering=False):
-    """nginx on a free port proxying to 127.0.0.1:upstream. buffering: gzip on
-    for text/event-stream, so nginx holds tokens until its gzip buffer fills."""
+    """nginx on a free port proxying to 127.0.0.1:upstream, one process (no
+    master: a test's kill ends it all). buffering: gzip on for
+    text/event-stream, so nginx holds tokens until its gzip buffer fills."""
     if not os.access(NGINX, os.X_OK):
         pytest.fail("nginx is missing: run tools/setup.sh (apt-get install nginx)")
     d = tmp_path / ("nginx%d" % upstream)

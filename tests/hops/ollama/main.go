@@ -112,6 +112,8 @@ func (s *server) runnerURL() (string, error) {
 		return "", err
 	}
 	cmd.Stderr = os.Stderr
+	// the runner ends with the server, even when the server is killed
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
