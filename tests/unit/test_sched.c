@@ -374,6 +374,43 @@ static void test_limits_and_bad_input(void **state)
 	sched__free(v);
 }
 
+/*
+ * All threads together hold at most max_marks_total: with 64 marks and 4
+ * busy threads each keeps 16 (its share), the older ones are dropped and
+ * counted, and a query that reaches into that dropped time is counted too.
+ * A thread's recent past stays exact.
+ */
+static void test_total_marks_budget(void **state)
+{
+	struct sched_view_opts o = { .max_marks_total = 64 };
+	struct sched_view *v = sched__new(&o);
+	struct sched_stats st;
+	uint64_t ts = 0;
+
+	(void)state;
+	assert_non_null(v);
+	for (int round = 0; round < 100; round++)	/* 100 on/off cycles per thread */
+		for (uint32_t tid = 1; tid <= 4; tid++) {
+			ev(v, ts += 10, tid, TTF_SCHED_IN);
+			ev(v, ts += 10, tid, TTF_SCHED_OUT_BLOCKED);
+		}
+	sched__stats(v, &st);
+	assert_int_equal(st.threads, 4);
+	assert_true(st.marks <= 64);
+	assert_int_equal(st.marks, 4 * 16);
+	assert_int_equal(st.marks_cap, 4 * 200 - 64);
+	assert_int_equal(st.overlays_cut, 0);
+	/* tid 4's last cycle: IN at ts-10, BLOCKED since ts */
+	assert_overlay(v, 4, ts - 10, ts + 0, 10, 0, 0, 0);
+	sched__stats(v, &st);
+	assert_int_equal(st.overlays_cut, 0);
+	/* the first cycles were dropped: unknown, and counted as a cut query */
+	assert_overlay(v, 4, 0, 80, 0, 0, 0, 80);
+	sched__stats(v, &st);
+	assert_int_equal(st.overlays_cut, 1);
+	sched__free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_forget_tgid),
 		cmocka_unit_test(test_overlay_many),
 		cmocka_unit_test(test_limits_and_bad_input),
+		cmocka_unit_test(test_total_marks_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -388,6 +388,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("engine_orphan_prompt_steps", ts->orphan_prompt_steps);
 		C("engine_chunks_claimed_late", ts->chunks_claimed_late);
 		C("engine_steps_evicted", ts->dropped_old);
+		C("engine_steps_capped", ts->steps_capped);
 		C("aborted_requests_seen_by_engine", ts->aborted);
 		C("orphaned_engine_steps", ts->orphaned_steps);
 		C("orphaned_engine_us", ts->orphaned_ns / 1000);
@@ -411,6 +412,8 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		sched__stats(p->sched, &ss);
 		C("sched_inconsistent", ss.inconsistent);
 		C("sched_marks_dropped", ss.marks_horizon + ss.marks_cap);
+		C("sched_marks_capped", ss.marks_cap);
+		C("sched_overlays_cut", ss.overlays_cut);
 		C("sched_threads_refused", ss.threads_refused);
 		C("sched_alloc_failed", ss.alloc_failed);
 	}

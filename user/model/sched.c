@@ -10,6 +10,8 @@
 #define DEF_HORIZON_NS (60ULL * 1000000000ULL)
 #define DEF_MAX_MARKS 65536
 #define DEF_MAX_THREADS 65536
+#define DEF_MAX_MARKS_TOTAL 262144
+#define MIN_SHARE 16
 #define MIN_MARKS 16
 #define GC_PERIOD_NS 1000000000ULL
 #define N_RETIRED 16
@@ -25,6 +27,7 @@ struct thread {
 	struct mark *marks;	/* ring: oldest at head */
 	uint32_t head, n, cap;
 	uint64_t last_ns;	/* newest record applied (reorder clamp) */
+	uint64_t cut_ns;	/* marks before this were dropped by a cap; 0 none */
 	uint64_t exit_ns;
 	struct sched_thread_summary sum;	/* closed intervals only; sum.tid is the key */
 	UT_hash_handle hh;	/* sched_view.threads */
@@ -39,6 +42,7 @@ struct sched_view {
 	uint64_t next_gc_ns;
 	uint64_t hist[SCHED_HIST_BUCKETS];
 	struct sched_stats st;
+	uint64_t *overlays_cut;	/* counted by the const queries: a separate allocation */
 };
 
 static const char *const state_names[] = {
@@ -72,6 +76,14 @@ struct sched_view *sched__new(const struct sched_view_opts *opts)
 		v->opts.max_marks_per_thread = 2;
 	if (!v->opts.max_threads)
 		v->opts.max_threads = DEF_MAX_THREADS;
+	if (!v->opts.max_marks_total)
+		v->opts.max_marks_total = DEF_MAX_MARKS_TOTAL;
+	v->overlays_cut = calloc(1, sizeof(*v->overlays_cut));
+	if (!v->overlays_cut) {
+		free(v);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return v;
 }
 
@@ -86,6 +98,7 @@ void sched__free(struct sched_view *v)
 		free(t->marks);
 		free(t);
 	}
+	free(v->overlays_cut);
 	free(v);
 }
 
@@ -140,10 +153,44 @@ static struct thread *create(struct sched_view *v, uint32_t tid, uint32_t tgid, 
 	return t;
 }
 
-static void drop_oldest(struct thread *t)
+static void drop_oldest(struct sched_view *v, struct thread *t)
 {
 	t->head = (t->head + 1) % t->cap;
 	t->n--;
+	v->st.marks--;
+}
+
+/* Marks one thread may hold: the per-thread cap, or its share of the total. */
+static uint32_t thread_cap(const struct sched_view *v)
+{
+	uint64_t share = v->opts.max_marks_total / (v->st.threads ? v->st.threads : 1);
+
+	if (share < MIN_SHARE)
+		share = MIN_SHARE;
+	return share < v->opts.max_marks_per_thread ? (uint32_t)share : v->opts.max_marks_per_thread;
+}
+
+/* Drop the oldest marks beyond cap (counted), and give back memory far above it. */
+static void cap_thread(struct sched_view *v, struct thread *t, uint32_t cap)
+{
+	struct mark *m;
+
+	while (t->n > cap && t->n >= 2) {
+		drop_oldest(v, t);
+		v->st.marks_cap++;
+		t->cut_ns = mark_at(t, 0)->ts_ns;
+	}
+	if (t->cap <= 2 * cap || t->cap <= MIN_MARKS || t->n > t->cap / 4)
+		return;
+	m = malloc((t->cap / 2) * sizeof(*m));
+	if (!m)
+		return;	/* keep the larger ring */
+	for (uint32_t i = 0; i < t->n; i++)
+		m[i] = *mark_at(t, i);
+	free(t->marks);
+	t->marks = m;
+	t->head = 0;
+	t->cap /= 2;
 }
 
 /* Drop state changes whose interval ended more than the horizon before now_ns. */
@@ -152,7 +199,7 @@ static void trim(struct sched_view *v, struct thread *t, uint64_t now_ns)
 	if (now_ns < v->opts.horizon_ns)
 		return;
 	while (t->n >= 2 && mark_at(t, 1)->ts_ns < now_ns - v->opts.horizon_ns) {
-		drop_oldest(t);
+		drop_oldest(v, t);
 		v->st.marks_horizon++;
 	}
 }
@@ -197,6 +244,7 @@ static int set_state(struct sched_view *v, struct thread *t, uint64_t ts_ns,
 		     enum sched_state st, bool partial)
 {
 	struct mark *cur = last_mark(t);
+	uint32_t cap;
 	uint64_t dur;
 
 	if (cur && cur->state == st)
@@ -222,19 +270,16 @@ static int set_state(struct sched_view *v, struct thread *t, uint64_t ts_ns,
 		}
 	}
 	trim(v, t, ts_ns);
-	if (t->n == t->cap) {
-		if (t->cap < v->opts.max_marks_per_thread) {
-			if (grow(t, v->opts.max_marks_per_thread)) {
-				v->st.alloc_failed++;
-				return -ENOMEM;
-			}
-		} else {
-			drop_oldest(t);
-			v->st.marks_cap++;
-		}
+	cap = thread_cap(v);
+	if (t->n >= cap)
+		cap_thread(v, t, cap - 1);
+	if (t->n == t->cap && grow(t, cap)) {
+		v->st.alloc_failed++;
+		return -ENOMEM;
 	}
 	*mark_at(t, t->n) = (struct mark){ .ts_ns = ts_ns, .state = st, .partial = partial };
 	t->n++;
+	v->st.marks++;
 	return 0;
 }
 
@@ -256,14 +301,17 @@ static void retire(struct sched_view *v, const struct sched_thread_summary *s)
 
 static void gc(struct sched_view *v, uint64_t now_ns)
 {
+	uint32_t cap = thread_cap(v);
 	struct thread *t, *tmp;
 
 	HASH_ITER(hh, v->threads, t, tmp) {
 		trim(v, t, now_ns);
+		cap_thread(v, t, cap);
 		if (cur_state(t) == SCHED_EXITED && t->exit_ns + v->opts.horizon_ns < now_ns) {
 			t->sum.exited = true;
 			retire(v, &t->sum);
 			HASH_DEL(v->threads, t);
+			v->st.marks -= t->n;
 			free(t->marks);
 			free(t);
 			v->st.threads--;
@@ -428,6 +476,8 @@ static void overlay_thread(const struct sched_view *v, const struct thread *t, u
 {
 	int64_t i = search(t, a);
 
+	if (t->cut_ns && a < t->cut_ns && b > a)
+		(*v->overlays_cut)++;
 	if (i < 0)
 		i = 0;	/* [a, first mark) is unknown */
 	for (; i < t->n; i++) {
@@ -559,6 +609,7 @@ void sched__runq_hist(const struct sched_view *v, uint64_t out[SCHED_HIST_BUCKET
 void sched__stats(const struct sched_view *v, struct sched_stats *out)
 {
 	*out = v->st;
+	out->overlays_cut = *v->overlays_cut;
 }
 
 int sched__attrib_overlay(void *view, uint32_t tid, uint64_t start_ns, uint64_t end_ns,

@@ -25,8 +25,12 @@
  *
  * Memory is bounded: a thread keeps the state changes of the last
  * horizon_ns of event time, at most max_marks_per_thread of them (16 bytes
- * each); older ones are dropped and counted, and queries see that time as
- * unknown. Exited threads are freed horizon_ns after their exit. Live
+ * each), and all threads together at most max_marks_total: a thread holds at
+ * most its share, max_marks_total / threads (never under 16), so at 64 busy
+ * threads each keeps 4096 by default. Older ones are dropped and counted
+ * (marks_horizon, marks_cap), and queries see that time as unknown; a query
+ * that reaches into time dropped by a cap (not by the horizon) is counted in
+ * overlays_cut. Exited threads are freed horizon_ns after their exit. Live
  * threads that are not seen for longer (a worker blocked for minutes, a
  * busy-polling thread that never switches) are kept, trimmed to their one
  * current state. At most max_threads threads; records of more are dropped
@@ -60,6 +64,7 @@ enum sched_state {
 struct sched_view_opts {
 	uint64_t horizon_ns;		/* 0: 60 s */
 	uint32_t max_marks_per_thread;	/* 0: 65536 (1 MiB per thread) */
+	uint32_t max_marks_total;	/* 0: 262144 (4 MiB for all threads) */
 	uint32_t max_threads;		/* 0: 65536 */
 };
 
@@ -91,7 +96,9 @@ struct sched_stats {
 	uint64_t threads_freed;		/* exited threads freed after the horizon */
 	uint64_t threads_refused;	/* records dropped: max_threads reached */
 	uint64_t marks_horizon;		/* state changes dropped: older than the horizon */
-	uint64_t marks_cap;		/* state changes dropped: max_marks_per_thread */
+	uint64_t marks_cap;		/* state changes dropped: a per-thread cap or share */
+	uint64_t marks;			/* state changes held now, all threads */
+	uint64_t overlays_cut;		/* queries that began before a thread's capped-off time */
 	uint64_t reordered;		/* records older than their thread's last record */
 	uint64_t inconsistent;		/* transitions implying a lost record: interval unknown */
 	uint64_t alloc_failed;		/* records dropped: out of memory */

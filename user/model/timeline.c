@@ -7,7 +7,7 @@
 #include "user/model/timeline.h"
 
 #define MAX_OPEN 256		/* entries waiting for their return */
-#define MAX_STEPS 200000	/* steps kept for queries */
+#define MAX_STEPS 65536	/* steps kept for queries: 10 MiB at 152 bytes each */
 #define MAX_SEQ_STATE 256
 
 /* A completed call (tokenize or step) waiting for the watermark. */
@@ -209,6 +209,8 @@ static void store_step(struct timeline *tl, const struct tl_step *s)
 	while (tl->n_steps && (tl->n_steps == MAX_STEPS ||
 			       step_at(tl, 0)->end_ns + tl->horizon_ns < s->start_ns)) {
 		tl->steps_head = (tl->steps_head + 1) % MAX_STEPS;
+		if (tl->n_steps == MAX_STEPS)
+			tl->stats.steps_capped++;
 		tl->n_steps--;
 		tl->stats.dropped_old++;
 	}

@@ -118,6 +118,7 @@ struct timeline_stats {
 	uint64_t orphan_prompt_steps;	/* a prompt step with no waiting ticket */
 	uint64_t chunks_claimed_late;	/* first chunks with no ticket, given with a later chunk */
 	uint64_t dropped_old;		/* items evicted by the memory bound */
+	uint64_t steps_capped;		/* of them, steps evicted by the count cap before the horizon */
 	uint64_t aborted;		/* requests whose client left before the response ended */
 	uint64_t orphaned_steps;	/* engine steps that served an aborted request */
 	uint64_t orphaned_ns;		/* their time (a batch's time split by its sequences) */
