@@ -20,7 +20,7 @@
 #define MAX_SINKS 8
 #define MAX_SOURCES 8
 #define MAX_COUNTERS 192
-#define OWN_COUNTERS 40		/* the pipeline's own, at most */
+#define OWN_COUNTERS 64		/* the pipeline's own, at most (own_counters() stops there) */
 
 struct deferred {
 	struct ttf_request r;	/* deep copy: owns r.events */
@@ -362,7 +362,11 @@ struct ttf_records pipeline__records(struct pipeline *p)
 
 /* ---- counters ---- */
 
-#define C(n, v) c[k++] = (struct report_counter){ n, v }
+#define C(n, v)                                                                      \
+	do {                                                                         \
+		if (k < OWN_COUNTERS)                                                \
+			c[k++] = (struct report_counter){ n, v };                    \
+	} while (0)
 
 /* The pipeline's own: what its models counted. Returns how many (<= OWN_COUNTERS). */
 static int own_counters(struct pipeline *p, struct report_counter *c)
