@@ -30,6 +30,16 @@ static const char gpu_attach_doc[] =
 "touching nothing, when ptrace is not allowed, the collector is loaded already, or the "
 "process's libc has no dlopen(). What it does to the process: docs/cupti.md A9."
 "\v"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("ttftrace gpu-attach -p $(pidof python3)",
+	       "Attach, print the collector's report")
+SUBCMD_EXAMPLE("ttftrace -p 1234 --gpu-attach",
+	       "The same, then trace PID 1234")
+SUBCMD_EXAMPLE("ttftrace gpu-attach -p 1234 --lib /opt/ttftrace/" GPU_ATTACH_LIB_NAME,
+	       "A collector library elsewhere")
+SUBCMD_EXAMPLE("TTFTRACE_CUPTI_SOCK=/run/ttf.sock ttftrace gpu-attach -p 1234",
+	       "Report to a path socket")
+"\n"
 "EXIT STATUS:\n"
 "  0   attached; CUPTI activity enabled (or no report: a tracer listens)\n"
 "  2   bad command line, or no collector library\n"
@@ -40,13 +50,7 @@ static const char gpu_attach_doc[] =
 "  12  attached: the collector found no CUDA in the process\n"
 "  14  refused: ptrace not allowed (Yama ptrace_scope, another user, no CAP_SYS_PTRACE,\n"
 "      a container), the collector loaded already, no dlopen() in its libc, the process\n"
-"      traced already or stopped, or no thread blocked in a system call\n"
-"\n"
-"EXAMPLES:\n"
-"  ttftrace gpu-attach -p $(pidof python3)     # attach, print the collector's report\n"
-"  ttftrace -p 1234 --gpu-attach               # the same, then trace PID 1234\n"
-"  ttftrace gpu-attach -p 1234 --lib /opt/ttftrace/" GPU_ATTACH_LIB_NAME "\n"
-"  TTFTRACE_CUPTI_SOCK=/run/ttf.sock ttftrace gpu-attach -p 1234  # a path socket";
+"      traced already or stopped, or no thread blocked in a system call";
 
 enum { OPT_LIB = 0x100, OPT_SOCK, OPT_TIMEOUT, OPT_WAIT };
 
