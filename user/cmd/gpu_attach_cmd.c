@@ -17,6 +17,7 @@
 #include "user/cmd/gpu_attach.h"
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
+#include "user/lib/install_paths.h"
 #include "user/probe/gpu_rx.h"
 
 #define WAIT_DEFAULT_MS 5000
@@ -57,7 +58,8 @@ enum { OPT_LIB = 0x100, OPT_SOCK, OPT_TIMEOUT, OPT_WAIT };
 static const struct argp_option gpu_attach_options[] = {
 	{ "pid", 'p', "PID", 0, "The process to attach to (required)", 0 },
 	{ "lib", OPT_LIB, "PATH", 0, "The collector library (default: " GPU_ATTACH_LIB_NAME
-	  " next to ttftrace, or in its .output/)", 0 },
+	  " in ttftrace's .output/, next to it, or in " TTF_LIB_DIR_FROM_BIN " from it, "
+	  "else " TTF_LIB_DIR ")", 0 },
 	{ "sock", OPT_SOCK, "NAME", 0, "Socket the collector reports to: @name (abstract) or a "
 	  "path (default $TTFTRACE_CUPTI_SOCK, else " TTF_GPU_SOCK_DEFAULT ")", 0 },
 	{ "timeout-ms", OPT_TIMEOUT, "MS", 0, "Longest the process's thread may take to stop, "
