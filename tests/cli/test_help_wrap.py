@@ -4,7 +4,8 @@
 At 80 and 120 columns: no line reaches the width, no line is only blanks
 (glibc's argp writes one when a text ends exactly at the margin), and every
 example is whole: its command line on a line of its own, the same at both
-widths, with its description indented below it.
+widths, with its description indented below it; the EXIT STATUS table is
+the same at 80 columns as at 200 (none of its lines is wrapped).
 """
 import os
 import subprocess
@@ -45,6 +46,14 @@ def examples(text):
     return out
 
 
+def exit_table(text):
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("EXIT STATUS:"))
+    end = lines.index("", start)
+    assert end - start > 3, lines[start:]
+    return lines[start:end]
+
+
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[c or "ttftrace" for c in COMMANDS])
 def test_help_fits_the_width(cmd):
     widths = {}
@@ -65,5 +74,7 @@ def test_help_fits_the_width(cmd):
             ex80 = ex
     # the same examples, unbroken, at both widths; the wider help uses the width
     assert examples(help_text(cmd, 120)) == ex80
+    # the exit code table is laid out for 80 columns: argp breaks none of its lines
+    assert exit_table(help_text(cmd, 80)) == exit_table(help_text(cmd, 200))
     if cmd == "":
         assert widths[120] > 80, widths

@@ -45,13 +45,15 @@ SUBCMD_EXAMPLE("TTFTRACE_CUPTI_SOCK=/run/ttf.sock ttftrace gpu-attach -p 1234",
 "  0   attached; CUPTI activity enabled (or no report: a tracer listens)\n"
 "  2   bad command line, or no collector library\n"
 "  5   no such process\n"
-"  6   attached, but the library did not load or CUPTI could not be enabled (restored)\n"
+"  6   attached, but the library did not load or CUPTI could not be enabled\n"
+"      (the thread restored)\n"
 "  7   the process exited during the attach\n"
 "  9   internal error\n"
 "  12  attached: the collector found no CUDA in the process\n"
-"  14  refused: ptrace not allowed (Yama ptrace_scope, another user, no CAP_SYS_PTRACE,\n"
-"      a container), the collector loaded already, no dlopen() in its libc, the process\n"
-"      traced already or stopped, or no thread blocked in a system call";
+"  14  refused: ptrace not allowed (Yama ptrace_scope, another user, no\n"
+"      CAP_SYS_PTRACE, a container), the collector loaded already, no dlopen()\n"
+"      in its libc, the process traced already or stopped, or no thread\n"
+"      blocked in a system call";
 
 enum { OPT_LIB = 0x100, OPT_SOCK, OPT_TIMEOUT, OPT_WAIT };
 

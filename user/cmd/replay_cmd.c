@@ -45,7 +45,7 @@ SUBCMD_EXAMPLE("ttftrace replay run.rec --json -o run.ndjson && ttftrace report 
 	       "NDJSON, then its HTML page")
 "\n"
 "EXIT STATUS:\n"
-"  0   ok (also for a recording cut short by a killed tracer: a warning says so)\n"
+"  0   ok (also a recording cut short by a killed tracer; a warning says so)\n"
 "  2   bad command line\n"
 "  8   the output cannot be written\n"
 "  9   internal error\n"
