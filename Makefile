@@ -258,4 +258,75 @@ gpu-check:
 qemu-test: all
 	$(Q)tests/qemu/run.py --out $(OUTPUT)/qemu
 
+
+# --- Install ------------------------------------------------------------------------
+#   make install [PREFIX=/usr/local] [DESTDIR=]   make uninstall [same PREFIX, DESTDIR]
+# Installs the binary, the engine profiles, the CUPTI collector (when the CUDA headers
+# are there to build it), the man page, bash completion, the systemd unit, the Grafana
+# dashboard and the Prometheus alert rules (README "Installing, and running as a
+# service"). The installed binary is linked apart ($(OUTPUT)/install/ttftrace): the
+# objects that look for installed files (user/lib/install_paths.h) are compiled again
+# with TTF_PREFIX=$(PREFIX) and rebuilt when PREFIX changes, so ./ttftrace stays as
+# it was built.
+PREFIX ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
+TTF_BINDIR := $(PREFIX)/bin
+TTF_DATADIR := $(PREFIX)/share/ttftrace
+TTF_LIBDIR := $(PREFIX)/lib/ttftrace
+TTF_MAN8DIR := $(PREFIX)/share/man/man8
+TTF_BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+TTF_UNITDIR := $(PREFIX)/lib/systemd/system
+TTF_INST_OUT := $(OUTPUT)/install
+TTF_PATH_SRCS := user/probe/profile.c user/cmd/gpu_attach.c user/cmd/gpu_attach_cmd.c
+TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_PATH_SRCS))
+TTF_PREFIX_STAMP := $(TTF_INST_OUT)/prefix
+TTF_INST_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB))
+
+.PHONY: install uninstall ttf-prefix-check
+ttf-prefix-check:
+
+# rewritten only when PREFIX differs from the last build's
+$(TTF_PREFIX_STAMP): ttf-prefix-check
+	$(Q)mkdir -p $(dir $@)
+	$(Q)echo '$(PREFIX)' | cmp -s - $@ || echo '$(PREFIX)' > $@
+
+$(TTF_INST_OUT)/user/%.o: user/%.c $(TTF_PREFIX_STAMP) | $(SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -DTTF_PREFIX='"$(PREFIX)"' $(DEPFLAGS) -c $< -o $@
+
+$(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_PATH_SRCS)),$(USER_OBJS)) $(TTF_INST_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+install: $(TTF_INST_OUT)/ttftrace $(TTF_INST_CUPTI)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(TTF_BINDIR) $(DESTDIR)$(TTF_DATADIR)/profiles \
+		$(DESTDIR)$(TTF_MAN8DIR) $(DESTDIR)$(TTF_BASHCOMPDIR) $(DESTDIR)$(TTF_UNITDIR)
+	$(Q)$(INSTALL) -m 0755 $(TTF_INST_OUT)/ttftrace $(DESTDIR)$(TTF_BINDIR)/ttftrace
+	$(Q)$(INSTALL) -m 0644 profiles/*.ini $(DESTDIR)$(TTF_DATADIR)/profiles/
+	$(Q)$(INSTALL) -m 0644 deploy/grafana/ttftrace-dashboard.json \
+		deploy/prometheus/ttftrace-alerts.yml $(DESTDIR)$(TTF_DATADIR)/
+	$(Q)$(INSTALL) -m 0644 deploy/systemd/ttftrace.default $(DESTDIR)$(TTF_DATADIR)/
+	$(Q)sed 's|/usr/local/|$(PREFIX)/|g' deploy/man/ttftrace.8 > $(DESTDIR)$(TTF_MAN8DIR)/ttftrace.8
+	$(Q)chmod 0644 $(DESTDIR)$(TTF_MAN8DIR)/ttftrace.8
+	$(Q)$(INSTALL) -m 0644 deploy/completion/ttftrace.bash $(DESTDIR)$(TTF_BASHCOMPDIR)/ttftrace
+	$(Q)sed 's|@BINDIR@|$(TTF_BINDIR)|g' deploy/systemd/ttftrace.service.in \
+		> $(DESTDIR)$(TTF_UNITDIR)/ttftrace.service
+	$(Q)chmod 0644 $(DESTDIR)$(TTF_UNITDIR)/ttftrace.service
+ifneq ($(TTF_INST_CUPTI),)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(TTF_LIBDIR)
+	$(Q)$(INSTALL) -m 0755 $(CUPTI_LIB) $(DESTDIR)$(TTF_LIBDIR)/
+else
+	@echo "install: no $(CUDA_HOME)/include/cupti.h: the CUPTI collector is not built or installed (CUDA_HOME=...)"
+endif
+
+uninstall:
+	$(call msg,UNINSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(DESTDIR)$(TTF_BINDIR)/ttftrace $(DESTDIR)$(TTF_MAN8DIR)/ttftrace.8 \
+		$(DESTDIR)$(TTF_BASHCOMPDIR)/ttftrace $(DESTDIR)$(TTF_UNITDIR)/ttftrace.service
+	$(Q)rm -rf $(DESTDIR)$(TTF_DATADIR) $(DESTDIR)$(TTF_LIBDIR)
+# --- end install block --------------------------------------------------------------
+
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)

@@ -12,6 +12,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       bpftrace	# bench/overhead.sh: the bpftrace baseline
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/export: the real Prometheus scrapes --metrics
+      python3-yaml man-db groff-base systemd	# tests/packaging: alert rule tests, man -l, systemd-analyze
       nginx haproxy curl	# tests/hops, make demo-hops: real gateways in front of a traced server
       chromium	# tests/report: renders `ttftrace report` pages headless
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG

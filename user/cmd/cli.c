@@ -33,12 +33,22 @@ static const char doc[] =
 "COMMANDS:"
 "\v"
 "EXAMPLES:\n"
-"    ttftrace --port 8080            # trace the server listening on port 8080\n"
-"    ttftrace -p 1234 -d 60          # trace PID 1234 and its children, 60 s\n"
-"    ttftrace --comm llama-server    # trace every process named llama-server\n"
-"    ttftrace -c './server --port 8080'  # start a server, trace until it exits\n"
-"    ttftrace --port 8080 --json -o run.ndjson   # one JSON object per request\n"
-"    ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1  # engine step\n"
+SUBCMD_EXAMPLE("ttftrace --port 8080",
+	       "Trace the server listening on port 8080")
+SUBCMD_EXAMPLE("ttftrace -p 1234 -d 60",
+	       "Trace PID 1234 and its children for 60 s")
+SUBCMD_EXAMPLE("ttftrace --comm llama-server",
+	       "Trace every process named llama-server")
+SUBCMD_EXAMPLE("ttftrace -c './server --port 8080'",
+	       "Start a server, trace it until it exits")
+SUBCMD_EXAMPLE("ttftrace --port 8080 --json -o run.ndjson",
+	       "One JSON object per request, then the summary")
+SUBCMD_EXAMPLE("ttftrace --port 8080 -i 10",
+	       "A summary of the last 10 s every 10 s (bcc's interval), then the run's")
+SUBCMD_EXAMPLE("ttftrace --port 8080 --metrics 9464",
+	       "Serve Prometheus metrics on 127.0.0.1:9464/metrics")
+SUBCMD_EXAMPLE("ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1",
+	       "Also time the engine's steps with a uprobe")
 "\n"
 "EXIT STATUS: (one table for all commands: README.md \"Exit codes\")\n"
 "  0   ok (also: -c CMD ended, -d ended, Ctrl-C)\n"
@@ -51,7 +61,7 @@ static const char doc[] =
 "  8   output cannot be written\n"
 "  9   internal error\n"
 "  10  an --slo not met (after the summary)\n"
-"  14  --gpu-attach refused (ptrace not allowed, the collector loaded already, ...)";
+"  14  --gpu-attach refused (ptrace not allowed, collector loaded already, ...)";
 
 /* Appends "  NAME  ARGS  SUMMARY" per subcommand to the text before \v. */
 /* argp's state->next when it met an option it does not know or one missing its value */
@@ -95,12 +105,15 @@ enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SC
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
-	{ "pid", 'p', "PID", 0, "Trace this process, its threads and later children", 1 },
+	{ "pid", 'p', "PID", 0, "Trace this process, its threads and the children it starts later", 1 },
 	{ "comm", OPT_COMM, "NAME", 0, "Trace processes with this command name (now and later)", 1 },
 	{ "port", OPT_PORT, "PORT", 0, "Trace the process listening on this TCP port, and the next one after it exits", 1 },
 	{ "cmd", 'c', "CMD", 0, "Start CMD with /bin/sh -c and trace it until it exits", 1 },
 	{ NULL, 0, NULL, 0, "Output:", 2 },
 	{ "duration", 'd', "SECONDS", 0, "Stop after this many seconds", 2 },
+	{ "interval", 'i', "SECONDS", 0,
+	  "Every SECONDS, a summary line of the requests finished in those seconds "
+	  "(with --json an object of type interval)", 2 },
 	{ "json", OPT_JSON, NULL, 0, "NDJSON: one object per request, then a summary object", 2 },
 	{ "output", 'o', "FILE", 0, "Write requests and summary to FILE instead of stdout", 2 },
 	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
@@ -113,8 +126,8 @@ static const struct argp_option options[] = {
 	  "PATH:SYMBOL=ROLE[:ARGSPEC], ROLE step|tokenize|sample|sync|detokenize; repeatable", 3 },
 	{ "no-profile", OPT_NO_PROFILE, NULL, 0, "No automatic engine profile", 3 },
 	{ "gpu-attach", OPT_GPU_ATTACH, NULL, 0,
-	  "First load the CUPTI collector into the running targets (ptrace; see `ttftrace "
-	  "gpu-attach --help`)", 3 },
+	  "First load the CUPTI collector into the running targets with ptrace (see "
+	  "`ttftrace gpu-attach --help`)", 3 },
 	{ "grpc-profile", OPT_GRPC_PROFILE, "FILE", 0,
 	  "Where gRPC response messages hold their tokens (lines: /pkg.Service/Method FIELD[.FIELD][#]); "
 	  "without it gRPC messages count as chunks", 3 },
@@ -123,7 +136,7 @@ static const struct argp_option options[] = {
 	  "Payload prefix captured per read (default 1024, max 8192)", 4 },
 	{ "capture-send-bytes", OPT_CAPTURE_SEND, "N", 0,
 	  "Payload prefix captured per write (default 8192, max 8192)", 4 },
-	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, power of two (default 16)", 4 },
+	{ "ringbuf-mb", OPT_RINGBUF, "MB", 0, "Ring buffer size in MiB, a power of two (default 16)", 4 },
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
 	{ "no-hops", OPT_NO_HOPS, NULL, 0,
 	  "Do not trace the local upstreams a traced gateway calls (one process's view)", 4 },
@@ -249,6 +262,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (errno || end == arg || *end || o->duration_s <= 0 || o->duration_s > 1e7)
 			subcmd__usage_fail("ttftrace", "invalid duration '%s' (seconds > 0)", arg);
 		break;
+	case 'i':
+		errno = 0;
+		o->interval_s = strtod(arg, &end);
+		if (errno || end == arg || *end || !(o->interval_s >= 0.01) || o->interval_s > 1e6)
+			subcmd__usage_fail("ttftrace", "invalid interval '%s' (seconds, 0.01 or more)",
+					   arg);
+		break;
 	case OPT_JSON:
 		o->json = 1;
 		break;
@@ -355,10 +375,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case 'h':
 	case '?':
-		argp_help(cli_argp, stdout, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, "ttftrace");
+		subcmd__help(cli_argp, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, "ttftrace");
 		exit(TTF_EXIT_OK);
 	case OPT_USAGE:
-		argp_help(cli_argp, stdout, ARGP_HELP_USAGE, "ttftrace");
+		subcmd__help(cli_argp, ARGP_HELP_USAGE, "ttftrace");
 		exit(TTF_EXIT_OK);
 	case 'V': {
 		struct utsname u;

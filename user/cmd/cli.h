@@ -26,6 +26,7 @@ struct ttf_opts {
 	uint16_t port;		/* --port: the server's listening port */
 	const char *cmd;	/* -c */
 	double duration_s;	/* -d; 0 = until Ctrl-C or the target exits */
+	double interval_s;	/* -i: interval summaries every this many seconds; 0 = none */
 	int json;		/* --json: NDJSON */
 	const char *output;	/* -o FILE; NULL = stdout */
 	int verbose;		/* -v count */

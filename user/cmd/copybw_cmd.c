@@ -21,18 +21,21 @@ static const char copybw_doc[] =
 "copying from pageable memory gets, never how fast the link is. Judge the link by pinned "
 "copies of a few MiB or more.\n"
 "\n"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("ttftrace copybw",
+	       "All sizes, directions and memories")
+SUBCMD_EXAMPLE("ttftrace copybw -d 1 -m pinned",
+	       "Pinned memory only, CUDA device 1")
+SUBCMD_EXAMPLE("ttftrace copybw -s 16M,256M -n 20 -j",
+	       "Two sizes, 20 copies each, JSON")
+"\n"
 "EXIT STATUS:\n"
 "  0   ok\n"
 "  2   bad command line\n"
 "  5   no NVIDIA GPU, or no CUDA device -d N\n"
 "  9   internal error (out of host memory)\n"
 "  12  the CUDA runtime or driver cannot be loaded\n"
-"  13  a CUDA call failed during the test\n"
-"\n"
-"EXAMPLES:\n"
-"  ttftrace copybw                      # all sizes, directions and memories\n"
-"  ttftrace copybw -d 1 -m pinned       # pinned only, CUDA device 1\n"
-"  ttftrace copybw -s 16M,256M -n 20 -j # two sizes, 20 copies each, JSON";
+"  13  a CUDA call failed during the test";
 
 enum { OPT_RAMP = 0x100, OPT_DIR, OPT_CUDART };
 

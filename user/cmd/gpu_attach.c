@@ -15,6 +15,7 @@
 #include "cupti/gpu_wire.h"
 #include "user/cmd/gpu_attach.h"
 #include "user/lib/exit.h"
+#include "user/lib/install_paths.h"
 #include "user/probe/inject_check.h"
 #include "user/probe/inject_lib.h"
 
@@ -47,15 +48,20 @@ int gpu_attach__find_lib(const char *path, char *out, size_t len)
 		slash = strrchr(exe, '/');
 		if (slash)
 			*slash = '\0';
-		for (int i = 0; i < 2; i++) {
-			snprintf(cand, sizeof(cand), "%s/%s%s", exe, i ? "" : ".output/",
-				 GPU_ATTACH_LIB_NAME);
+		/* the build tree, next to the binary, an installed tree relative to it */
+		static const char *const rel[] = { ".output/", "", TTF_LIB_DIR_FROM_BIN "/" };
+
+		for (int i = 0; i < 3; i++) {
+			snprintf(cand, sizeof(cand), "%s/%s%s", exe, rel[i], GPU_ATTACH_LIB_NAME);
 			if (!access(cand, R_OK) && realpath(cand, out))
 				return 0;
 		}
 	}
-	fprintf(stderr, "Error: %s not found next to the ttftrace binary (nor in .output/)\n",
-		GPU_ATTACH_LIB_NAME);
+	snprintf(cand, sizeof(cand), "%s/%s", TTF_LIB_DIR, GPU_ATTACH_LIB_NAME);
+	if (!access(cand, R_OK) && realpath(cand, out))
+		return 0;
+	fprintf(stderr, "Error: %s not found next to the ttftrace binary (nor in .output/, "
+		TTF_LIB_DIR_FROM_BIN " from it, or " TTF_LIB_DIR ")\n", GPU_ATTACH_LIB_NAME);
 	fprintf(stderr, "HINT: build it with `make`, or give its path with --lib\n");
 	return -ENOENT;
 }

@@ -26,7 +26,8 @@ struct gpu_attach_opts {
 
 /*
  * The collector: path when given (must exist), else GPU_ATTACH_LIB_NAME in
- * .output/ next to the ttftrace binary, or next to it. out gets the absolute
+ * .output/ next to the ttftrace binary, next to it, in ../lib/ttftrace from
+ * it, or in TTF_LIB_DIR (user/lib/install_paths.h). out gets the absolute
  * path. 0, or -ENOENT with "Error:"/"HINT:" printed.
  */
 int gpu_attach__find_lib(const char *path, char *out, size_t len);

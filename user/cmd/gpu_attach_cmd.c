@@ -17,6 +17,7 @@
 #include "user/cmd/gpu_attach.h"
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
+#include "user/lib/install_paths.h"
 #include "user/probe/gpu_rx.h"
 
 #define WAIT_DEFAULT_MS 5000
@@ -30,30 +31,37 @@ static const char gpu_attach_doc[] =
 "touching nothing, when ptrace is not allowed, the collector is loaded already, or the "
 "process's libc has no dlopen(). What it does to the process: docs/cupti.md A9."
 "\v"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("ttftrace gpu-attach -p $(pidof python3)",
+	       "Attach, print the collector's report")
+SUBCMD_EXAMPLE("ttftrace -p 1234 --gpu-attach",
+	       "The same, then trace PID 1234")
+SUBCMD_EXAMPLE("ttftrace gpu-attach -p 1234 --lib /opt/ttftrace/" GPU_ATTACH_LIB_NAME,
+	       "A collector library elsewhere")
+SUBCMD_EXAMPLE("TTFTRACE_CUPTI_SOCK=/run/ttf.sock ttftrace gpu-attach -p 1234",
+	       "Report to a path socket")
+"\n"
 "EXIT STATUS:\n"
 "  0   attached; CUPTI activity enabled (or no report: a tracer listens)\n"
 "  2   bad command line, or no collector library\n"
 "  5   no such process\n"
-"  6   attached, but the library did not load or CUPTI could not be enabled (restored)\n"
+"  6   attached, but the library did not load or CUPTI could not be enabled\n"
+"      (the thread restored)\n"
 "  7   the process exited during the attach\n"
 "  9   internal error\n"
 "  12  attached: the collector found no CUDA in the process\n"
-"  14  refused: ptrace not allowed (Yama ptrace_scope, another user, no CAP_SYS_PTRACE,\n"
-"      a container), the collector loaded already, no dlopen() in its libc, the process\n"
-"      traced already or stopped, or no thread blocked in a system call\n"
-"\n"
-"EXAMPLES:\n"
-"  ttftrace gpu-attach -p $(pidof python3)     # attach, print the collector's report\n"
-"  ttftrace -p 1234 --gpu-attach               # the same, then trace PID 1234\n"
-"  ttftrace gpu-attach -p 1234 --lib /opt/ttftrace/" GPU_ATTACH_LIB_NAME "\n"
-"  TTFTRACE_CUPTI_SOCK=/run/ttf.sock ttftrace gpu-attach -p 1234  # a path socket";
+"  14  refused: ptrace not allowed (Yama ptrace_scope, another user, no\n"
+"      CAP_SYS_PTRACE, a container), the collector loaded already, no dlopen()\n"
+"      in its libc, the process traced already or stopped, or no thread\n"
+"      blocked in a system call";
 
 enum { OPT_LIB = 0x100, OPT_SOCK, OPT_TIMEOUT, OPT_WAIT };
 
 static const struct argp_option gpu_attach_options[] = {
 	{ "pid", 'p', "PID", 0, "The process to attach to (required)", 0 },
 	{ "lib", OPT_LIB, "PATH", 0, "The collector library (default: " GPU_ATTACH_LIB_NAME
-	  " next to ttftrace, or in its .output/)", 0 },
+	  " in ttftrace's .output/, next to it, or in " TTF_LIB_DIR_FROM_BIN " from it, "
+	  "else " TTF_LIB_DIR ")", 0 },
 	{ "sock", OPT_SOCK, "NAME", 0, "Socket the collector reports to: @name (abstract) or a "
 	  "path (default $TTFTRACE_CUPTI_SOCK, else " TTF_GPU_SOCK_DEFAULT ")", 0 },
 	{ "timeout-ms", OPT_TIMEOUT, "MS", 0, "Longest the process's thread may take to stop, "

@@ -24,6 +24,16 @@ static const char pcie_doc[] =
 "locality. A link is judged only from a reading taken while the GPU is busy: idle GPUs "
 "downclock their link (Gen1 on a Gen4 slot is normal power saving)."
 "\v"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("ttftrace pcie",
+	       "Topology; links are judged only if busy")
+SUBCMD_EXAMPLE("ttftrace pcie --load copy",
+	       "Load each GPU with copies, judge its links")
+SUBCMD_EXAMPLE("ttftrace pcie --busy -p $(pidof llama-server)",
+	       "Judge while the server is serving, and its NUMA placement")
+SUBCMD_EXAMPLE("ttftrace pcie --busy -j || echo bad",
+	       "Gate a deployment on exit status 1")
+"\n"
 "EXIT STATUS:\n"
 "  0   ok, or not judged (idle reading)\n"
 "  1   a link is downtrained under load\n"
@@ -31,13 +41,7 @@ static const char pcie_doc[] =
 "  4   the sysfs PCI tree is unreadable\n"
 "  5   no NVIDIA GPU (or no --gpu BDF), or no process --pid\n"
 "  9   internal error\n"
-"  12  --load copy: the CUDA runtime or driver cannot be loaded\n"
-"\n"
-"EXAMPLES:\n"
-"  ttftrace pcie                        # topology; links judged only if busy\n"
-"  ttftrace pcie --load copy            # load each GPU with copies, judge links\n"
-"  ttftrace pcie --busy -p $(pidof llama-server)  # judge while serving, NUMA\n"
-"  ttftrace pcie --busy -j || echo bad  # gate a deployment on exit status 1";
+"  12  --load copy: the CUDA runtime or driver cannot be loaded";
 
 enum { OPT_PROC = 0x100, OPT_BUSY, OPT_PSTATE, OPT_LOAD };
 

@@ -36,18 +36,21 @@ static const char doc[] =
 "Run the user-side pipeline on a recording made with `ttftrace --record FILE`, at full "
 "speed and without root; the output is that of the live trace."
 "\v"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("sudo ttftrace --port 8080 --record run.rec -d 60",
+	       "Trace once, as root")
+SUBCMD_EXAMPLE("ttftrace replay run.rec",
+	       "The same output again, without root")
+SUBCMD_EXAMPLE("ttftrace replay run.rec --json -o run.ndjson && ttftrace report run.ndjson",
+	       "NDJSON, then its HTML page")
+"\n"
 "EXIT STATUS:\n"
-"  0   ok (also for a recording cut short by a killed tracer: a warning says so)\n"
+"  0   ok (also a recording cut short by a killed tracer; a warning says so)\n"
 "  2   bad command line\n"
 "  8   the output cannot be written\n"
 "  9   internal error\n"
 "  11  FILE is not a readable recording or is corrupt (requests before the\n"
-"      corruption are still written)\n"
-"\n"
-"EXAMPLES:\n"
-"  sudo ttftrace --port 8080 --record run.rec -d 60  # trace once, as root\n"
-"  ttftrace replay run.rec                # the same output again, without root\n"
-"  ttftrace replay run.rec --json -o run.ndjson && ttftrace report run.ndjson";
+"      corruption are still written)";
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {

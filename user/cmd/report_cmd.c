@@ -20,18 +20,21 @@ static const char report_doc[] =
 "split into stages, percentile tables (TTFT, TPOT, ITL, E2E, each stage), an ITL timeline "
 "with outliers and their causes, stability grades and SLO verdicts. Needs no root."
 "\v"
+"EXAMPLES:\n"
+SUBCMD_EXAMPLE("ttftrace --port 8080 --json -o run.ndjson -d 60",
+	       "A run, as root")
+SUBCMD_EXAMPLE("ttftrace report run.ndjson",
+	       "Its page: report.html")
+SUBCMD_EXAMPLE("ttftrace report run.ndjson -o run.html --slo ttft_p95=500ms,itl_p99=50ms",
+	       "The page, with SLO verdicts (exit 10 when one is not met)")
+"\n"
 "EXIT STATUS:\n"
 "  0   ok\n"
 "  2   bad command line or --slo SPEC\n"
 "  8   the page cannot be written\n"
 "  9   internal error\n"
 "  10  the page was written but an SLO is not met\n"
-"  11  the input is missing, unreadable or not ttftrace NDJSON\n"
-"\n"
-"EXAMPLES:\n"
-"  ttftrace --port 8080 --json -o run.ndjson -d 60   # a run, as root\n"
-"  ttftrace report run.ndjson                       # its page: report.html\n"
-"  ttftrace report run.ndjson -o run.html --slo ttft_p95=500ms,itl_p99=50ms";
+"  11  the input is missing, unreadable or not ttftrace NDJSON";
 
 enum { OPT_SLO = 0x100, OPT_TITLE };
 

@@ -4,7 +4,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
 
@@ -42,6 +45,26 @@ error_t subcmd__bad(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return SUBCMD_STOP;
+}
+
+void subcmd__help(const struct argp *argp, unsigned flags, const char *prog)
+{
+	const char *fmt = getenv("ARGP_HELP_FMT"), *cols = getenv("COLUMNS");
+	struct winsize ws;
+	long width = 0;
+	char buf[256];
+
+	if (cols && *cols)
+		width = strtol(cols, NULL, 10);
+	else if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws))
+		width = ws.ws_col;
+	/* glibc's argp reads its layout from ARGP_HELP_FMT at the first help it prints */
+	if (width >= 40 && width <= 1000 && !(fmt && strstr(fmt, "rmargin"))) {
+		snprintf(buf, sizeof(buf), "%s%srmargin=%ld", fmt && *fmt ? fmt : "",
+			 fmt && *fmt ? "," : "", width - 1);
+		setenv("ARGP_HELP_FMT", buf, 1);
+	}
+	argp_help(argp, stdout, flags, (char *)prog);
 }
 
 struct subcmd_ctx {
@@ -87,7 +110,7 @@ int subcmd__parse(const struct argp *argp, const char *prog, int argc, char **ar
 	/* argp's own messages and exits are off: errors read "Error: ..." and return */
 	err = argp_parse(&root, argc, argv, ARGP_NO_ERRS | ARGP_NO_EXIT | ARGP_NO_HELP, NULL, &c);
 	if (c.help) {
-		argp_help(&root, stdout, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, (char *)prog);
+		subcmd__help(&root, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, prog);
 		return -1;
 	}
 	if (!err)

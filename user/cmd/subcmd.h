@@ -5,6 +5,22 @@
 
 #include <argp.h>
 
+/*
+ * One example for the part of an argp doc after \v: the command line on a
+ * line of its own, what it does indented below it. argp wraps doc text only
+ * at a line's end, so a command line shorter than the help width is never
+ * broken, and a description too long for a narrow terminal is wrapped as
+ * prose, never into the command. Keep each line of both under 78 columns.
+ */
+#define SUBCMD_EXAMPLE(cmd, what) "  " cmd "\n      " what "\n"
+
+/*
+ * argp_help() on stdout at the terminal's width: $COLUMNS, else the width of
+ * stdout when it is a terminal, else argp's default (79), unless
+ * $ARGP_HELP_FMT sets rmargin itself. No line is wider than that width.
+ */
+void subcmd__help(const struct argp *argp, unsigned flags, const char *prog);
+
 /* Decimal integer in [min, max] into *out. Returns 0 or -EINVAL. */
 int subcmd__parse_int(const char *s, int min, int max, int *out);
 

@@ -25,6 +25,7 @@
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
+#include "user/export/interval.h"
 #include "user/export/report.h"
 #include "user/probe/target.h"
 #include "user/probe/tp_check.h"
@@ -654,6 +655,26 @@ static int run_loop(struct tracer *t)
 	return gone ? TTF_EXIT_TARGET_GONE : TTF_EXIT_OK;
 }
 
+/* -i: interval summaries on the report's stream, before the report's final summary. */
+static int open_interval(struct tracer *t, uint64_t t0_ns)
+{
+	struct interval_opts io = { .out = t->out, .json = t->opts->json,
+				    .interval_ns = (uint64_t)(t->opts->interval_s * 1e9),
+				    .t0_ns = t0_ns };
+	struct ttf_sink s;
+
+	if (interval_sink__new(&io, &s)) {
+		ttf_error(NULL, "out of memory");
+		return TTF_EXIT_INTERNAL;
+	}
+	if (pipeline__add_sink(t->pipe, &s)) {
+		s.destroy(s.ctx);
+		ttf_error(NULL, "too many outputs");
+		return TTF_EXIT_USAGE;
+	}
+	return 0;
+}
+
 int trace__run(const struct ttf_opts *o)
 {
 	struct tracer t = { .opts = o, .out = stdout, .wait_fd = -1 };
@@ -740,6 +761,8 @@ int trace__run(const struct ttf_opts *o)
 		code = sinks__open(o, t.pipe);
 	if (!code)
 		code = live__open(o, t.pipe, &t.live);
+	if (!code && o->interval_s > 0)
+		code = open_interval(&t, ro.t0_ns);
 	if (!code) {
 		struct ttf_sink rs;
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <ini.h>
 #include "user/probe/profile.h"
+#include "user/lib/install_paths.h"
 
 static const char *const role_names[TTF_ROLE__MAX] = {
 	[TTF_ROLE_STEP] = "step",
@@ -312,7 +313,7 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
 int profile__load(const char *name_or_path, struct engine_profile *p, char *err, size_t err_sz)
 {
 	const char *env = getenv("TTFTRACE_PROFILE_DIR");
-	char exe[PATH_MAX], dirs[4][PATH_MAX], path[PATH_MAX + 128];
+	char exe[PATH_MAX], dirs[5][PATH_MAX], path[PATH_MAX + 128];
 	size_t nlen = strlen(name_or_path);
 	int nd = 0;
 	ssize_t n;
@@ -331,9 +332,12 @@ int profile__load(const char *name_or_path, struct engine_profile *p, char *err,
 			*slash = '\0';
 			snprintf(dirs[nd++], PATH_MAX, "%.*s/profiles", PATH_MAX - 10, exe);
 			snprintf(dirs[nd++], PATH_MAX, "%.*s/../../profiles", PATH_MAX - 16, exe);
+			/* an installed tree, wherever it lies (DESTDIR, moved) */
+			snprintf(dirs[nd++], PATH_MAX, "%.*s/" TTF_PROFILE_DIR_FROM_BIN,
+				 PATH_MAX - 32, exe);
 		}
 	}
-	snprintf(dirs[nd++], PATH_MAX, "/usr/local/share/ttftrace/profiles");
+	snprintf(dirs[nd++], PATH_MAX, "%s", TTF_PROFILE_DIR);
 	for (int i = 0; i < nd; i++) {
 		int len = snprintf(path, sizeof(path), "%s/%s.ini", dirs[i], name_or_path);
 
@@ -341,8 +345,8 @@ int profile__load(const char *name_or_path, struct engine_profile *p, char *err,
 			return profile__load_file(path, p, err, err_sz);
 	}
 	snprintf(err, err_sz, "no profile named '%s' (looked for %s.ini in $TTFTRACE_PROFILE_DIR, "
-		 "profiles/ next to the binary, /usr/local/share/ttftrace/profiles)",
-		 name_or_path, name_or_path);
+		 "profiles/ next to the binary, " TTF_PROFILE_DIR_FROM_BIN " from it, "
+		 TTF_PROFILE_DIR ")", name_or_path, name_or_path);
 	return -ENOENT;
 }
 

@@ -66,7 +66,9 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
  * Load a profile by name ("llamacpp") or path (contains '/' or ends in
  * ".ini"). Names are looked up as NAME.ini in $TTFTRACE_PROFILE_DIR, then
  * profiles/ next to the executable and two levels up from it (the source
- * tree, for .output/bin tools), then /usr/local/share/ttftrace/profiles.
+ * tree, for .output/bin tools), ../share/ttftrace/profiles from it (an
+ * installed tree), then TTF_PROFILE_DIR, $(PREFIX)/share/ttftrace/profiles
+ * (user/lib/install_paths.h).
  */
 int profile__load(const char *name_or_path, struct engine_profile *p, char *err, size_t err_sz);
 
