@@ -20,7 +20,7 @@
 #define MAX_SINKS 8
 #define MAX_SOURCES 8
 #define MAX_COUNTERS 192
-#define OWN_COUNTERS 40		/* the pipeline's own, at most */
+#define OWN_COUNTERS 48		/* the pipeline's own, at most */
 
 struct deferred {
 	struct ttf_request r;	/* deep copy: owns r.events */
@@ -380,6 +380,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("hpack_unknown_refs", cs->hpack_unknown);
 	C("hpack_errors", cs->hpack_errors);
 	C("grpc_messages_lost", cs->grpc_lost);
+	C("traceparent_invalid", cs->traceparent_invalid);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {
 		const struct timeline_stats *ts = timeline__stats(p->tl);
