@@ -138,7 +138,9 @@ static const struct argp_option options[] = {
 	  "--metrics histogram buckets in seconds, NAME ttft|stage|tokenize|tpot|itl|e2e; "
 	  "repeatable", 5 },
 	{ "otlp", OPT_OTLP, "URL", 0,
-	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
+	  "OTLP/HTTP export: a trace per request and GenAI histograms, to a base URL "
+	  "(http://127.0.0.1:4318) or a traces URL (.../v1/traces); the OTEL_EXPORTER_OTLP_* "
+	  "variables turn it on too", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
 	{ "record", OPT_RECORD, "FILE", 0,
