@@ -42,7 +42,7 @@ static const char doc[] =
 "\n"
 "EXIT STATUS: (one table for all commands: README.md \"Exit codes\")\n"
 "  0   ok (also: -c CMD ended, -d ended, Ctrl-C)\n"
-"  2   bad command line\n"
+"  2   bad command line (or a bad OTEL_* exporter variable)\n"
 "  3   missing privileges (CAP_BPF, CAP_PERFMON)\n"
 "  4   the kernel lacks BTF or a tracepoint\n"
 "  5   no such process, or nothing matches --comm/--port\n"
