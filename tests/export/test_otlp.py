@@ -452,18 +452,27 @@ def test_otlp_traceparent_becomes_parent(sse_server, tracer, receiver):
     assert alone["traceId"] != trace_id and "parentSpanId" not in alone
 
 
-def test_otlp_signal_endpoint_used_as_is(sse_server, tracer, receiver):
-    """OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is (no /v1/traces
-    appended) and turns on traces only."""
-    rx = receiver()
+@pytest.mark.parametrize("signal", ["traces", "metrics"])
+def test_otlp_signal_endpoint_used_as_is(sse_server, tracer, receiver, signal):
+    """OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT is used as is (the
+    receiver's path is under /custom, nothing appended) and turns on that
+    signal only."""
+    rx = receiver(prefix="/custom")
     srv = sse_server(*server_args())
-    custom = rx.base + "/v1/traces"
-    tr = tracer("-p", srv.pid, env={"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": custom})
+    url = rx.base + "/v1/" + signal
+    tr = tracer("-p", srv.pid, env={"OTEL_EXPORTER_OTLP_%s_ENDPOINT" % signal.upper(): url})
     drive(srv.port, 1)
     assert tr.stop() == 0, tr.stderr
-    assert {path for path, _ in rx.headers} == {"/v1/traces"}
-    assert len([sp for _, sp in rx.spans() if sp["kind"] == 2]) == 1
-    assert "otlp_metric_exports" not in tr.summary()["counters"]
+    assert {path for path, _ in rx.headers} == {"/custom/v1/" + signal}
+    counters = tr.summary()["counters"]
+    if signal == "traces":
+        assert len([sp for _, sp in rx.spans() if sp["kind"] == 2]) == 1
+        assert "otlp_metric_exports" not in counters
+    else:
+        assert rx.bodies == [] and "otlp_requests_exported" not in counters
+        assert counters["otlp_metric_exports"] == 1
+        (p,) = rx.metrics()[("sse_server", "gen_ai.server.time_to_first_token")]
+        assert int(p["count"]) == 1
 
 
 @pytest.mark.parametrize("var,value,what", [
