@@ -219,7 +219,8 @@ def test_otlp_spans_shape_and_values(sse_server, tracer, receiver, protocol):
         assert a["http.response.status_code"] == 200
         assert a["server.port"] == srv.port
         assert a["ttftrace.attribution"] == rec["attribution"]
-        assert set(a["ttftrace.flags"]) >= {"stream"}
+        assert "stream" in a["ttftrace.flags"]
+        assert a["ttftrace.flags"] == rec["flags"]     # the NDJSON flags of the request
         # children: back to back from the request's start, covering exactly its TTFT
         kids = sorted((sp for sp in by_id.values()
                        if sp.get("parentSpanId") == p["spanId"]),
