@@ -376,6 +376,50 @@ static void test_coded_bodies(void **state)
 	assert_int_equal(o.r[0].events[0].write_ns, 30 * MS);
 }
 
+/* traceparent (a new-name literal): the request keeps its ids; an invalid one is counted */
+static void test_traceparent(void **state)
+{
+	static const char *const tps[2] = {
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",	/* short flags */
+	};
+	struct out o;
+	struct conn_table *t = mk(&o, NULL);
+	struct buf b = {};
+	uint8_t blk[160];
+	size_t n;
+
+	put(&b, PREFACE, 24);
+	for (int i = 0; i < 2; i++) {
+		size_t vl = strlen(tps[i]);
+
+		n = req_block(blk, "/v1/chat/completions");
+		blk[n++] = 0x00;
+		blk[n++] = 11;
+		memcpy(blk + n, "traceparent", 11);
+		n += 11;
+		blk[n++] = vl;
+		memcpy(blk + n, tps[i], vl);
+		n += vl;
+		frame(&b, 1, 0x5, 1 + 2 * i, blk, n);
+	}
+	in(t, 10 * MS, &b);
+	for (int i = 0; i < 2; i++) {
+		n = resp_block(blk, "application/json");
+		frame(&b, 1, 0x4, 1 + 2 * i, blk, n);
+		frame(&b, 0, 0x1, 1 + 2 * i, "{}", 2);
+	}
+	out(t, 20 * MS, &b);
+	assert_int_equal(o.n, 2);
+	assert_true(o.r[0].traceparent.valid);
+	assert_int_equal(o.r[0].traceparent.trace_id[0], 0x4b);
+	assert_int_equal(o.r[0].traceparent.span_id[7], 0xb7);
+	assert_int_equal(o.r[0].traceparent.flags, 1);
+	assert_false(o.r[1].traceparent.valid);
+	assert_int_equal(conn_table__stats(t)->traceparent_invalid, 1);
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +428,7 @@ int main(void)
 		cmocka_unit_test(test_mid_connection),
 		cmocka_unit_test(test_grpc_profile_counts),
 		cmocka_unit_test(test_coded_bodies),
+		cmocka_unit_test(test_traceparent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,6 +45,8 @@ static void base_src(struct otlp_span_src *s, uint64_t id, uint32_t tgid)
 	s->status = 200;
 	s->api = TTF_API_CHAT;
 	s->server_port = 8080;
+	s->addr_family = 2;
+	memcpy(s->server_addr, (uint8_t[]){ 10, 0, 0, 7 }, 4);
 	s->flags = TTF_REQ_STREAM;
 	s->start_ns = 1000000000;
 	s->end_ns = 1300000000;
@@ -139,7 +141,8 @@ static void test_one_request(void **state)
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "resourceSpans")), 1);
 	rs = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0);
 	res = cJSON_GetObjectItem(rs, "resource");
-	assert_string_equal(str_attr(res, "service.name"), "ttftrace");
+	assert_string_equal(str_attr(res, "service.name"), "llama-server");	/* its comm */
+	assert_string_equal(str_attr(res, "telemetry.sdk.name"), "ttftrace");
 	assert_string_equal(str_attr(res, "host.name"), "gpu-host-1");
 	assert_string_equal(str_attr(res, "process.pid"), "4242");
 	assert_string_equal(str_attr(res, "process.executable.name"), "llama-server");
@@ -158,8 +161,16 @@ static void test_one_request(void **state)
 	assert_string_equal(str(p, "startTimeUnixNano"), "1700000001000000000");
 	assert_string_equal(str(p, "endTimeUnixNano"), "1700000001300000000");
 	assert_null(cJSON_GetObjectItem(p, "status"));
-	assert_float_equal(dbl_attr(p, "gen_ai.server.time_to_first_token"), 0.12, 1e-12);
-	assert_float_equal(dbl_attr(p, "gen_ai.server.time_per_output_token"), 0.02, 1e-12);
+	/* metric names in the conventions, not span attributes */
+	assert_null(attr_value(cJSON_GetObjectItem(p, "attributes"),
+			       "gen_ai.server.time_to_first_token"));
+	assert_float_equal(dbl_attr(p, "ttftrace.ttft"), 0.12, 1e-12);
+	assert_float_equal(dbl_attr(p, "ttftrace.tpot"), 0.02, 1e-12);
+	assert_string_equal(str_attr(p, "http.route"), "/v1/chat/completions");
+	assert_string_equal(str_attr(p, "url.scheme"), "http");
+	assert_string_equal(str_attr(p, "server.address"), "10.0.0.7");
+	assert_null(attr_value(cJSON_GetObjectItem(p, "attributes"), "error.type"));
+	assert_null(cJSON_GetObjectItem(p, "flags"));
 	assert_float_equal(dbl_attr(p, "ttftrace.e2e"), 0.3, 1e-12);
 	assert_string_equal(str_attr(p, "gen_ai.operation.name"), "chat");
 	assert_string_equal(str_attr(p, "gen_ai.usage.output_tokens"), "10");
@@ -366,6 +377,109 @@ static void test_hop_spans(void **state)
 	free(json);
 }
 
+
+/*
+ * A traceparent from the client: the request span takes its trace id and
+ * has the caller's span as parent (flags: sampled | has-is-remote |
+ * is-remote); the children keep ttftrace's span ids in the same trace. An
+ * unknown path names the span by the method alone; a 404 has error.type.
+ */
+static void test_traceparent_route_error(void **state)
+{
+	static const uint8_t tid[16] = { 0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6,
+					 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36 };
+	static const uint8_t pid[8] = { 0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7 };
+	struct otlp_span_src s[2];
+	cJSON *root, *spans, *p, *kid;
+	char span[17];
+	char *json;
+
+	base_src(&s[0], 1, 10);
+	s[0].parent.valid = true;
+	memcpy(s[0].parent.trace_id, tid, 16);
+	memcpy(s[0].parent.span_id, pid, 8);
+	s[0].parent.flags = 1;
+	base_src(&s[1], 2, 10);
+	strcpy(s[1].path, "/secret/raw/path");
+	s[1].api = TTF_API_UNKNOWN;
+	s[1].status = 404;
+	s[1].have_stages = 0;
+	json = otlp__build_json(s, 2, NULL, 3, OFFSET_NS);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0), "scopeSpans"), 0),
+		"spans");
+	p = find_span(spans, "POST /v1/chat/completions");
+	assert_string_equal(str(p, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(str(p, "parentSpanId"), "00f067aa0ba902b7");
+	assert_int_equal(cJSON_GetObjectItem(p, "flags")->valueint, 0x301);
+	otlp__ids(3, 1, 0, NULL, span);
+	assert_string_equal(str(p, "spanId"), span);
+	kid = find_span(spans, "ttft.server");
+	assert_string_equal(str(kid, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+	assert_string_equal(str(kid, "parentSpanId"), span);
+	/* the raw path is never a span name */
+	p = find_span(spans, "POST");
+	assert_null(strstr(json, "\"name\":\"POST /secret"));
+	assert_null(attr_value(cJSON_GetObjectItem(p, "attributes"), "http.route"));
+	assert_null(attr_value(cJSON_GetObjectItem(p, "attributes"), "gen_ai.operation.name"));
+	assert_string_equal(str_attr(p, "error.type"), "404");
+	assert_string_not_equal(str(p, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+	cJSON_Delete(root);
+	free(json);
+}
+
+static void test_names(void **state)
+{
+	struct otlp_span_src s;
+	char buf[16];
+
+	assert_string_equal(otlp__route("/v1/completions"), "/v1/completions");
+	assert_string_equal(otlp__route("/api/generate"), "/api/generate");
+	assert_null(otlp__route("/v1/chat/completions/x"));
+	assert_string_equal(otlp__operation(TTF_API_MESSAGES), "chat");
+	assert_string_equal(otlp__operation(TTF_API_LLAMACPP), "text_completion");
+	assert_null(otlp__operation(TTF_API_UNKNOWN));
+	base_src(&s, 1, 1);
+	assert_null(otlp__error_type(&s, buf, sizeof(buf)));
+	s.flags |= TTF_REQ_ERROR;
+	assert_string_equal(otlp__error_type(&s, buf, sizeof(buf)), "stream_error");
+	s.flags |= TTF_REQ_ABORTED;
+	assert_string_equal(otlp__error_type(&s, buf, sizeof(buf)), "aborted");
+	s.status = 503;
+	assert_string_equal(otlp__error_type(&s, buf, sizeof(buf)), "503");
+	s.addr_family = 10;
+	memset(s.server_addr, 0, 16);
+	s.server_addr[15] = 1;
+	otlp__server_address(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "::1");
+	s.addr_family = 0;
+	otlp__server_address(&s, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+}
+
+/* The protobuf body of the same request has the same ids and names (bytes, not hex). */
+static void test_protobuf_body_has_ids(void **state)
+{
+	struct otlp_span_src s;
+	uint8_t trace[16], span[8];
+	char *out;
+	size_t len;
+
+	base_src(&s, 5, 4242);
+	assert_int_equal(otlp__build_traces(OTLP_PROTO_PROTOBUF, &s, 1, "h", NULL, 99, OFFSET_NS,
+					    &out, &len), 0);
+	otlp__ids_bin(99, 5, 0, trace, span);
+	assert_true(len > 200);
+	assert_int_equal(out[0], 0x0a);	/* field 1 (resource_spans), LEN */
+	assert_non_null(memmem(out, len, trace, 16));
+	assert_non_null(memmem(out, len, span, 8));
+	assert_non_null(memmem(out, len, "POST /v1/chat/completions", 25));
+	assert_null(memmem(out, len, "4bf9", 4));
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -375,6 +489,9 @@ int main(void)
 		cmocka_unit_test(test_two_servers_usage_error_tokenize),
 		cmocka_unit_test(test_fill_end_without_e2e),
 		cmocka_unit_test(test_hop_spans),
+		cmocka_unit_test(test_traceparent_route_error),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_protobuf_body_has_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

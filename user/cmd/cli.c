@@ -52,7 +52,7 @@ SUBCMD_EXAMPLE("ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1",
 "\n"
 "EXIT STATUS: (one table for all commands: README.md \"Exit codes\")\n"
 "  0   ok (also: -c CMD ended, -d ended, Ctrl-C)\n"
-"  2   bad command line\n"
+"  2   bad command line (or a bad OTEL_* exporter variable)\n"
 "  3   missing privileges (CAP_BPF, CAP_PERFMON)\n"
 "  4   the kernel lacks BTF or a tracepoint\n"
 "  5   no such process, or nothing matches --comm/--port\n"
@@ -151,7 +151,9 @@ static const struct argp_option options[] = {
 	  "--metrics histogram buckets in seconds, NAME ttft|stage|tokenize|tpot|itl|e2e; "
 	  "repeatable", 5 },
 	{ "otlp", OPT_OTLP, "URL", 0,
-	  "Send one OTLP span per request (OTLP/HTTP JSON), e.g. http://127.0.0.1:4318/v1/traces", 5 },
+	  "OTLP/HTTP export: a trace per request and GenAI histograms, to a base URL "
+	  "(http://127.0.0.1:4318) or a traces URL (.../v1/traces); the OTEL_EXPORTER_OTLP_* "
+	  "variables turn it on too", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
 	{ "record", OPT_RECORD, "FILE", 0,

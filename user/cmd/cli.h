@@ -46,7 +46,7 @@ struct ttf_opts {
 	struct prom_buckets buckets;	/* --buckets NAME=B1,B2,... (repeatable); n 0: defaults */
 	int n_buckets_opts;	/* how many --buckets were given */
 	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/export/record.h) */
-	const char *otlp_url;	/* --otlp URL: OTLP/HTTP JSON traces endpoint (user/export/otlp.h) */
+	const char *otlp_url;	/* --otlp URL: OTLP/HTTP endpoint (user/export/otlp_config.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 	int gpu_attach;		/* --gpu-attach: load the CUPTI collector into the targets first */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
@@ -65,15 +66,26 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 		if (code)
 			return code;
 	}
-	if (o->otlp_url) {
-		err = otlp_sink__new(o->otlp_url, &s);
-		if (err) {
-			ttf_error(NULL, "cannot export to %s: %s", o->otlp_url, strerror(-err));
-			return err == -EINVAL ? TTF_EXIT_USAGE : TTF_EXIT_INTERNAL;
+	{
+		/* --otlp URL or the OTEL_EXPORTER_OTLP_* variables (otlp_config.h) */
+		static struct otlp_config oc;
+		char msg[256], hint[160];
+
+		if (otlp_config__load(&oc, o->otlp_url, getenv, msg, sizeof(msg), hint,
+				      sizeof(hint))) {
+			ttf_error(hint[0] ? hint : NULL, "%s", msg);
+			return TTF_EXIT_USAGE;
 		}
-		code = add(p, &s);
-		if (code)
-			return code;
+		if (otlp_config__enabled(&oc)) {
+			err = otlp_sink__new(&oc, &s);
+			if (err) {
+				ttf_error(NULL, "cannot start the OTLP export: %s", strerror(-err));
+				return TTF_EXIT_INTERNAL;
+			}
+			code = add(p, &s);
+			if (code)
+				return code;
+		}
 	}
 	return 0;
 }

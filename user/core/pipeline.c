@@ -384,6 +384,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("hpack_unknown_refs", cs->hpack_unknown);
 	C("hpack_errors", cs->hpack_errors);
 	C("grpc_messages_lost", cs->grpc_lost);
+	C("traceparent_invalid", cs->traceparent_invalid);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {
 		const struct timeline_stats *ts = timeline__stats(p->tl);

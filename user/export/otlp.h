@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * OTLP export (`--otlp URL`): one trace per finished request, sent as
- * OTLP/HTTP JSON (the protobuf JSON mapping of ExportTraceServiceRequest,
- * https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding) with
- * libcurl from a sender thread.
+ * OTLP export (`--otlp URL`, or the OTEL_EXPORTER_OTLP_* variables:
+ * otlp_config.h): one trace per finished request and three GenAI histograms
+ * (otlp_metrics.h), over OTLP/HTTP as protobuf (default) or JSON
+ * (https://opentelemetry.io/docs/specs/otlp/), optionally gzip'ed, with
+ * libcurl from a sender thread. docs/otel.md lists the conventions used.
  *
- * Spans of one request (traceId 16 bytes, spanId 8 bytes, lower-case hex):
- *   "METHOD PATH"  kind SERVER, first request byte arrives -> last response
- *                  byte leaves (or the last moment seen: abort, last token);
+ * Spans of one request (traceId 16 bytes, spanId 8 bytes):
+ *   "METHOD ROUTE" kind SERVER (ROUTE: the API path matched, otlp__route;
+ *                  just "METHOD" for any other path), first request byte
+ *                  arrives -> last response byte leaves (or the last moment
+ *                  seen: abort, last token). A valid traceparent header
+ *                  (user/proto/traceparent.h) makes it a child of the
+ *                  caller's span in the caller's trace (flags: its
+ *                  trace-flags, remote parent);
  *   one INTERNAL child per TTFT stage (user/model/attrib.h), named "ttft.STAGE",
  *   laid out back to back from the parent's start in stage order, so that the
  *   children cover exactly [start, start + TTFT]. copy (host<->device copies
@@ -18,29 +24,36 @@
  *   ttftrace.step.index, ttftrace.step.tokens and, when a CUPTI collector
  *   reports, ttftrace.gpu.{compute,copy,host_gap} (s), .kernels, .copies.
  * Times: CLOCK_MONOTONIC + an offset to CLOCK_REALTIME measured once at start
- * (otlp__clock_offset_ns), as decimal strings of Unix ns.
+ * (otlp__clock_offset_ns), Unix ns.
  *
  * Attributes follow the OpenTelemetry semantic conventions v1.37.0 where a
  * name exists (GenAI conventions are of "Development" stability there):
- *   gen_ai.operation.name "chat" | "text_completion"; gen_ai.request.model (when
- *   the body named one); gen_ai.usage.output_tokens;
+ *   gen_ai.operation.name "chat" | "text_completion" (otlp__operation);
+ *   gen_ai.request.model (when the body named one); gen_ai.usage.output_tokens;
  *   gen_ai.usage.input_tokens (only when the server's usage report said);
- *   gen_ai.server.time_to_first_token, gen_ai.server.time_per_output_token
- *   (seconds; semconv names these metrics, we put the request's value on its span);
- *   http.request.method, url.path, http.response.status_code, server.port.
+ *   http.request.method, http.route, url.path, url.scheme "http",
+ *   http.response.status_code, server.address, server.port, error.type
+ *   (otlp__error_type: failed requests).
  * ttftrace's own under ttftrace.*: request.id, flags[] (the names NDJSON prints,
  * from user/model/vocab.h: stream, nonstream, buffered, aborted, incomplete,
  * trunc, unknown, error, usage, write-end, nagle), attribution,
  * inferred_by, merged, grade, itl.cv, outliers, tail_causes[], ttft_end,
- * e2e (s), prefill.steps, token_events. Resource: service.name "ttftrace",
- * host.name, process.pid and process.executable.name of the traced server
- * (one resourceSpans per server process). Stage children carry ttftrace.stage.
+ * ttft, tpot, e2e (s), prefill.steps, token_events. TTFT and TPOT are also
+ * the metrics gen_ai.server.time_to_first_token / time_per_output_token.
+ * Resource (one per server process): service.name (OTEL_SERVICE_NAME, else
+ * service.name of OTEL_RESOURCE_ATTRIBUTES, else the process's comm),
+ * telemetry.sdk.name "ttftrace", .language "c", .version, host.name,
+ * process.pid, process.executable.name, then OTEL_RESOURCE_ATTRIBUTES'
+ * other keys. Stage children carry ttftrace.stage.
  */
 #ifndef TTFTRACE_OTLP_H
 #define TTFTRACE_OTLP_H
 
 #include <stdint.h>
+#include "user/export/otlp_config.h"
+#include "user/export/otlp_enc.h"
 #include "user/export/sink.h"
+#include "user/proto/traceparent.h"
 
 #define OTLP_SEMCONV_VERSION "1.37.0"
 #define OTLP_MAX_CAUSES 4
@@ -56,6 +69,9 @@ struct otlp_span_src {
 	int status;		/* 0 unknown */
 	enum ttf_api api;
 	uint16_t server_port;
+	uint8_t addr_family;	/* 2 IPv4, 10 IPv6, 0 unknown */
+	uint8_t server_addr[16];	/* the server's own (local) address, network order */
+	struct ttf_trace_parent parent;	/* the request's traceparent, when valid */
 	uint32_t flags;		/* enum ttf_req_flags */
 	uint32_t vflags;	/* printed flags, TTF_VF_BIT() mask (user/model/vocab.h) */
 	uint64_t start_ns;	/* CLOCK_MONOTONIC */
@@ -102,14 +118,42 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
  * derived from seed (random per run) so that runs do not collide. Never 0.
  */
 void otlp__ids(uint64_t seed, uint64_t req_id, int idx, char trace_hex[33], char span_hex[17]);
+/* The same ids as bytes (either may be NULL). */
+void otlp__ids_bin(uint64_t seed, uint64_t req_id, int idx, uint8_t trace[16], uint8_t span[8]);
+
+/* The route a span is named by: the request's path when it is an API path ttftrace knows, else NULL. */
+const char *otlp__route(const char *path);
+/* gen_ai.operation.name of an API, NULL for none. */
+const char *otlp__operation(enum ttf_api api);
+/*
+ * error.type of a failed request into buf: the HTTP status ("404", "503")
+ * for >= 400, else "aborted" (the client closed first) or "stream_error" (an
+ * error event in a 2xx stream). Returns NULL for a successful one.
+ */
+const char *otlp__error_type(const struct otlp_span_src *s, char *buf, size_t len);
+/* server.address: the local address as text, "" when unknown. */
+void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len);
+
+/*
+ * A Resource message (field `field`) of process tgid/comm: service.name,
+ * telemetry.sdk.*, host.name (host may be NULL), process.*, the
+ * configuration's resource attributes (cfg may be NULL).
+ */
+void otlp__resource(struct otlp_enc *e, uint32_t field, uint32_t tgid, const char *comm,
+		    const char *host, const struct otlp_config *cfg);
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, from the tightest of a few brackets. */
 int64_t otlp__clock_offset_ns(void);
 
 /*
- * The JSON body of one export request for n requests (n >= 1). host may be
- * NULL (no host.name). Returns a malloc'ed string, NULL with errno = ENOMEM.
+ * The body of one ExportTraceServiceRequest for n requests (n >= 1) in
+ * encoding proto: *out malloc'ed, *len bytes. host and cfg may be NULL.
+ * Returns 0 or -ENOMEM.
  */
+int otlp__build_traces(enum otlp_proto proto, const struct otlp_span_src *s, int n,
+		       const char *host, const struct otlp_config *cfg, uint64_t seed,
+		       int64_t mono_to_unix_ns, char **out, size_t *len);
+/* The JSON body (a NUL-terminated string), NULL with errno = ENOMEM. */
 char *otlp__build_json(const struct otlp_span_src *s, int n, const char *host, uint64_t seed,
 		       int64_t mono_to_unix_ns);
 
@@ -124,13 +168,16 @@ char *otlp__build_json(const struct otlp_span_src *s, int n, const char *host, u
  * OTLP_FLUSH_MS, the rest dropped and counted. Counters (sink stats hook):
  * otlp_requests_exported, otlp_requests_dropped_queue_full,
  * otlp_requests_dropped_send_failed, otlp_requests_dropped_at_exit,
- * otlp_posts_retried. Returns 0, -EINVAL (not an http(s) URL) or -ENOMEM.
+ * otlp_posts_retried; metrics (when on, every cfg->interval_ms and once
+ * more at the end): otlp_metric_exports, otlp_metric_exports_failed,
+ * otlp_metric_series_overflow (otlp_metrics.h). Returns 0, -EINVAL (no
+ * signal on) or -ENOMEM.
  */
 #define OTLP_QUEUE_CAP 2048
 #define OTLP_BATCH 256
 #define OTLP_BATCH_WAIT_MS 1000
 #define OTLP_MAX_TRIES 5
 #define OTLP_FLUSH_MS 3000
-int otlp_sink__new(const char *url, struct ttf_sink *out);
+int otlp_sink__new(const struct otlp_config *cfg, struct ttf_sink *out);
 
 #endif /* TTFTRACE_OTLP_H */

@@ -407,6 +407,17 @@ void track_req_end(struct track_conn *tc, struct track_req *tq, uint64_t bytes)
 		t->opts.on_request_read(t->opts.ctx, &q->r);
 }
 
+void track_req_traceparent(struct track_conn *tc, struct track_req *tq, int n_seen,
+			   const struct ttf_trace_parent *tp)
+{
+	if (!n_seen)
+		return;
+	if (n_seen == 1 && tp->valid)
+		creq_of(tq)->r.traceparent = *tp;
+	else
+		track_count(tc, TRACK_CNT_TRACEPARENT_INVALID, 1);
+}
+
 void track_req_expect(struct track_req *tq, bool wait_known, uint64_t wait_ns)
 {
 	struct creq *q = creq_of(tq);
@@ -609,6 +620,7 @@ void track_count(struct track_conn *tc, enum track_counter k, uint64_t n)
 	case TRACK_CNT_HPACK_UNKNOWN: st->hpack_unknown += n; break;
 	case TRACK_CNT_HPACK_ERRORS: st->hpack_errors += n; break;
 	case TRACK_CNT_GRPC_LOST: st->grpc_lost += n; break;
+	case TRACK_CNT_TRACEPARENT_INVALID: st->traceparent_invalid += n; break;
 	default: break;
 	}
 }

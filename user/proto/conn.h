@@ -73,6 +73,7 @@ struct conn_stats {
 	uint64_t hpack_unknown;     /* header fields referencing unknown HPACK entries */
 	uint64_t hpack_errors;      /* header blocks that could not be decoded */
 	uint64_t grpc_lost;         /* gRPC messages whose framing was lost */
+	uint64_t traceparent_invalid; /* requests with an invalid traceparent header (ignored) */
 };
 
 /* Returns NULL with errno set on failure. */

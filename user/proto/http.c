@@ -224,6 +224,10 @@ static bool parse_header(struct http_parser *p, const char *l, size_t n)
 		h->expect_continue = value_has(v, vl, "100-continue");
 	} else if (nl == 16 && !strncasecmp(l, "content-encoding", nl)) {
 		h->coding = coding_of(v, vl, h->coding);
+	} else if (nl == 11 && !strncasecmp(l, "traceparent", nl) && h->is_request) {
+		/* W3C Trace Context: more than one traceparent is invalid */
+		if (h->n_traceparent++ || ttf_traceparent__parse(v, vl, &h->traceparent))
+			h->traceparent.valid = false;
 	}
 	return true;
 }

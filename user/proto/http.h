@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "user/proto/traceparent.h"
 
 /* Content-Encoding of a message (RFC 9110 section 8.4), as far as it matters here. */
 enum http_coding {
@@ -42,6 +43,9 @@ struct http_head {
 	bool conn_close;	/* Connection: close */
 	bool expect_continue;	/* requests: Expect: 100-continue (RFC 9110 section 10.1.1) */
 	enum http_coding coding; /* Content-Encoding */
+	/* requests: a W3C traceparent header (traceparent.h); bad: one or more, none valid */
+	struct ttf_trace_parent traceparent;
+	int n_traceparent;	/* traceparent headers seen (a second makes the first invalid) */
 	bool no_body;		/* on_head may set it: no body follows (response to HEAD) */
 };
 

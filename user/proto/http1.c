@@ -117,6 +117,7 @@ static void req_head(void *ctx, struct http_head *h)
 	if (!s->rx)
 		return;
 	track_req_head(s->rx, h->method, h->path, ttf_api_of_path(h->path));
+	track_req_traceparent(s->tc, s->rx, h->n_traceparent, &h->traceparent);
 	if (h->expect_continue && cur) {
 		track_req_expect(s->rx, false, 0);
 		s->rx_expect = true;

@@ -117,6 +117,8 @@ struct h2_head {
 	bool have_ctype;		/* a content-type field was read */
 	enum http_coding coding;	/* content-encoding */
 	int grpc_status;		/* -1: none */
+	struct ttf_trace_parent traceparent;
+	int n_traceparent;		/* traceparent fields seen */
 };
 
 /* ---- streams ---- */
@@ -243,6 +245,10 @@ static void on_field(void *ctx, const struct hpack_field *f)
 		h->grpc = f->value_len >= 16 && !strncmp(f->value, "application/grpc", 16);
 	} else if (is(f, "content-encoding")) {
 		h->coding = coding_of(f->value, f->value_len, h->coding);
+	} else if (is(f, "traceparent")) {
+		if (h->n_traceparent++ ||
+		    ttf_traceparent__parse(f->value, f->value_len, &h->traceparent))
+			h->traceparent.valid = false;
 	} else if (is(f, "grpc-status")) {
 		char v[12];
 
@@ -479,6 +485,7 @@ static void req_headers(struct h2 *s, struct h2_stream *st, uint32_t sid,
 
 			snprintf(st->path, sizeof(st->path), "%s", p);
 			track_req_head(st->q, m, p, h->have_path ? ttf_api_of_path(p) : TTF_API_UNKNOWN);
+			track_req_traceparent(s->tc, st->q, h->n_traceparent, &h->traceparent);
 			if (!decoded || h->unknown || !h->have_method || !h->have_path)
 				track_req_flag(st->q, TTF_REQ_HPACK_UNKNOWN);
 		}

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <stdbool.h>
+#include "user/proto/traceparent.h"
 
 /* One SSE event that carries at least one token (see is-token rules in sse.h). */
 struct ttf_token_event {
@@ -83,6 +84,7 @@ struct ttf_request {
 	int status;      /* HTTP status code; 0 unknown */
 	enum ttf_api api;
 	char model[64];  /* "model" of the request body (user/proto/body_model.h); "" unknown */
+	struct ttf_trace_parent traceparent; /* its W3C traceparent header, when valid */
 
 	uint64_t arrival_first_ns; /* first request byte reached the server socket (kernel) */
 	uint64_t arrival_last_ns;  /* last request byte reached the server socket */

@@ -56,6 +56,12 @@ void track_req_head(struct track_req *q, const char *method, const char *path,
 		    enum ttf_api api);
 /* The "model" its body names (user/proto/body_model.h). */
 void track_req_model(struct track_req *q, const char *model);
+/*
+ * Its traceparent header(s): n_seen headers, tp the valid one (n_seen == 1
+ * and tp->valid), else counted in conn_stats.traceparent_invalid.
+ */
+void track_req_traceparent(struct track_conn *tc, struct track_req *q, int n_seen,
+			   const struct ttf_trace_parent *tp);
 /* Its body: bytes, and a hash of its first bytes (0 unknown) that recognises it forwarded. */
 void track_req_body(struct track_req *q, uint64_t body_bytes, uint32_t body_hash);
 /* It was read completely in the current record (bytes: all of it); fires on_request_read. */
@@ -154,6 +160,7 @@ enum track_counter {
 	TRACK_CNT_HPACK_UNKNOWN,	/* header fields that referenced unknown table entries */
 	TRACK_CNT_HPACK_ERRORS,		/* header blocks that could not be decoded */
 	TRACK_CNT_GRPC_LOST,		/* gRPC messages whose framing was lost */
+	TRACK_CNT_TRACEPARENT_INVALID,	/* requests whose traceparent header was invalid (ignored) */
 	TRACK_CNT__N,
 };
 void track_count(struct track_conn *tc, enum track_counter c, uint64_t n);
