@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * --perfetto FILE: a timeline in the Chrome trace-event JSON Object Format
- * ({"traceEvents":[...],"displayTimeUnit":"ms"}), which ui.perfetto.dev and
+ * ({"displayTimeUnit":"ms","traceEvents":[...]}), which ui.perfetto.dev and
  * chrome://tracing open; gzip-compressed (zlib) when FILE ends in ".gz".
  * Format reference: "Trace Event Format" (Google doc linked from
  * https://perfetto.dev/docs/getting-started/other-formats).
