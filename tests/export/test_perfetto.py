@@ -205,6 +205,10 @@ def test_bad_sched_mode():
     assert p.returncode == 2, p.stderr
     assert "Error: --perfetto-sched must be served, all or none, not 'some'" in p.stderr
     assert "HINT: " in p.stderr
+    p = subprocess.run([TTFTRACE, "--perfetto-sched", "all", "-p", "1"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert "Error: --perfetto-sched is for --perfetto: give --perfetto FILE too" in p.stderr
 
 
 def test_replay_perfetto_gzip_equals_plain(tmp_path):

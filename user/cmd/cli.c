@@ -359,6 +359,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			subcmd__usage_fail("ttftrace", "--perfetto-sched must be served, all or none, "
 					   "not '%s'", arg);
 		o->perfetto_sched = ps;
+		o->perfetto_sched_given = 1;
 		break;
 	}
 	case OPT_SYSFS_ROOT:
@@ -394,6 +395,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "start -c CMD with CUDA_INJECTION64_PATH instead");
 		if (o->n_buckets_opts && !o->metrics)
 			subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
+		if (o->perfetto_sched_given && !o->perfetto)
+			subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
 		check_distinct_outputs(o);
 		break;
 	default:
