@@ -135,11 +135,13 @@ def test_default_size_lanes_flows(sse_server, tracer, tmp_path):
         assert t0 <= rd["ts"] <= wr["ts"] <= t1 + 1e-3
         assert wr["ts"] == pytest.approx(t1 - r["stages_ms"]["net_out"] * 1000, abs=2)
 
-    # served: only threads that served a request, only inside one's [arrival, first token]
+    # served: only threads that served a request, only inside one's [arrival, first
+    # token], or its [arrival, end] when it had ITL outliers (their gaps are drawn too)
     windows = defaultdict(list)
     for r in reqs:
+        till = r["t_end_ns"] if r["outliers"] else r["t_first_token_ns"]
         for tid in {r["tid_rx"], r["tid_tx"]}:
-            windows[tid].append((r["t_arrival_ns"] / 1000, r["t_first_token_ns"] / 1000))
+            windows[tid].append((r["t_arrival_ns"] / 1000, till / 1000))
     sched = [e for e in evs if e.get("cat") == "sched"]
     assert sched, "no scheduler slices"
     for e in sched:
