@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "tests/unit/cjson_fields.h"
 #include "user/model/hops.h"
 #include "user/export/perfetto.h"
 
@@ -48,21 +49,6 @@ static cJSON *load(void)
 	fclose(f);
 	buf[n] = 0;
 	return cJSON_Parse(buf);
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	assert_non_null(v);
-	return v->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 /* The i-th event with this ph, cat and pid (i from 0); NULL when there are fewer. */

@@ -17,6 +17,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "tests/unit/cjson_fields.h"
 #include <zlib.h>
 #include "user/export/perfetto.h"
 
@@ -75,21 +76,6 @@ static cJSON *load(const char *p)
 	free(s);
 	assert_non_null(j);
 	return j;
-}
-
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	assert_non_null(v);
-	return v->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 static int is(const cJSON *e, const char *ph, const char *cat)
