@@ -48,6 +48,13 @@ if [ ! -f "$OTLP_NPM/node_modules/@opentelemetry/otlp-transformer/build/src/gene
 		@opentelemetry/otlp-transformer@0.208.0 protobufjs@7.5.4
 fi
 
+# tests/export/test_perfetto.py: DevTools' trace engine (npm, pinned in its package-lock.json).
+if [ ! -d tests/export/trace_engine/node_modules/@paulirish/trace_engine ] ||
+   [ tests/export/trace_engine/package-lock.json -nt tests/export/trace_engine/node_modules ]; then
+	echo "setup: installing DevTools' trace engine into tests/export/trace_engine/node_modules"
+	(cd tests/export/trace_engine && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 # Demo engine (node-llama-cpp, CPU build only) and demo model.
 if [ -x tools/demo/install.sh ]; then
 	tools/demo/install.sh

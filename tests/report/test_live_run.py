@@ -5,10 +5,11 @@ stages sum to each request's TTFT, whose thread slices show the server sleeping
 through the programmed TTFT, and whose connection counters match the request and
 response sizes; then `ttftrace report` of the same run renders in headless Chromium.
 
-No trace viewer runs offline here (ui.perfetto.dev needs the network and
+No trace viewer UI runs offline here (ui.perfetto.dev needs the network and
 chrome://tracing is not available headless), so the format is checked
-structurally against the Trace Event Format: the JSON Object Format with
-traceEvents, and ph/ts/pid/tid on every event."""
+structurally against the Trace Event Format here (the JSON Object Format with
+traceEvents, and ph/ts/pid/tid on every event); tests/export/test_perfetto.py
+parses the output with DevTools' trace engine."""
 import json
 import os
 from collections import defaultdict
@@ -23,13 +24,13 @@ pytestmark = needs_root
 TTFT_MS = 60
 ITL_MS = 10
 TOKENS = 8
-PHASES = {"X", "i", "C", "M"}
+PHASES = {"X", "i", "C", "M", "s", "f"}
 
 
 def run_traced(sse_server, tracer, tmp_path):
     srv = sse_server("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens", str(TOKENS))
     pf = str(tmp_path / "timeline.json")
-    tr = tracer("--port", srv.port, "--perfetto", pf)
+    tr = tracer("--port", srv.port, "--perfetto", pf)   # --perfetto-sched served (default)
     n = 0
     for _ in range(2):                    # two connections, two requests each
         c = Client(srv.port)
@@ -62,14 +63,25 @@ def test_perfetto_timeline_and_report(sse_server, tracer, tmp_path):
         if e["ph"] == "M":
             assert e["name"] in ("process_name", "thread_name") and e["args"]["name"], e
 
-    # Requests: a span, stages tiling [arrival, first token] and summing to TTFT, tokens.
-    by_tid = defaultdict(list)
+    # Requests: a span on a lane, stages tiling [arrival, first token] and summing to
+    # TTFT, tokens. A lane holds one request at a time: an event belongs to the
+    # request that began last at or before it on its lane.
+    by_req = defaultdict(list)
+    lanes = defaultdict(list)
+    for e in evs:
+        if e["pid"] == 0x40000001 and e.get("cat") == "request" and e["ph"] == "X":
+            lanes[e["tid"]].append((e["ts"], e["args"]["id"]))
+    for l in lanes.values():
+        l.sort()
     for e in evs:
         if e["pid"] == 0x40000001 and e["ph"] != "M":
-            by_tid[e["tid"]].append(e)
+            own = [i for ts, i in lanes[e["tid"]] if ts <= e["ts"] + 1e-3]
+            if own:
+                by_req[own[-1]].append(e)
+    assert sorted(i for l in lanes.values() for _, i in l) == sorted(r["id"] for r in reqs)
     for r in reqs:
-        mine = by_tid[r["id"]]
-        span = [e for e in mine if e.get("cat") == "request"]
+        mine = by_req[r["id"]]
+        span = [e for e in mine if e.get("cat") == "request" and e["ph"] == "X"]
         assert len(span) == 1
         stages = sorted((e for e in mine if e.get("cat") == "stage"), key=lambda e: e["ts"])
         want = [k for k in ("net_in", "read_wait", "frontend", "server", "queue", "prefill",

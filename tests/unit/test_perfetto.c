@@ -15,6 +15,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "tests/unit/cjson_fields.h"
 #include "user/model/hops.h"
 #include "user/export/perfetto.h"
 
@@ -50,21 +51,6 @@ static cJSON *load(void)
 	return cJSON_Parse(buf);
 }
 
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	assert_non_null(v);
-	return v->valuedouble;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* The i-th event with this ph, cat and pid (i from 0); NULL when there are fewer. */
 static const cJSON *nth(const cJSON *evs, const char *ph, const char *cat, double pid, int i)
 {
@@ -92,13 +78,14 @@ static void assert_slice(const cJSON *e, const char *name, double ts_us, double 
 	assert_true(fabs(num(e, "dur") - dur_us) < 1e-6);
 }
 
-/* IN 1us, OUT_BLOCKED 5us, WAKEUP 9us, IN 10us, OUT_RUNNABLE 12us, IN 15us. */
+/* --perfetto-sched all: IN 1us, OUT_BLOCKED 5us, WAKEUP 9us, IN 10us, OUT_RUNNABLE 12us, IN 15us. */
 static void test_thread_states(void **state)
 {
+	struct perfetto_opts o = { .sched_mode = PERFETTO_SCHED_ALL };
 	struct ttf_sink s;
 	cJSON *j, *evs;
 
-	assert_int_equal(perfetto_sink__new(path, NULL, &s), 0);
+	assert_int_equal(perfetto_sink__new_opts(path, &o, &s), 0);
 	sched(&s, 1 * US, TTF_SCHED_IN);
 	sched(&s, 5 * US, TTF_SCHED_OUT_BLOCKED);
 	sched(&s, 9 * US, TTF_SCHED_WAKEUP);
@@ -204,7 +191,7 @@ static void test_request_stages(void **state)
 		const cJSON *e = nth(evs, "X", "stage", PERFETTO_PID_REQUESTS, i);
 
 		assert_slice(e, names[i], start_us[i], dur_us[i]);
-		assert_int_equal(num(e, "tid"), 7);
+		assert_int_equal(num(e, "tid"), 1);	/* lane 1: the first free one */
 		sum += num(e, "dur");
 	}
 	assert_null(nth(evs, "X", "stage", PERFETTO_PID_REQUESTS, 7));
@@ -218,7 +205,10 @@ static void test_request_stages(void **state)
 /*
  * Request 9 through a gateway (pid 300) to an upstream (pid 400): the
  * gateway's slice over the TTFT, the upstream's from where its request was
- * written (1 ms + 3 us) for 15 us, and two flow arrows between them.
+ * written (1 ms + 3 us) for 15 us, on each process's hop track, and one flow
+ * gateway -> upstream -> gateway whose events sit at the starts of the
+ * slices they bind to (the gateway's, the upstream's, and the mark where
+ * the first token came back at 1 ms + 18 us).
  */
 static void test_hop_slices(void **state)
 {
@@ -233,6 +223,9 @@ static void test_hop_slices(void **state)
 						 0 } };
 	struct ttf_attrib a = { .valid = 1, .hops = &c };
 	struct ttf_sink s;
+	static const char phs[] = "stf";
+	static const double flow_ts[] = { 1000, 1003, 1018 };
+	static const double flow_pid[] = { 300, 400, 300 };
 	cJSON *j, *evs, *e;
 	int flows = 0;
 
@@ -248,15 +241,23 @@ static void test_hop_slices(void **state)
 	j = load();
 	evs = cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
 	assert_slice(nth(evs, "X", "hop", 300, 0), "gateway: req 9", 1000, 20);
+	assert_int_equal(num(nth(evs, "X", "hop", 300, 0), "tid"), PERFETTO_TID_HOPS + 300);
 	assert_slice(nth(evs, "X", "hop", 400, 0), "upstream: req 9 (its 10)", 1003, 15);
+	assert_int_equal(num(nth(evs, "X", "hop", 400, 0), "tid"), PERFETTO_TID_HOPS + 400);
+	assert_slice(nth(evs, "X", "hop", 300, 1), "first token from upstream", 1018, 0);
 	cJSON_ArrayForEach(e, evs) {
-		const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "ph");
+		const char *ph = str(e, "ph");
 
-		if (cJSON_IsString(ph) && (!strcmp(ph->valuestring, "s") ||
-					   !strcmp(ph->valuestring, "f")))
-			flows++;
+		if (strlen(ph) != 1 || !strchr(phs, ph[0]) || strcmp(str(e, "cat"), "hop"))
+			continue;
+		assert_int_equal(ph[0], phs[flows]);	/* written in flow order */
+		assert_true(fabs(num(e, "ts") - flow_ts[flows]) < 1e-6);
+		assert_int_equal(num(e, "pid"), flow_pid[flows]);
+		assert_int_equal(num(e, "tid"), PERFETTO_TID_HOPS + flow_pid[flows]);
+		assert_int_equal(num(e, "id"), 9);
+		flows++;
 	}
-	assert_int_equal(flows, 4);
+	assert_int_equal(flows, 3);
 	cJSON_Delete(j);
 }
 

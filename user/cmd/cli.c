@@ -10,6 +10,7 @@
 #include "bpf/net.h"
 #include "user/cmd/cli.h"
 #include "user/lib/version.h"
+#include "user/export/perfetto.h"
 #include "user/export/prom.h"
 #include "user/model/slo.h"
 #include "user/cmd/subcmd.h"
@@ -101,7 +102,8 @@ static void unknown_word(const char *arg)
 enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SCHED,
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
-       OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE, OPT_NO_HOPS };
+       OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE, OPT_NO_HOPS,
+       OPT_PERFETTO_SCHED };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -155,7 +157,9 @@ static const struct argp_option options[] = {
 	  "(http://127.0.0.1:4318) or a traces URL (.../v1/traces); the OTEL_EXPORTER_OTLP_* "
 	  "variables turn it on too", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
-	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON)", 5 },
+	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON; gzip when FILE ends in .gz)", 5 },
+	{ "perfetto-sched", OPT_PERFETTO_SCHED, "served|all|none", 0,
+	  "Scheduler slices in --perfetto: of the threads that served a request while they did (default), of every traced thread, or none", 5 },
 	{ "record", OPT_RECORD, "FILE", 0,
 	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
 	{ "sysfs-root", OPT_SYSFS_ROOT, "DIR", 0,
@@ -370,6 +374,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PERFETTO:
 		o->perfetto = arg;
 		break;
+	case OPT_PERFETTO_SCHED: {
+		enum perfetto_sched ps;
+
+		if (perfetto_sched__parse(arg, &ps))
+			subcmd__usage_fail("ttftrace", "--perfetto-sched must be served, all or none, "
+					   "not '%s'", arg);
+		o->perfetto_sched = ps;
+		o->perfetto_sched_given = 1;
+		break;
+	}
 	case OPT_SYSFS_ROOT:
 		if (!*arg)
 			subcmd__usage_fail("ttftrace", "--sysfs-root needs a directory");
@@ -403,6 +417,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 					   "start -c CMD with CUDA_INJECTION64_PATH instead");
 		if (o->n_buckets_opts && !o->metrics)
 			subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
+		if (o->perfetto_sched_given && !o->perfetto)
+			subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
 		check_distinct_outputs(o);
 		break;
 	default:

@@ -48,6 +48,8 @@ struct ttf_opts {
 	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/export/record.h) */
 	const char *otlp_url;	/* --otlp URL: OTLP/HTTP endpoint (user/export/otlp_config.h) */
 	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */
+	int perfetto_sched;	/* --perfetto-sched served|all|none: enum perfetto_sched */
+	int perfetto_sched_given;
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 	int gpu_attach;		/* --gpu-attach: load the CUPTI collector into the targets first */
 	const char *grpc_profile; /* --grpc-profile FILE: gRPC token locations (user/proto/grpc.h) */

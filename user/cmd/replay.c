@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 #include "user/core/pipeline.h"
+#include "user/lib/log.h"
 #include "user/cmd/replay.h"
+#include "user/export/perfetto.h"
 #include "user/export/record.h"
 #include "user/export/report.h"
 
@@ -151,6 +153,22 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 		goto cleanup;
 	report__sink(report, &rs);
 	pipeline__add_sink(rp.pipe, &rs);
+	if (o->perfetto) {
+		struct perfetto_opts pfo = { .gpu = pipeline__gpu(rp.pipe),
+					     .sched = pipeline__sched(rp.pipe),
+					     .sched_mode = o->perfetto_sched };
+		struct ttf_sink ps;
+
+		err = perfetto_sink__new_opts(o->perfetto, &pfo, &ps);
+		if (err) {
+			ttf_error("check that the directory exists and is writable",
+				  "cannot write %s: %s", o->perfetto, strerror(-err));
+			st->output_failed = 1;
+			st->failed_output = o->perfetto;
+			goto cleanup;
+		}
+		pipeline__add_sink(rp.pipe, &ps);
+	}
 	rp.in = pipeline__records(rp.pipe);
 	report__header(report);
 	while ((err = rec_reader__next(rr, &type, &payload, &len)) > 0) {

@@ -21,6 +21,8 @@ struct replay_opts {
 	int json;	/* NDJSON as `ttftrace --json` */
 	int verbose;
 	const struct grpc_profile *grpc_profile;	/* --grpc-profile; NULL none */
+	const char *perfetto;	/* --perfetto FILE: the timeline too (user/export/perfetto.h); NULL none */
+	int perfetto_sched;	/* --perfetto-sched: enum perfetto_sched */
 };
 
 struct replay_stats {
@@ -29,6 +31,7 @@ struct replay_stats {
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
 	int output_failed;		/* the error returned is the output's, not the recording's */
+	const char *failed_output;	/* ... of this file (NULL: -o's); said on stderr already */
 	double wall_s;			/* time spent replaying */
 	double cpu_s;			/* CPU time of the process meanwhile (user + system) */
 };

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
+#include "user/export/perfetto.h"
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
 
@@ -18,9 +19,11 @@ struct replay_args {
 	int verbose;
 	int quiet;
 	const char *grpc_profile;
+	const char *perfetto;
+	int perfetto_sched;
 };
 
-enum { OPT_JSON = 0x100, OPT_GRPC_PROFILE };
+enum { OPT_JSON = 0x100, OPT_GRPC_PROFILE, OPT_PERFETTO, OPT_PERFETTO_SCHED };
 
 static const struct argp_option options[] = {
 	{ "json", OPT_JSON, NULL, 0, "NDJSON, as `ttftrace --json`", 0 },
@@ -29,6 +32,10 @@ static const struct argp_option options[] = {
 	{ "quiet", 'q', NULL, 0, "No replay statistics on stderr", 0 },
 	{ "grpc-profile", OPT_GRPC_PROFILE, "FILE", 0,
 	  "Where gRPC messages hold their tokens, as `ttftrace --grpc-profile`", 0 },
+	{ "perfetto", OPT_PERFETTO, "FILE", 0,
+	  "The timeline too, as `ttftrace --perfetto` (gzip when FILE ends in .gz)", 0 },
+	{ "perfetto-sched", OPT_PERFETTO_SCHED, "served|all|none", 0,
+	  "Scheduler slices in it, as `ttftrace --perfetto-sched` (default served)", 0 },
 	{},
 };
 
@@ -72,6 +79,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_GRPC_PROFILE:
 		a->grpc_profile = arg;
 		break;
+	case OPT_PERFETTO:
+		a->perfetto = arg;
+		break;
+	case OPT_PERFETTO_SCHED: {
+		enum perfetto_sched ps;
+
+		if (perfetto_sched__parse(arg, &ps))
+			return subcmd__bad("--perfetto-sched must be served, all or none, not '%s'",
+					   arg);
+		a->perfetto_sched = ps;
+		break;
+	}
 	case ARGP_KEY_ARG:
 		if (a->file)
 			return subcmd__bad("one recording at a time ('%s')", arg);
@@ -123,6 +142,8 @@ int replay_main(int argc, char **argv)
 	}
 	o.json = a.json;
 	o.verbose = a.verbose;
+	o.perfetto = a.perfetto;
+	o.perfetto_sched = a.perfetto_sched;
 	if (subcmd__same_file(a.file, a.output)) {
 		ttf_error("give -o another file: it would be truncated before it is read",
 			  "-o %s is the recording itself", a.output);
@@ -143,8 +164,9 @@ int replay_main(int argc, char **argv)
 	}
 	err = replay__run(a.file, &o, &st);
 	if (err && st.output_failed) {
-		ttf_error("check free space and permissions", "writing %s: %s",
-			  a.output ? a.output : "standard output", strerror(-err));
+		if (!st.failed_output)
+			ttf_error("check free space and permissions", "writing %s: %s",
+				  a.output ? a.output : "standard output", strerror(-err));
 		code = TTF_EXIT_OUTPUT;
 	} else if (err == -EBADMSG) {
 		ttf_error("was it written by `ttftrace --record` of this version?",

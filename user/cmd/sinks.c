@@ -44,7 +44,10 @@ int sinks__open(const struct ttf_opts *o, struct pipeline *p)
 	}
 
 	if (o->perfetto) {
-		err = perfetto_sink__new(o->perfetto, pipeline__gpu(p), &s);
+		struct perfetto_opts po = { .gpu = pipeline__gpu(p), .sched = pipeline__sched(p),
+					    .sched_mode = o->perfetto_sched };
+
+		err = perfetto_sink__new_opts(o->perfetto, &po, &s);
 		if (err) {
 			ttf_error(err == -ENOSPC ? "free space on that file system" :
 				  "check that the directory exists and is writable",

@@ -608,3 +608,8 @@ struct gpu_store *pipeline__gpu(struct pipeline *p)
 {
 	return p->gpu;
 }
+
+struct sched_view *pipeline__sched(struct pipeline *p)
+{
+	return p->sched;
+}

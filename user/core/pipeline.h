@@ -27,6 +27,7 @@
 #include "user/proto/conn.h"
 
 struct pipeline;
+struct sched_view;
 
 struct pipeline_opts {
 	size_t sz;		/* sizeof(struct pipeline_opts) */
@@ -98,5 +99,7 @@ int pipeline__finish_sinks(struct pipeline *p);
 const struct pipeline_opts *pipeline__opts(const struct pipeline *p);
 /* The GPU store (NULL without opts.gpu), for sinks that draw GPU spans. */
 struct gpu_store *pipeline__gpu(struct pipeline *p);
+/* The scheduler view (NULL without opts.sched), for sinks that draw thread states. */
+struct sched_view *pipeline__sched(struct pipeline *p);
 
 #endif /* TTFTRACE_PIPELINE_H */

@@ -1,292 +1,94 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Chrome trace-event JSON timeline (see perfetto.h for the tracks).
+ * Chrome trace-event JSON timeline (see perfetto.h for the tracks): requests
+ * on their lanes, the flows to the threads and GPU work that served them,
+ * hops, and the file's end.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include "user/lib/log.h"
 #include "user/model/hops.h"
 #include "user/model/vocab.h"
-#include "user/export/perfetto.h"
+#include "user/export/perfetto_int.h"
 
-#define GPU_BATCH 4096
+/* Flow ids: request id * PF_FLOWS_PER_REQ + the target's index. */
+#define PF_FLOWS_PER_REQ 64
+#define PF_FLOW_READ 0
+#define PF_FLOW_WRITE 1
+#define PF_FLOW_STEP 2				/* + step index, up to TTF_MAX_STEP_SPANS */
+#define PF_FLOW_GPU (PF_FLOW_STEP + TTF_MAX_STEP_SPANS)	/* + step index */
 
-enum thr_state { THR_UNKNOWN = 0, THR_RUNNING, THR_RUNNABLE, THR_BLOCKED };
-
-struct thr {
-	uint32_t tid;		/* 0: free slot */
-	uint32_t tgid;
-	uint64_t since_ns;
-	uint8_t state;		/* enum thr_state */
-};
-
-struct conn {
-	uint64_t cookie;	/* 0: free slot */
-	uint32_t seq;		/* tid on the Connections track */
-	uint64_t in_bytes, out_bytes;
-};
-
-struct perfetto {
-	FILE *f;
-	char *path, *tmp_path;
-	int first;		/* no event written yet (no comma before the next) */
-	int io_error;
-	int finished;
-	struct gpu_store *gpu;
-	uint64_t gpu_cursor_ns;	/* GPU spans starting before this were written */
-	uint64_t gpu_next_ns;	/* next tick that reads the store */
-	struct thr *thr;	/* open addressing on tid */
-	struct conn *conns;	/* open addressing on cookie */
-	uint32_t n_conns;
-	uint32_t tgids[64];	/* processes already named */
-	int n_tgids;
-	uint64_t streams[64];	/* GPU device << 32 | stream already named */
-	int n_streams;
-	uint64_t events, threads_refused, conns_refused, sched_reordered, gpu_unread;
-};
-
-static void jstr(FILE *f, const char *s)
+int perfetto_sched__parse(const char *s, enum perfetto_sched *out)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)	/* also keeps the file ASCII for any byte */
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
-static void us(FILE *f, uint64_t ns)
-{
-	fprintf(f, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
-}
-
-/* Starts an event object: ph, ts, pid, tid; the caller adds fields and ends it with '}'. */
-static void ev_begin(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid)
-{
-	fputs(pf->first ? "\n" : ",\n", pf->f);
-	pf->first = 0;
-	pf->events++;
-	fprintf(pf->f, "{\"ph\":\"%c\",\"ts\":", ph);
-	us(pf->f, ts_ns);
-	fprintf(pf->f, ",\"pid\":%u,\"tid\":%u", pid, tid);
-}
-
-static void ev_name(struct perfetto *pf, const char *name, const char *cat)
-{
-	fputs(",\"name\":", pf->f);
-	jstr(pf->f, name);
-	if (cat) {
-		fputs(",\"cat\":", pf->f);
-		jstr(pf->f, cat);
-	}
-}
-
-static void complete(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t start_ns,
-		     uint64_t dur_ns, const char *name, const char *cat)
-{
-	ev_begin(pf, 'X', start_ns, pid, tid);
-	fputs(",\"dur\":", pf->f);
-	us(pf->f, dur_ns);
-	ev_name(pf, name, cat);
-}
-
-static void meta(struct perfetto *pf, uint32_t pid, uint32_t tid, const char *what,
-		 const char *name)
-{
-	ev_begin(pf, 'M', 0, pid, tid);
-	fprintf(pf->f, ",\"name\":\"%s\",\"args\":{\"name\":", what);
-	jstr(pf->f, name);
-	fputs("}}", pf->f);
-}
-
-/* The comm of a live task, from procfs (named once per thread, so the read is rare). */
-static void proc_comm(uint32_t tgid, uint32_t tid, char *buf, size_t sz)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", tgid, tid);
+	if (!strcmp(s, "served"))
+		*out = PERFETTO_SCHED_SERVED;
+	else if (!strcmp(s, "all"))
+		*out = PERFETTO_SCHED_ALL;
+	else if (!strcmp(s, "none"))
+		*out = PERFETTO_SCHED_NONE;
 	else
-		snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
-	buf[0] = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sz - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
-	buf[strcspn(buf, "\n")] = 0;
+		return -EINVAL;
+	return 0;
 }
 
-static void name_process(struct perfetto *pf, uint32_t tgid)
+/* 1 when a mark was drawn at this place lately (a step or GPU span shared by requests). */
+static int seen(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns)
 {
-	char comm[32], name[64];
+	struct pf_mark_key k = { .ts_ns = ts_ns, .pid = pid, .tid = tid };
 
-	for (int i = 0; i < pf->n_tgids; i++)
-		if (pf->tgids[i] == tgid)
-			return;
-	if (pf->n_tgids < (int)(sizeof(pf->tgids) / sizeof(pf->tgids[0])))
-		pf->tgids[pf->n_tgids++] = tgid;
-	proc_comm(tgid, 0, comm, sizeof(comm));
-	snprintf(name, sizeof(name), "%s %u (threads)", comm[0] ? comm : "process", tgid);
-	meta(pf, tgid, 0, "process_name", name);
+	for (int i = 0; i < PF_MARKS_SEEN; i++)
+		if (pf->seen[i].ts_ns == ts_ns && pf->seen[i].pid == pid && pf->seen[i].tid == tid)
+			return 1;
+	pf->seen[pf->seen_next] = k;
+	pf->seen_next = (pf->seen_next + 1) % PF_MARKS_SEEN;
+	return 0;
 }
 
-static struct thr *thr_get(struct perfetto *pf, uint32_t tid, uint32_t tgid)
+static void flow_ev(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+		    uint64_t flow_id)
 {
-	uint32_t h = tid * 2654435761u;
+	pf_ev(&pf->out, ph, ts_ns, pid, tid);
+	pf_name(&pf->out, "serve", "request");
+	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", flow_id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+}
 
-	for (uint32_t i = 0; i < PERFETTO_MAX_THREADS; i++) {
-		struct thr *t = &pf->thr[(h + i) % PERFETTO_MAX_THREADS];
-		char comm[32];
+void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id)
+{
+	flow_ev(pf, 's', req_start_ns, PERFETTO_PID_REQUESTS, lane, flow_id);
+	pf->flows++;
+}
 
-		if (t->tid == tid)
-			return t;
-		if (t->tid)
+void pf_mark_flow(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns,
+		  const char *name, uint64_t flow_id)
+{
+	if (!seen(pf, pid, tid, ts_ns)) {
+		pf_complete(&pf->out, pid, tid, ts_ns, 0, name, "request");
+		fputc('}', pf->out.f);
+	}
+	flow_ev(pf, 'f', ts_ns, pid, tid, flow_id);
+}
+
+/* The lowest lane free since @start_ns (1-based), or 0 when all are busy. */
+static uint32_t lane_take(struct perfetto *pf, uint64_t start_ns, uint64_t end_ns)
+{
+	char name[32];
+
+	for (uint32_t i = 0; i < PERFETTO_MAX_LANES; i++) {
+		if (pf->lane_end[i] && pf->lane_end[i] > start_ns)
 			continue;
-		*t = (struct thr){ .tid = tid, .tgid = tgid };
-		name_process(pf, tgid);
-		proc_comm(tgid, tid, comm, sizeof(comm));
-		meta(pf, tgid, tid, "thread_name", comm[0] ? comm : "thread");
-		return t;
+		if (!pf->lane_end[i]) {
+			snprintf(name, sizeof(name), "lane %u", i + 1);
+			pf_meta(&pf->out, PERFETTO_PID_REQUESTS, i + 1, "thread_name", name);
+		}
+		/* never 0 again: 0 marks a lane not named yet */
+		pf->lane_end[i] = end_ns ? end_ns : 1;
+		return i + 1;
 	}
-	pf->threads_refused++;
-	return NULL;
-}
-
-static const char *const thr_names[] = { "unknown", "running", "runnable", "blocked" };
-/* Reserved trace-viewer colour names (catapult tracing/base/color_scheme.html). */
-static const char *const thr_colors[] = { "grey", "thread_state_running",
-					  "thread_state_runnable", "thread_state_sleeping" };
-
-/* Ends the thread's current slice at ts_ns and starts state @next there. */
-static void thr_switch(struct perfetto *pf, struct thr *t, uint64_t ts_ns, enum thr_state next)
-{
-	if (ts_ns < t->since_ns) {
-		/* records of different CPUs reach the ring slightly out of order */
-		pf->sched_reordered++;
-		ts_ns = t->since_ns;
-	}
-	if (t->state != THR_UNKNOWN) {
-		complete(pf, t->tgid, t->tid, t->since_ns, ts_ns - t->since_ns,
-			 thr_names[t->state], "sched");
-		fprintf(pf->f, ",\"cname\":\"%s\"}", thr_colors[t->state]);
-	}
-	t->state = next;
-	t->since_ns = ts_ns;
-}
-
-static void on_sched(void *ctx, const struct ttf_sched_event *e)
-{
-	struct perfetto *pf = ctx;
-	struct thr *t = thr_get(pf, e->tid, e->tgid);
-
-	if (!t)
-		return;
-	switch (e->type) {
-	case TTF_SCHED_IN:
-		thr_switch(pf, t, e->ts_ns, THR_RUNNING);
-		break;
-	case TTF_SCHED_OUT_RUNNABLE:
-		thr_switch(pf, t, e->ts_ns, THR_RUNNABLE);
-		break;
-	case TTF_SCHED_OUT_BLOCKED:
-		thr_switch(pf, t, e->ts_ns, THR_BLOCKED);
-		break;
-	case TTF_SCHED_OUT_DEAD:
-		thr_switch(pf, t, e->ts_ns, THR_UNKNOWN);
-		break;
-	case TTF_SCHED_WAKEUP:
-	case TTF_SCHED_WAKEUP_NEW:
-		if (t->state == THR_BLOCKED || t->state == THR_UNKNOWN)
-			thr_switch(pf, t, e->ts_ns, THR_RUNNABLE);
-		break;
-	}
-}
-
-static void fmt_addr(char *buf, size_t sz, uint8_t family, const uint8_t *a, uint16_t port)
-{
-	if (family == TTF_AF_INET6)
-		snprintf(buf, sz, "[%x:%x:..:%x]:%u", a[0] << 8 | a[1], a[2] << 8 | a[3],
-			 a[14] << 8 | a[15], port);
-	else
-		snprintf(buf, sz, "%u.%u.%u.%u:%u", a[0], a[1], a[2], a[3], port);
-}
-
-static struct conn *conn_get(struct perfetto *pf, const struct ttf_net_event *e)
-{
-	uint32_t h = (uint32_t)(e->sock_cookie * 0x9e3779b97f4a7c15ull >> 32);
-
-	for (uint32_t i = 0; i < PERFETTO_MAX_CONNS; i++) {
-		struct conn *c = &pf->conns[(h + i) % PERFETTO_MAX_CONNS];
-		char l[64], r[64], name[160];
-
-		if (c->cookie == e->sock_cookie)
-			return c;
-		if (c->cookie)
-			continue;
-		*c = (struct conn){ .cookie = e->sock_cookie, .seq = ++pf->n_conns };
-		fmt_addr(l, sizeof(l), e->family, e->laddr, e->lport);
-		fmt_addr(r, sizeof(r), e->family, e->raddr, e->rport);
-		snprintf(name, sizeof(name), "conn %u %s<-%s", c->seq, l, r);
-		meta(pf, PERFETTO_PID_CONNS, c->seq, "thread_name", name);
-		return c;
-	}
-	pf->conns_refused++;
-	return NULL;
-}
-
-static void on_net(void *ctx, const struct ttf_net_event *e, size_t len)
-{
-	struct perfetto *pf = ctx;
-	int recv = e->type == TTF_EV_RECV;
-	char name[48];
-	struct conn *c;
-
-	if (len < sizeof(*e) || !(recv || e->type == TTF_EV_SEND || e->type == TTF_EV_CLOSE))
-		return;
-	c = conn_get(pf, e);
-	if (!c)
-		return;
-	if (e->type == TTF_EV_CLOSE) {
-		ev_begin(pf, 'i', e->ts_ns, PERFETTO_PID_CONNS, c->seq);
-		ev_name(pf, e->flags & TTF_EVF_RESET ? "reset" : "close", "net");
-		fputs(",\"s\":\"t\"}", pf->f);
-		return;
-	}
-	if (recv)
-		c->in_bytes += e->bytes;
-	else
-		c->out_bytes += e->bytes;
-	snprintf(name, sizeof(name), "%s %u B", recv ? "recv" : "send", e->bytes);
-	if (e->enter_ns && e->enter_ns <= e->ts_ns) {
-		complete(pf, PERFETTO_PID_CONNS, c->seq, e->enter_ns, e->ts_ns - e->enter_ns,
-			 name, "net");
-	} else {
-		ev_begin(pf, 'i', e->ts_ns, PERFETTO_PID_CONNS, c->seq);
-		ev_name(pf, name, "net");
-		fputs(",\"s\":\"t\"", pf->f);
-	}
-	fprintf(pf->f, ",\"args\":{\"bytes\":%u,\"tid\":%u}}", e->bytes, e->tid);
-	ev_begin(pf, 'C', e->ts_ns, PERFETTO_PID_CONNS, 0);
-	snprintf(name, sizeof(name), "conn %u bytes", c->seq);
-	ev_name(pf, name, "net");
-	fprintf(pf->f, ",\"args\":{\"in\":%" PRIu64 ",\"out\":%" PRIu64 "}}", c->in_bytes,
-		c->out_bytes);
+	pf->lanes_full++;
+	return 0;
 }
 
 /* The request's flags as NDJSON names them (vocab.h): ,"flags":[...] inside args. */
@@ -296,63 +98,201 @@ static void flags_arg(struct perfetto *pf, const struct ttf_request *r,
 	const char *names[TTF_VF__MAX];
 	int n = ttf_vocab__flag_names(ttf_vocab__flags(r, m), names, TTF_VF__MAX);
 
-	fputs(",\"flags\":[", pf->f);
+	fputs(",\"flags\":[", pf->out.f);
 	for (int i = 0; i < n; i++) {
 		if (i)
-			fputc(',', pf->f);
-		jstr(pf->f, names[i]);
+			fputc(',', pf->out.f);
+		pf_jstr(pf->out.f, names[i]);
 	}
-	fputc(']', pf->f);
+	fputc(']', pf->out.f);
 }
 
-/* One end of a flow arrow (ph s/f) of request id's hop; binds to the slice around ts. */
-static void flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint64_t id)
+/* The hop track of a process (tid PERFETTO_TID_HOPS + tgid), named once. */
+static uint32_t hop_track(struct perfetto *pf, uint32_t tgid)
 {
-	ev_begin(pf, ph, ts_ns, pid, pid);
-	ev_name(pf, "hop", "hop");
-	fprintf(pf->f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	int i = pf_name_process(pf, tgid);
+
+	if (i < 0 || !pf->tgid_hops[i]) {
+		pf_meta(&pf->out, tgid, PERFETTO_TID_HOPS + tgid, "thread_name",
+			"hops (gateway <-> upstream)");
+		if (i >= 0)
+			pf->tgid_hops[i] = 1;
+	}
+	return PERFETTO_TID_HOPS + tgid;
+}
+
+static void hop_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint64_t id)
+{
+	pf_ev(&pf->out, ph, ts_ns, pid, PERFETTO_TID_HOPS + pid);
+	pf_name(&pf->out, "hop", "hop");
+	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
 }
 
 /*
- * Through a gateway: its slice on its process's track over the TTFT, the
- * upstream's slice on the upstream's track (upstream request written ->
- * first token out), and flow arrows gateway -> upstream -> gateway.
+ * Through a gateway: its slice on its process's hop track over the TTFT,
+ * the upstream's slice on the upstream's (upstream request written -> first
+ * token out), a mark on the gateway's where that token came back, and one
+ * flow gateway -> upstream -> gateway, each end at its slice's start.
  */
 static void hop_slices(struct perfetto *pf, const struct ttf_request *r,
 		       const struct ttf_req_metrics *m, const struct ttf_hop_chain *c)
 {
 	uint64_t t = m->t_start_ns, up_start, up_end;
+	uint32_t gw = hop_track(pf, c->gw_tgid);
 	char name[64];
 
 	for (int i = 0; i < TTF_HS_UPSTREAM; i++)
 		t += c->stage_ns[i];
 	up_start = t;
 	up_end = t + c->stage_ns[TTF_HS_UPSTREAM];
-	name_process(pf, c->gw_tgid);
 	snprintf(name, sizeof(name), "gateway: req %" PRIu64, r->id);
-	complete(pf, c->gw_tgid, c->gw_tgid, m->t_start_ns, m->ttft_ns > 0 ? m->ttft_ns : 0,
-		 name, "hop");
-	fprintf(pf->f, ",\"args\":{\"join\":\"%s\",\"buffering\":%s}}",
+	pf_complete(&pf->out, c->gw_tgid, gw, m->t_start_ns, m->ttft_ns > 0 ? m->ttft_ns : 0,
+		    name, "hop");
+	fprintf(pf->out.f, ",\"args\":{\"join\":\"%s\",\"buffering\":%s}}",
 		c->exact ? "exact" : "inferred", c->buffering ? "true" : "false");
 	if (!c->up_tgid)
 		return;
-	name_process(pf, c->up_tgid);
 	snprintf(name, sizeof(name), "upstream: req %" PRIu64 " (its %" PRIu64 ")", r->id,
 		 c->up_req_id);
-	complete(pf, c->up_tgid, c->up_tgid, up_start, up_end - up_start, name, "hop");
-	fputs("}", pf->f);
-	flow(pf, 's', up_start, c->gw_tgid, 2 * r->id);
-	flow(pf, 'f', up_start, c->up_tgid, 2 * r->id);
-	flow(pf, 's', up_end, c->up_tgid, 2 * r->id + 1);
-	flow(pf, 'f', up_end, c->gw_tgid, 2 * r->id + 1);
+	pf_complete(&pf->out, c->up_tgid, hop_track(pf, c->up_tgid), up_start, up_end - up_start,
+		    name, "hop");
+	fputs("}", pf->out.f);
+	pf_complete(&pf->out, c->gw_tgid, gw, up_end, 0, "first token from upstream", "hop");
+	fputs("}", pf->out.f);
+	hop_flow(pf, 's', m->t_start_ns, c->gw_tgid, r->id);
+	hop_flow(pf, 't', up_start, c->up_tgid, r->id);
+	hop_flow(pf, 'f', up_end, c->gw_tgid, r->id);
+}
+
+/* Stage slices on the lane, in the order they follow each other inside [start, first token]. */
+static void stage_slices(struct perfetto *pf, uint32_t lane, uint64_t start,
+			 const struct ttf_attrib *a)
+{
+	uint64_t t = start;
+
+	for (size_t i = 0; a && a->valid && i < TTF_STAGE_ORDER_N; i++) {
+		enum ttf_stage s = ttf_stage_time_order[i];
+		int64_t d = a->stage_ns[s];
+
+		/* tokenize is drawn inside frontend, below */
+		if (s == TTF_ST_TOKENIZE || d < 0)
+			continue;
+		pf_complete(&pf->out, PERFETTO_PID_REQUESTS, lane, t, d, ttf_stage_name(s), "stage");
+		fputs("}", pf->out.f);
+		t += d;
+		/* the engine has the request when tokenize returns: tokenize ends frontend */
+		if (s == TTF_ST_FRONTEND && a->stage_ns[TTF_ST_TOKENIZE] > 0 &&
+		    a->stage_ns[TTF_ST_TOKENIZE] <= d) {
+			pf_complete(&pf->out, PERFETTO_PID_REQUESTS, lane,
+				    t - a->stage_ns[TTF_ST_TOKENIZE], a->stage_ns[TTF_ST_TOKENIZE],
+				    ttf_stage_name(TTF_ST_TOKENIZE), "substage");
+			fputs("}", pf->out.f);
+		}
+	}
+}
+
+#define PF_MAX_WINDOWS (2 + TTF_MAX_STEP_SPANS + TTF_MAX_CAUSES)
+
+struct served_win {
+	uint32_t tid, tgid;
+	uint64_t a, b;
+};
+
+static void win_push(struct served_win *w, int *n, uint32_t tid, uint32_t tgid, uint64_t a,
+		     uint64_t b)
+{
+	/* one window per thread where they touch (the reader that also writes) */
+	for (int i = 0; tid && a < b && i < *n; i++) {
+		if (w[i].tid != tid || a > w[i].b || b < w[i].a)
+			continue;
+		w[i].a = a < w[i].a ? a : w[i].a;
+		w[i].b = b > w[i].b ? b : w[i].b;
+		return;
+	}
+	if (tid && a < b && *n < PF_MAX_WINDOWS)
+		w[(*n)++] = (struct served_win){ tid, tgid, a, b };
+}
+
+/* SERVED: the scheduler slices of the threads that served the request, while they did. */
+static void served_sched(struct perfetto *pf, const struct ttf_request *r,
+			 const struct ttf_attrib *a, uint32_t etgid, uint64_t start, uint64_t end)
+{
+	const uint64_t *b = a && a->valid ? a->bound_ns : NULL;
+	struct served_win w[PF_MAX_WINDOWS];
+	int n = 0;
+
+	if (pf->sched_mode != PERFETTO_SCHED_SERVED || !pf->sched)
+		return;
+	/* reader: arrival -> the engine has it; engine: -> prefill end; writer: -> first token */
+	win_push(w, &n, r->rx_tid, r->tgid, start, b ? b[TTF_ST_QUEUE] : end);
+	for (uint32_t i = 0; b && i < a->n_step_spans; i++)
+		win_push(w, &n, a->step_spans[i].tid, etgid, b[TTF_ST_QUEUE], b[TTF_ST_EMIT]);
+	win_push(w, &n, r->tx_tid, r->tgid, b ? b[TTF_ST_EMIT] : start, b ? b[TTF_ST__MAX] : end);
+	/* token gaps named as ITL outliers: the writer while it waited */
+	for (uint32_t i = 0; a && i < a->n_causes; i++) {
+		uint32_t k = a->causes[i].index;
+
+		if (k + 1 < r->n_events)
+			win_push(w, &n, r->tx_tid, r->tgid, ttf_metrics__event_time(&r->events[k]),
+				 ttf_metrics__event_time(&r->events[k + 1]));
+	}
+	for (int i = 0; i < n; i++)
+		pf_served(pf, w[i].tid, w[i].tgid, w[i].a, w[i].b);
+}
+
+/* Marks and flows to the threads that served the request, after their scheduler slices. */
+static void served(struct perfetto *pf, const struct ttf_request *r,
+		   const struct ttf_req_metrics *m, const struct ttf_attrib *a, uint32_t lane,
+		   uint64_t start, uint64_t end)
+{
+	const uint64_t *b = a && a->valid ? a->bound_ns : NULL;
+	uint32_t etgid = a && a->engine_tgid ? a->engine_tgid : r->tgid;
+	uint64_t base = r->id * PF_FLOWS_PER_REQ, w;
+	char name[48];
+
+	served_sched(pf, r, a, etgid, start, end);
+	if (r->rx_tid && r->read_done_ns >= start) {
+		pf_flow_start(pf, lane, start, base + PF_FLOW_READ);
+		pf_thr_get(pf, r->rx_tid, r->tgid);
+		snprintf(name, sizeof(name), "read req %" PRIu64, r->id);
+		pf_mark_flow(pf, r->tgid, r->rx_tid, r->read_done_ns, name, base + PF_FLOW_READ);
+	}
+	for (uint32_t i = 0; a && a->valid && i < a->n_step_spans; i++) {
+		const struct ttf_step_span *sp = &a->step_spans[i];
+
+		if (!sp->tid || sp->start_ns < start)
+			continue;
+		pf_flow_start(pf, lane, start, base + PF_FLOW_STEP + i);
+		pf_thr_get(pf, sp->tid, etgid);
+		pf_mark_flow(pf, etgid, sp->tid, sp->start_ns, "prefill step", base + PF_FLOW_STEP + i);
+		if (sp->have_gpu)
+			pf_gpu_flow(pf, &(struct pf_gpu_flow){ .flow_id = base + PF_FLOW_GPU + i,
+				    .req_start_ns = start, .lane = lane, .pid = etgid,
+				    .a = sp->start_ns, .b = sp->end_ns });
+	}
+	if (a && a->valid && !a->n_step_spans && a->gpu.have)	/* no step probes: the server stage */
+		pf_gpu_flow(pf, &(struct pf_gpu_flow){ .flow_id = base + PF_FLOW_GPU,
+			    .req_start_ns = start, .lane = lane, .pid = etgid,
+			    .a = b[TTF_ST_READ_WAIT + 1], .b = b[TTF_ST_NET_OUT] });
+	w = r->n_events ? (r->events[0].write_start_ns ? r->events[0].write_start_ns :
+			   r->events[0].write_ns) : 0;
+	if (r->tx_tid && w >= start) {
+		pf_flow_start(pf, lane, start, base + PF_FLOW_WRITE);
+		pf_thr_get(pf, r->tx_tid, r->tgid);
+		snprintf(name, sizeof(name), "write req %" PRIu64, r->id);
+		pf_mark_flow(pf, r->tgid, r->tx_tid, w, name, base + PF_FLOW_WRITE);
+	}
+	(void)m;
 }
 
 static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
 		       const struct ttf_attrib *a)
 {
 	struct perfetto *pf = ctx;
-	uint32_t tid = (uint32_t)r->id;
-	uint64_t start = m->t_start_ns, end = m->t_end_ns, t;
+	uint64_t start = m->t_start_ns, end = m->t_end_ns;
+	struct conn *c = pf_conn_find(pf, r->sock_cookie);
+	struct pf_out *o = &pf->out;
+	uint32_t lane;
 	char name[160];
 
 	if (!start)
@@ -361,124 +301,39 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 		end = r->closed_ns > m->t_last_token_ns ? r->closed_ns : m->t_last_token_ns;
 	if (end < start)
 		end = start;
+	lane = lane_take(pf, start, end);
+	if (!lane)
+		return;
 	snprintf(name, sizeof(name), "req %" PRIu64 " %s %s", r->id, r->method, r->path);
-	meta(pf, PERFETTO_PID_REQUESTS, tid, "thread_name", name);
-	complete(pf, PERFETTO_PID_REQUESTS, tid, start, end - start, name, "request");
-	fprintf(pf->f, ",\"args\":{\"ttft_ms\":%.3f,\"e2e_ms\":%.3f,\"tpot_ms\":%.3f,"
-		"\"tokens\":%u,\"grade\":\"%c\",\"conn_cookie\":%" PRIu64,
-		m->ttft_ns / 1e6, m->e2e_ns / 1e6, m->tpot_ns / 1e6, m->n_tokens, m->grade,
+	pf_complete(o, PERFETTO_PID_REQUESTS, lane, start, end - start, name, "request");
+	fprintf(o->f, ",\"args\":{\"id\":%" PRIu64 ",\"ttft_ms\":%.3f,\"e2e_ms\":%.3f,"
+		"\"tpot_ms\":%.3f,\"tokens\":%u,\"grade\":\"%c\",\"conn\":%u,\"conn_seq\":%u,"
+		"\"conn_cookie\":%" PRIu64, r->id, m->ttft_ns / 1e6, m->e2e_ns / 1e6,
+		m->tpot_ns / 1e6, m->n_tokens, m->grade, c ? c->seq : 0, r->conn_seq,
 		r->sock_cookie);
 	flags_arg(pf, r, m);
-	fputs("}}", pf->f);
-	t = start;
-	/* stages in the order they follow each other inside [start, first token] (vocab.h) */
-	for (size_t i = 0; a && a->valid && i < TTF_STAGE_ORDER_N; i++) {
-		enum ttf_stage s = ttf_stage_time_order[i];
-		int64_t d = a->stage_ns[s];
-
-		/* tokenize is drawn inside frontend, below */
-		if (s == TTF_ST_TOKENIZE || d < 0)
-			continue;
-		complete(pf, PERFETTO_PID_REQUESTS, tid, t, d, ttf_stage_name(s), "stage");
-		fputs("}", pf->f);
-		t += d;
-		/* the engine has the request when tokenize returns: tokenize ends frontend */
-		if (s == TTF_ST_FRONTEND && a->stage_ns[TTF_ST_TOKENIZE] > 0 &&
-		    a->stage_ns[TTF_ST_TOKENIZE] <= d) {
-			complete(pf, PERFETTO_PID_REQUESTS, tid, t - a->stage_ns[TTF_ST_TOKENIZE],
-				 a->stage_ns[TTF_ST_TOKENIZE], ttf_stage_name(TTF_ST_TOKENIZE),
-				 "substage");
-			fputs("}", pf->f);
-		}
-	}
+	fputs("}}", o->f);
+	/* the flows leave from the request slice: their starts follow it, before the stages */
+	served(pf, r, m, a, lane, start, end);
+	stage_slices(pf, lane, start, a);
 	if (a && a->valid && a->hops)
 		hop_slices(pf, r, m, a->hops);
 	for (uint32_t i = 0; i < r->n_events; i++) {
-		ev_begin(pf, 'i', ttf_metrics__event_time(&r->events[i]), PERFETTO_PID_REQUESTS, tid);
-		ev_name(pf, "token", "token");
-		fprintf(pf->f, ",\"s\":\"t\",\"args\":{\"index\":%u,\"n_tokens\":%u}}", i,
-			r->events[i].n_tokens);
+		pf_ev(o, 'i', ttf_metrics__event_time(&r->events[i]), PERFETTO_PID_REQUESTS, lane);
+		pf_name(o, "token", "token");
+		fputs(",\"s\":\"t\"", o->f);
+		if (r->events[i].n_tokens != 1)
+			fprintf(o->f, ",\"args\":{\"n_tokens\":%u}", r->events[i].n_tokens);
+		fputc('}', o->f);
 	}
-}
-
-static const char *copy_name(const struct gpu_copy_span *c)
-{
-	if (c->memset)
-		return "memset";
-	switch (c->copy_kind) {
-	case TTF_GPU_COPY_HTOD: return "copy HtoD";
-	case TTF_GPU_COPY_DTOH: return "copy DtoH";
-	case TTF_GPU_COPY_DTOD: return "copy DtoD";
-	case TTF_GPU_COPY_HTOH: return "copy HtoH";
-	case TTF_GPU_COPY_PTOP: return "copy PtoP";
+	if (c) {
+		/* the join on the connection's track: the same conn, conn_seq and cookie */
+		pf_ev(o, 'i', start, PERFETTO_PID_CONNS, c->seq);
+		snprintf(name, sizeof(name), "req %" PRIu64, r->id);
+		pf_name(o, name, "net");
+		fprintf(o->f, ",\"s\":\"t\",\"args\":{\"req\":%" PRIu64 ",\"conn_seq\":%u,"
+			"\"cookie\":%" PRIu64 "}}", r->id, r->conn_seq, r->sock_cookie);
 	}
-	return "copy";
-}
-
-static void gpu_track(struct perfetto *pf, uint32_t dev, uint32_t stream)
-{
-	uint64_t key = (uint64_t)dev << 32 | stream;
-	char name[32];
-	int i;
-
-	for (i = 0; i < pf->n_streams; i++)
-		if (pf->streams[i] == key)
-			return;
-	/* past the table, tracks are named again: duplicate metadata is harmless */
-	if (pf->n_streams < (int)(sizeof(pf->streams) / sizeof(pf->streams[0])))
-		pf->streams[pf->n_streams++] = key;
-	snprintf(name, sizeof(name), "GPU %u (CUPTI)", dev);
-	meta(pf, PERFETTO_PID_GPU + dev, 0, "process_name", name);
-	snprintf(name, sizeof(name), "stream %u", stream);
-	meta(pf, PERFETTO_PID_GPU + dev, stream, "thread_name", name);
-}
-
-/* Writes GPU spans starting in [gpu_cursor_ns, to_ns). */
-static void gpu_flush(struct perfetto *pf, uint64_t to_ns)
-{
-	struct gpu_kernel_span *k = NULL;
-	struct gpu_copy_span *c = NULL;
-	size_t nk, nc;
-
-	if (!pf->gpu || to_ns <= pf->gpu_cursor_ns)
-		return;
-	k = calloc(GPU_BATCH, sizeof(*k));
-	c = calloc(GPU_BATCH, sizeof(*c));
-	if (!k || !c) {
-		pf->gpu_unread++;
-		goto cleanup;
-	}
-	nk = gpu_store__kernels(pf->gpu, 0, pf->gpu_cursor_ns, to_ns, k, GPU_BATCH);
-	nc = gpu_store__copies(pf->gpu, 0, pf->gpu_cursor_ns, to_ns, c, GPU_BATCH);
-	if (nk > GPU_BATCH || nc > GPU_BATCH)
-		pf->gpu_unread += (nk > GPU_BATCH ? nk - GPU_BATCH : 0) +
-				  (nc > GPU_BATCH ? nc - GPU_BATCH : 0);
-	for (size_t i = 0; i < nk && i < GPU_BATCH; i++) {
-		if (k[i].start_ns < pf->gpu_cursor_ns || k[i].start_ns >= to_ns)
-			continue;	/* overlaps the window but was (or will be) written in another */
-		gpu_track(pf, k[i].device_id, k[i].stream_id);
-		complete(pf, PERFETTO_PID_GPU + k[i].device_id, k[i].stream_id, k[i].start_ns,
-			 k[i].end_ns > k[i].start_ns ? k[i].end_ns - k[i].start_ns : 0,
-			 k[i].name ? k[i].name : "kernel", "kernel");
-		fprintf(pf->f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],"
-			"\"graph_id\":%u,\"host_tid\":%u,\"pid\":%u}}", k[i].grid[0], k[i].grid[1],
-			k[i].grid[2], k[i].block[0], k[i].block[1], k[i].block[2], k[i].graph_id,
-			k[i].tid, k[i].pid);
-	}
-	for (size_t i = 0; i < nc && i < GPU_BATCH; i++) {
-		if (c[i].start_ns < pf->gpu_cursor_ns || c[i].start_ns >= to_ns)
-			continue;
-		gpu_track(pf, c[i].device_id, c[i].stream_id);
-		complete(pf, PERFETTO_PID_GPU + c[i].device_id, c[i].stream_id, c[i].start_ns,
-			 c[i].end_ns > c[i].start_ns ? c[i].end_ns - c[i].start_ns : 0,
-			 copy_name(&c[i]), "copy");
-		fprintf(pf->f, ",\"args\":{\"bytes\":%" PRIu64 ",\"gbps\":%.3f,\"pageable\":%s}}",
-			c[i].bytes, c[i].gbps, c[i].pageable ? "true" : "false");
-	}
-	pf->gpu_cursor_ns = to_ns;
-cleanup:
-	free(k);
-	free(c);
 }
 
 static void on_tick(void *ctx, uint64_t now_ns)
@@ -489,44 +344,57 @@ static void on_tick(void *ctx, uint64_t now_ns)
 		return;
 	pf->gpu_next_ns = now_ns + 1000000000ull;
 	if (now_ns > PERFETTO_GPU_LAG_NS)
-		gpu_flush(pf, now_ns - PERFETTO_GPU_LAG_NS);
+		pf_gpu_flush(pf, now_ns - PERFETTO_GPU_LAG_NS);
 }
+
+static uint32_t lanes_used(const struct perfetto *pf)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < PERFETTO_MAX_LANES; i++)
+		n += !!pf->lane_end[i];
+	return n;
+}
+
+static const char *const mode_names[] = { "served", "all", "none" };
 
 static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 {
 	struct perfetto *pf = ctx;
-	int err = 0;
+	FILE *f = pf->out.f;
+	int err;
 
-	gpu_flush(pf, UINT64_MAX);
+	pf_gpu_flush(pf, UINT64_MAX);
+	pf_conns_flush(pf);
 	/* Open thread slices end at the last thing seen of the thread: nothing to draw. */
-	fprintf(pf->f, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"ttftrace\","
-		"\"clock\":\"CLOCK_MONOTONIC\",\"trace_events\":%" PRIu64 ",\"threads_refused\":%" PRIu64
-		",\"connections_refused\":%" PRIu64 ",\"sched_reordered\":%" PRIu64
-		",\"gpu_spans_unread\":%" PRIu64, pf->events, pf->threads_refused,
-		pf->conns_refused, pf->sched_reordered, pf->gpu_unread);
+	fprintf(f, "\n],\"otherData\":{\"generator\":\"ttftrace\","
+		"\"clock\":\"CLOCK_MONOTONIC\",\"sched\":\"%s\",\"trace_events\":%" PRIu64
+		",\"lanes\":%u,\"requests_over_lanes\":%" PRIu64 ",\"flows\":%" PRIu64
+		",\"threads_refused\":%" PRIu64 ",\"connections_refused\":%" PRIu64
+		",\"sched_reordered\":%" PRIu64 ",\"sched_merged\":%" PRIu64
+		",\"sched_served_clipped_ns\":%" PRIu64 ",\"gpu_spans_unread\":%" PRIu64
+		",\"gpu_flows_dropped\":%" PRIu64, mode_names[pf->sched_mode], pf->out.events,
+		lanes_used(pf), pf->lanes_full, pf->flows, pf->threads_refused, pf->conns_refused,
+		pf->sched_reordered, pf->sched_merged, pf->served_clipped_ns, pf->gpu_unread,
+		pf->gpu_flows_dropped);
 	for (int i = 0; i < n; i++) {
-		fputs(",", pf->f);
-		jstr(pf->f, cnt[i].name);
-		fprintf(pf->f, ":%" PRIu64, cnt[i].value);
+		fputs(",", f);
+		pf_jstr(f, cnt[i].name);
+		fprintf(f, ":%" PRIu64, cnt[i].value);
 	}
-	fputs("}}\n", pf->f);
-	if (fflush(pf->f) || ferror(pf->f) || (pf->tmp_path && fsync(fileno(pf->f))))
-		err = -(errno ? errno : EIO);
-	if (fclose(pf->f) && !err)
-		err = -errno;
-	pf->f = NULL;
-	if (pf->tmp_path && !err && rename(pf->tmp_path, pf->path))
-		err = -errno;
-	if (pf->tmp_path && err)
-		unlink(pf->tmp_path);
+	fputs("}}\n", f);
+	err = pf_out__close(&pf->out);
 	pf->finished = 1;
 	if (err)
 		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
-			  "writing %s: %s", pf->path, strerror(-err));
-	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread)
+			  "writing %s: %s", pf->out.path, strerror(-err));
+	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread || pf->lanes_full ||
+	    pf->gpu_flows_dropped)
 		fprintf(stderr, "Warning: perfetto: %" PRIu64 " threads and %" PRIu64
-			" connections over the table size, %" PRIu64 " GPU spans not drawn\n",
-			pf->threads_refused, pf->conns_refused, pf->gpu_unread);
+			" connections over the table size, %" PRIu64 " requests over %u lanes, %"
+			PRIu64 " GPU spans and %" PRIu64 " GPU flows not drawn\n",
+			pf->threads_refused, pf->conns_refused, pf->lanes_full, PERFETTO_MAX_LANES,
+			pf->gpu_unread, pf->gpu_flows_dropped);
 	return err;
 }
 
@@ -536,66 +404,49 @@ static void on_destroy(void *ctx)
 
 	if (!pf)
 		return;
-	if (pf->f) {
-		fclose(pf->f);
-		if (pf->tmp_path)
-			unlink(pf->tmp_path);	/* never finished: leave no partial file behind */
-	}
+	pf_out__abort(&pf->out);
 	free(pf->thr);
 	free(pf->conns);
-	free(pf->path);
-	free(pf->tmp_path);
+	free(pf->gpu_pending);
 	free(pf);
 }
 
-int perfetto_sink__new(const char *path, struct gpu_store *gpu, struct ttf_sink *out)
+int perfetto_sink__new_opts(const char *path, const struct perfetto_opts *o,
+			    struct ttf_sink *out)
 {
 	struct perfetto *pf = calloc(1, sizeof(*pf));
-	int in_place;
-	struct stat st;
-	int fd, err;
+	int err;
 
 	if (!pf)
 		return -ENOMEM;
-	pf->first = 1;
-	pf->gpu = gpu;
-	pf->path = strdup(path);
-	/*
-	 * A device or FIFO (/dev/null, /dev/stdout) is written in place: renaming
-	 * a temporary file over it would replace the device node (as root, in /dev).
-	 */
-	in_place = !stat(path, &st) && !S_ISREG(st.st_mode);
-	if (!in_place && asprintf(&pf->tmp_path, "%s.tmp.XXXXXX", path) < 0)
-		pf->tmp_path = NULL;
+	pf->out.sync_fd = -1;
+	pf->gpu = o->gpu;
+	pf->sched = o->sched;
+	pf->sched_mode = o->sched_mode;
 	pf->thr = calloc(PERFETTO_MAX_THREADS, sizeof(*pf->thr));
 	pf->conns = calloc(PERFETTO_MAX_CONNS, sizeof(*pf->conns));
-	if (!pf->path || (!in_place && !pf->tmp_path) || !pf->thr || !pf->conns) {
+	pf->gpu_pending = calloc(PF_GPU_PENDING, sizeof(*pf->gpu_pending));
+	if (!pf->thr || !pf->conns || !pf->gpu_pending) {
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	fd = in_place ? open(path, O_WRONLY | O_CLOEXEC) : mkostemp(pf->tmp_path, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
+	err = pf_out__open(&pf->out, path);
+	if (err)
 		goto cleanup;
-	}
-	if (!in_place)
-		fchmod(fd, 0644);
-	pf->f = fdopen(fd, "w");
-	if (!pf->f) {
-		err = -errno;
-		close(fd);
-		if (pf->tmp_path)
-			unlink(pf->tmp_path);
-		goto cleanup;
-	}
-	fputs("{\"traceEvents\":[", pf->f);
-	meta(pf, PERFETTO_PID_REQUESTS, 0, "process_name", "Requests (TTFT stages, tokens)");
-	meta(pf, PERFETTO_PID_CONNS, 0, "process_name", "Connections (bytes in/out)");
-	*out = (struct ttf_sink){ .name = "perfetto", .ctx = pf, .net_event = on_net,
-				  .sched_event = on_sched, .request = on_request,
+	/* displayTimeUnit first: Perfetto's importer counts it as too late after the first chunk */
+	fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", pf->out.f);
+	pf_meta(&pf->out, PERFETTO_PID_REQUESTS, 0, "process_name", "Requests (TTFT stages, tokens)");
+	pf_meta(&pf->out, PERFETTO_PID_CONNS, 0, "process_name", "Connections (bytes in/out)");
+	*out = (struct ttf_sink){ .name = "perfetto", .ctx = pf, .net_event = pf_on_net,
+				  .sched_event = pf_on_sched, .request = on_request,
 				  .tick = on_tick, .finish = on_finish, .destroy = on_destroy };
 	return 0;
 cleanup:
 	on_destroy(pf);
 	return err;
+}
+
+int perfetto_sink__new(const char *path, struct gpu_store *gpu, struct ttf_sink *out)
+{
+	return perfetto_sink__new_opts(path, &(struct perfetto_opts){ .gpu = gpu }, out);
 }

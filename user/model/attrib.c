@@ -281,6 +281,7 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	} else {
 		struct step_collect sc = { a, src, r->id, k->step_tgid };
 
+		a->engine_tgid = k->step_tgid;
 		a->prefill_steps = k->prefill_steps;
 		a->prefill_tokens = k->prefill_tokens;
 		timeline__steps_in(src->tl, k->prefill_start_ns, k->prefill_end_ns, collect_step,

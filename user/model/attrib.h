@@ -132,6 +132,7 @@ struct ttf_attrib {
 	uint32_t n_causes;
 	struct ttf_outlier_cause causes[TTF_MAX_CAUSES];
 	struct ttf_gpu_part gpu;
+	uint32_t engine_tgid;		/* process that ran its engine steps (the GPU owner); 0 unknown */
 	/* the prefill's steps, oldest first (prefill_steps counts all; the first 16 kept) */
 	uint32_t n_step_spans;
 	struct ttf_step_span step_spans[TTF_MAX_STEP_SPANS];

@@ -507,6 +507,37 @@ static void overlay_thread(const struct sched_view *v, const struct thread *t, u
 	}
 }
 
+int sched__intervals(const struct sched_view *v, uint32_t tid, uint64_t a, uint64_t b,
+		     sched_interval_fn fn, void *ctx)
+{
+	const struct thread *t;
+	int64_t i;
+
+	if (b < a)
+		return -EINVAL;
+	t = find(v, tid);
+	if (!t)
+		return -ENOENT;
+	i = search(t, a);
+	for (i = i < 0 ? 0 : i; i < t->n; i++) {
+		const struct mark *m = mark_at(t, i);
+		uint64_t s = m->ts_ns;
+		uint64_t e = i + 1 < t->n ? mark_at(t, i + 1)->ts_ns : v->last_ns;
+		int ret;
+
+		if (s >= b)
+			break;
+		s = s < a ? a : s;
+		e = e > b ? b : e;
+		if (e <= s || m->state == SCHED_UNKNOWN)
+			continue;
+		ret = fn(ctx, t->sum.tgid, m->state, s, e);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static void add_unknown(struct sched_overlay *o, uint64_t window_ns)
 {
 	uint64_t known_ns = o->on_cpu_ns + o->runnable_ns + o->blocked_ns + o->unknown_ns;

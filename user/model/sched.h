@@ -145,6 +145,17 @@ uint64_t sched__last_ns(const struct sched_view *v);
 int sched__overlay(const struct sched_view *v, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
 		   struct sched_overlay *out);
 /*
+ * Call fn for each state interval of thread tid inside [start_ns, end_ns),
+ * clipped to it and oldest first (unknown time is skipped; an exited thread
+ * reports SCHED_EXITED), with *tgid the thread's process. Returns 0, the
+ * first non-zero value fn returned, -ENOENT (tid not in the view) or -EINVAL
+ * (end_ns < start_ns).
+ */
+typedef int (*sched_interval_fn)(void *ctx, uint32_t tgid, enum sched_state st,
+				 uint64_t start_ns, uint64_t end_ns);
+int sched__intervals(const struct sched_view *v, uint32_t tid, uint64_t start_ns,
+		     uint64_t end_ns, sched_interval_fn fn, void *ctx);
+/*
  * sched__overlay() in the attribution's shape: a ttf_overlay_fn
  * (user/model/attrib.h) with ctx = the struct sched_view, for the tracer and
  * replay alike.
