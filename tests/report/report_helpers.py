@@ -52,15 +52,15 @@ def page_errors(stderr):
             if "CONSOLE" in l and ("Uncaught" in l or "Error" in l)]
 
 
-def render(tmp_path, html_path, name):
-    """Screenshot the page into tests/report/artifacts/NAME.png and dump its DOM.
-    Returns (dom, errors)."""
+def render(tmp_path, html_path, name, height=1800):
+    """Screenshot the page (1400 x HEIGHT) into tests/report/artifacts/NAME.png and dump
+    its DOM. Returns (dom, errors)."""
     os.makedirs(ARTIFACTS, exist_ok=True)
     png = os.path.join(ARTIFACTS, name + ".png")
     if os.path.exists(png):
         os.unlink(png)
     url = "file://" + os.path.abspath(html_path)
-    _, err1 = chromium(tmp_path, url, "--screenshot=%s" % png, "--window-size=1400,1800")
+    _, err1 = chromium(tmp_path, url, "--screenshot=%s" % png, "--window-size=1400,%d" % height)
     assert os.path.exists(png) and os.path.getsize(png) > 20000, "no screenshot: " + err1[-2000:]
     dom, err2 = chromium(tmp_path, url, "--dump-dom")
     return dom, page_errors(err1) + page_errors(err2)

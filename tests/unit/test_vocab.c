@@ -358,16 +358,25 @@ static void test_buffered_nagle_write_end_everywhere(void **state)
 				    ttf_api_name(TTF_API_CHAT));
 	}
 
-	/* stage names: NDJSON keys, OTLP ttft.STAGE spans, Perfetto stage slices, HTML keys */
+	/* stage names: NDJSON keys, OTLP ttft.STAGE spans, Perfetto stage slices, HTML stage_keys */
 	for (int s = 0; s < TTF_ST__ALL; s++) {
 		const char *name = ttf_stage_name(s);
 		const cJSON *nd = cJSON_GetObjectItem(cJSON_GetObjectItem(sn.j_ndjson, "stages_ms"),
 						      name);
-		const cJSON *ht = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
-			cJSON_GetObjectItem(sn.j_html, "requests"), 0), "stages"), name);
-		int in_otlp = 0, in_perfetto = 0;
+		/* the page: stages an array in the order of meta.stage_keys */
+		const cJSON *keys = cJSON_GetObjectItem(cJSON_GetObjectItem(sn.j_html, "meta"),
+							"stage_keys");
+		const cJSON *ht = NULL, *k;
+		int in_otlp = 0, in_perfetto = 0, at = 0;
 		const cJSON *sp, *e;
 		char want[32];
+
+		cJSON_ArrayForEach(k, keys) {
+			if (!strcmp(k->valuestring, name))
+				ht = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+					cJSON_GetObjectItem(sn.j_html, "requests"), 0), "stages"), at);
+			at++;
+		}
 
 		assert_non_null(nd);	/* every stage is a key, null when absent */
 		assert_non_null(ht);

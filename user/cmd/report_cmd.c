@@ -16,9 +16,12 @@
 
 static const char report_doc[] =
 "Turn the NDJSON of `ttftrace --json -o RUN.ndjson` into one self-contained HTML page "
-"(inline CSS, JS and SVG; nothing is loaded at view time): a TTFT waterfall per request "
-"split into stages, percentile tables (TTFT, TPOT, ITL, E2E, each stage), an ITL timeline "
-"with outliers and their causes, stability grades and SLO verdicts. Needs no root."
+"(inline CSS, JS, SVG and canvas; nothing is loaded at view time): a TTFT waterfall split "
+"into stages (past 60 requests the slowest one row each, the rest in bands; linear or log "
+"axis, the tail clipped), CDFs of TTFT and TPOT, TTFT over arrival time, percentile tables "
+"(TTFT, TPOT, ITL, E2E, each stage) and tables by route and model over successful requests "
+"only, the failed ones listed apart, an ITL timeline with outliers and their causes, "
+"stability grades and SLO verdicts. Needs no root."
 "\v"
 "EXAMPLES:\n"
 SUBCMD_EXAMPLE("ttftrace --port 8080 --json -o run.ndjson -d 60",

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "report_template.h"	/* generated: const char report_template_html[] */
+#include "user/export/html_groups.h"
 #include "user/export/html_report.h"
 #include "user/model/vocab.h"
 #include "user/lib/stats.h"
@@ -51,22 +52,74 @@ struct acc {
 	cJSON *reqs;		/* the NDJSON request objects, owned */
 	cJSON *summary;		/* owned, or NULL */
 	unsigned left_out;	/* requests not successful: kept out of the statistics */
+	unsigned outcomes[TTF_OC__MAX];	/* from the requests' flags, as the summary counts them */
+	struct html_groups *by_route, *by_model;
 };
+
+static int has_flag(const cJSON *r, const char *name)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(r, "flags"))
+		if (cJSON_IsString(f) && !strcmp(f->valuestring, name))
+			return 1;
+	return 0;
+}
+
+/*
+ * The summary's outcome counts (user/export/report.c) from one request's
+ * flags: aborted, incomplete, error and unknown each count; ok is none of
+ * them; nonstream, buffered and truncated ("trunc") are counted besides.
+ * Returns whether the request is ok in that sense.
+ */
+static int count_outcomes(unsigned *oc, const cJSON *r)
+{
+	static const struct {
+		enum ttf_outcome oc;
+		const char *flag;
+		int failure;
+	} map[] = {
+		{ TTF_OC_ABORTED, "aborted", 1 },     { TTF_OC_INCOMPLETE, "incomplete", 1 },
+		{ TTF_OC_ERROR, "error", 1 },	      { TTF_OC_UNKNOWN, "unknown", 1 },
+		{ TTF_OC_NONSTREAM, "nonstream", 0 }, { TTF_OC_BUFFERED, "buffered", 0 },
+		{ TTF_OC_TRUNCATED, "trunc", 0 },
+	};
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (has_flag(r, map[i].flag)) {
+			oc[map[i].oc]++;
+			ok &= !map[i].failure;
+		}
+	oc[TTF_OC_OK] += ok;
+	return ok;
+}
 
 /* As ttf_vocab__success(), on an NDJSON request: 2xx and none of the failure flags. */
 static int json_success(const cJSON *r)
 {
 	static const enum ttf_outcome bad[] = { TTF_OC_ABORTED, TTF_OC_INCOMPLETE, TTF_OC_ERROR,
 						TTF_OC_UNKNOWN };
-	const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "status"), *f;
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(r, "status");
 
 	if (!cJSON_IsNumber(st) || st->valuedouble < 200 || st->valuedouble > 299)
 		return 0;
-	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(r, "flags"))
-		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-			if (cJSON_IsString(f) && !strcmp(f->valuestring, ttf_outcome_name(bad[i])))
-				return 0;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (has_flag(r, ttf_outcome_name(bad[i])))
+			return 0;
 	return 1;
+}
+
+/* The route of a request: its "route" when the NDJSON has one, else its path without the query. */
+static void route_key(const cJSON *r, char *buf, size_t sz)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "route");
+
+	buf[0] = 0;
+	if (!cJSON_IsString(v))
+		v = cJSON_GetObjectItemCaseSensitive(r, "path");
+	if (cJSON_IsString(v))
+		snprintf(buf, sz, "%.*s", (int)strcspn(v->valuestring, "?"), v->valuestring);
 }
 
 static int fail(char *err, size_t sz, const char *fmt, const char *a, unsigned n)
@@ -101,15 +154,24 @@ static int account(struct acc *a, const cJSON *r)
 	const cJSON *itl = cJSON_GetObjectItemCaseSensitive(r, "itl_ms"), *v;
 	const cJSON *stages = cJSON_GetObjectItemCaseSensitive(r, "stages_ms");
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, "grade");
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(r, "model");
 	uint64_t t = ns_field(r, "t_arrival_ns"), te = ns_field(r, "t_end_ns");
-	int err = 0;
+	double ttft = num_or_nan(r, "ttft_ms"), tpot = num_or_nan(r, "tpot_ms");
+	int err = 0, success = json_success(r);
+	char route[256];
 
 	if (t && (!a->t0_ns || t < a->t0_ns))
 		a->t0_ns = t;
 	if (te > a->t_last_ns)
 		a->t_last_ns = te;
+	count_outcomes(a->outcomes, r);
+	route_key(r, route, sizeof(route));
+	if (html_groups__add(a->by_route, route[0] ? route : NULL, success, ttft, tpot) ||
+	    html_groups__add(a->by_model, cJSON_IsString(model) && model->valuestring[0] ?
+			     model->valuestring : NULL, success, ttft, tpot))
+		return -ENOMEM;
 	/* latency statistics: successful responses only (the summary's rule) */
-	if (!json_success(r)) {
+	if (!success) {
 		a->left_out++;
 		return 0;
 	}
@@ -211,23 +273,27 @@ static cJSON *slim_request(const cJSON *r, uint64_t t0_ns)
 {
 	static const char *const same[][2] = {
 		{ "id", "id" }, { "method", "method" }, { "path", "path" }, { "status", "status" },
-		{ "ttft_ms", "ttft" }, { "ttfv_ms", "ttfv" }, { "e2e_ms", "e2e" },
+		{ "ttft_ms", "ttft" }, { "e2e_ms", "e2e" },
 		{ "tpot_ms", "tpot" }, { "tokens", "tokens" }, { "grade", "grade" },
 		{ "itl_cv", "cv" }, { "itl_ms", "itl" }, { "itl_mean_ms", "itl_mean" },
 		{ "outliers", "outliers" }, { "attribution", "attribution" },
-		{ "inferred_by", "inferred_by" }, { "flags", "flags" },
+		{ "inferred_by", "inferred_by" }, { "flags", "flags" }, { "model", "model" },
 	};
 	const cJSON *stages = cJSON_GetObjectItemCaseSensitive(r, "stages_ms");
 	cJSON *o = cJSON_CreateObject(), *st;
+	const cJSON *hops = cJSON_GetObjectItemCaseSensitive(r, "hop_stages_ms");
 	uint64_t ta = ns_field(r, "t_arrival_ns"), tf = ns_field(r, "t_first_token_ns");
 	int ok = o != NULL;
 
 	for (size_t i = 0; ok && i < sizeof(same) / sizeof(same[0]); i++)
 		ok = copy_field(o, r, same[i][0], same[i][1]) != NULL;
-	st = ok ? cJSON_AddObjectToObject(o, "stages") : NULL;
+	ok = ok && cJSON_AddBoolToObject(o, "ok", json_success(r));
+	if (ok && cJSON_IsObject(hops))
+		ok = copy_field(o, r, "hop_stages_ms", "hops") != NULL;
+	/* an array in meta.stage_keys' order: at 10,000 requests the keys would be a fifth of the page */
+	st = ok ? cJSON_AddArrayToObject(o, "stages") : NULL;
 	for (size_t i = 0; st && ok && i < N_STAGES; i++)
-		ok = cJSON_AddItemToObject(st, stage_key(i),
-					   num_or_null(num_or_nan(stages, stage_key(i))));
+		ok = cJSON_AddItemToArray(st, num_or_null(num_or_nan(stages, stage_key(i))));
 	ok = ok && st;
 	ok = ok && cJSON_AddNumberToObject(o, "n_outliers",
 		cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "outliers")));
@@ -319,10 +385,26 @@ static void paths_text(const cJSON *reqs, char *buf, size_t sz)
 		snprintf(buf, sz, "several paths");
 }
 
+/* The summary's outcome counts; counted from the requests when there is no summary. */
+static int add_outcomes(cJSON *data, const struct acc *a)
+{
+	const cJSON *sum = cJSON_GetObjectItemCaseSensitive(a->summary, "outcomes");
+	cJSON *o;
+
+	if (cJSON_IsObject(sum))
+		return copy_field(data, a->summary, "outcomes", "outcomes") &&
+		       cJSON_AddStringToObject(data, "outcomes_from", "summary");
+	o = cJSON_AddObjectToObject(data, "outcomes");
+	for (int i = 0; o && i < TTF_OC__MAX; i++)
+		if (!cJSON_AddNumberToObject(o, ttf_outcome_name(i), a->outcomes[i]))
+			return 0;
+	return o && cJSON_AddStringToObject(data, "outcomes_from", "requests");
+}
+
 static cJSON *build(struct acc *a, const struct html_report_opts *o,
 		    struct html_report_result *res)
 {
-	cJSON *data = cJSON_CreateObject(), *meta, *arr, *grades, *r;
+	cJSON *data = cJSON_CreateObject(), *meta, *arr, *grades, *r, *keys;
 	char when[64], paths[128];
 	int ok = data != NULL;
 
@@ -346,6 +428,10 @@ static cJSON *build(struct acc *a, const struct html_report_opts *o,
 	     cJSON_AddStringToObject(meta, "paths", paths) &&
 	     cJSON_AddNumberToObject(meta, "bad_lines", res->bad_lines) &&
 	     cJSON_AddBoolToObject(meta, "no_summary", !a->summary);
+	keys = ok ? cJSON_AddArrayToObject(meta, "stage_keys") : NULL;
+	ok = keys != NULL;
+	for (size_t i = 0; ok && i < N_STAGES; i++)
+		ok = cJSON_AddItemToArray(keys, cJSON_CreateString(stage_key(i)));
 	arr = ok ? cJSON_AddArrayToObject(data, "requests") : NULL;
 	ok = arr != NULL;
 	cJSON_ArrayForEach(r, a->reqs) {
@@ -368,8 +454,10 @@ static cJSON *build(struct acc *a, const struct html_report_opts *o,
 	     cJSON_AddNumberToObject(grades, "C", a->grades[2]) &&
 	     cJSON_AddNumberToObject(grades, "-", a->grades[3]);
 	ok = ok && !add_slo(data, a, o->slo, res);
-	ok = ok && copy_field(data, a->summary, "outcomes", "outcomes") &&
-	     copy_field(data, a->summary, "counters", "counters") &&
+	ok = ok && add_outcomes(data, a);
+	ok = ok && cJSON_AddItemToObject(data, "by_route", html_groups__json(a->by_route)) &&
+	     cJSON_AddItemToObject(data, "by_model", html_groups__json(a->by_model));
+	ok = ok && copy_field(data, a->summary, "counters", "counters") &&
 	     copy_field(data, a->summary, "tail_stage", "tail_stage");
 	if (!ok) {
 		cJSON_Delete(data);
@@ -403,6 +491,10 @@ int html_report__render(FILE *in, FILE *out, const struct html_report_opts *o,
 	if (err && err_sz)
 		err[0] = 0;
 	a.reqs = cJSON_CreateArray();
+	a.by_route = html_groups__new();
+	a.by_model = html_groups__new();
+	if (!a.by_route || !a.by_model)
+		goto cleanup;
 	for (size_t i = 0; i < N_METRICS; i++)
 		if (!(a.m[i] = stats__new()))
 			goto cleanup;
@@ -435,6 +527,8 @@ cleanup:
 	cJSON_Delete(data);
 	cJSON_Delete(a.reqs);
 	cJSON_Delete(a.summary);
+	html_groups__free(a.by_route);
+	html_groups__free(a.by_model);
 	for (size_t i = 0; i < N_METRICS; i++)
 		stats__free(a.m[i]);
 	for (size_t i = 0; i < N_STAGES; i++)

@@ -7,16 +7,24 @@
  * The page template is user/export/report_template.html, compiled in as a string
  * (the Makefile generates $(OUTPUT)/report_template.h from it). Its
  * TTF_DATA line is replaced with one JSON object:
- *   meta     {title, source, generated, requests, span_s, paths, bad_lines, no_summary}
- *   requests [{id, method, path, status, ttft, ttfv, e2e, tpot, tokens, grade, cv,
+ *   meta     {title, source, generated, requests, span_s, paths, bad_lines, no_summary,
+ *             stage_keys: [stage...]}
+ *   requests [{id, method, path, status, ttft, e2e, tpot, tokens, grade, cv,
  *              itl: [ms...], itl_mean, outliers: [{index, itl_ms, cause}], n_outliers,
- *              stages: {stage: ms|null}, attribution, inferred_by, flags: [...],
- *              t_arrival, t_first}]      (t_*: ms since the earliest arrival)
+ *              stages: [ms|null] (in stage_keys' order), attribution, inferred_by,
+ *              flags: [...], model, ok, hops: {hop stage: ms} (only with hop_stages_ms),
+ *              t_arrival, t_first}]      (t_*: ms since the earliest arrival; ok: as
+ *              ttf_vocab__success())
  *   stats    [{name, label, group, n, p50, p90, p95, p99, mean, max}] in ms,
  *            from the request objects with user/lib/stats.h (the summary's definition)
  *   grades   {A, B, C, "-"} request counts
  *   slo      [{name, limit_ms, value_ms|null, pass}] (user/model/slo.h: unmeasured fails)
- *   outcomes, counters, tail_stage       copied from the summary object, when present
+ *   outcomes {ok, aborted, incomplete, error, unknown, nonstream, buffered, truncated}
+ *            the summary's; without one, counted from the requests' flags as the
+ *            summary counts them; outcomes_from says which ("summary"|"requests")
+ *   by_route, by_model   html_groups.h arrays (TTFT/TPOT of successful requests); the
+ *            route is the NDJSON's "route" when it has one, else the path less its query
+ *   counters, tail_stage                 copied from the summary object, when present
  * Prompts and outputs are never in the NDJSON, so never in the page.
  */
 #ifndef TTFTRACE_HTML_REPORT_H
