@@ -6,13 +6,15 @@
 _ttftrace_opts_trace="-p --pid --comm --port -c --cmd -d --duration -i --interval --json
 	-o --output -v --verbose --slo --profile --probe --no-profile --gpu-attach
 	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --no-hops
-	--net-source --metrics --buckets --otlp --perfetto --record --sysfs-root -? --help
+	--net-source --metrics --buckets --otlp --perfetto --perfetto-sched --record --sysfs-root
+	-? --help
 	--usage -V --version"
 _ttftrace_opts_pcie="-r --sysfs-root --proc-root -D --gpu -p --pid --busy --pstate --load
 	-n --samples -i --interval-ms -j --json -h --help"
 _ttftrace_opts_copybw="-d --device -s --sizes -n --iters -w --warmup --ramp-ms -m --memory
 	--dir -r --sysfs-root --cudart -j --json -h --help"
-_ttftrace_opts_replay="--json -o --output -v --verbose -q --quiet --grpc-profile -h --help"
+_ttftrace_opts_replay="--json -o --output -v --verbose -q --quiet --grpc-profile --perfetto
+	--perfetto-sched -h --help"
 _ttftrace_opts_report="-o --output --slo --title -h --help"
 _ttftrace_opts_gpu_attach="-p --pid --lib --sock --timeout-ms --wait-ms -h --help"
 
@@ -47,6 +49,8 @@ _ttftrace()
 		COMPREPLY=($(compgen -W "llamacpp" -f -- "$cur")); return ;;
 	--net-source)
 		COMPREPLY=($(compgen -W "auto sock syscall" -- "$cur")); return ;;
+	--perfetto-sched)
+		COMPREPLY=($(compgen -W "served all none" -- "$cur")); return ;;
 	--load)
 		COMPREPLY=($(compgen -W "copy" -- "$cur")); return ;;
 	-m|--memory)

@@ -158,8 +158,9 @@ static const struct argp_option options[] = {
 	  "variables turn it on too", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON; gzip when FILE ends in .gz)", 5 },
-	{ "perfetto-sched", OPT_PERFETTO_SCHED, "served|all|none", 0,
-	  "Scheduler slices in --perfetto: of the threads that served a request while they did (default), of every traced thread, or none", 5 },
+	{ "perfetto-sched", OPT_PERFETTO_SCHED, "MODE", 0,
+	  "Scheduler slices in --perfetto: served (default: the threads that served a request, "
+	  "while they did), all (every traced thread) or none", 5 },
 	{ "record", OPT_RECORD, "FILE", 0,
 	  "Record the raw events (gzip, mode 0600: holds payload bytes) for `ttftrace replay`", 5 },
 	{ "sysfs-root", OPT_SYSFS_ROOT, "DIR", 0,

@@ -34,8 +34,8 @@ static const struct argp_option options[] = {
 	  "Where gRPC messages hold their tokens, as `ttftrace --grpc-profile`", 0 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "The timeline too, as `ttftrace --perfetto` (gzip when FILE ends in .gz)", 0 },
-	{ "perfetto-sched", OPT_PERFETTO_SCHED, "served|all|none", 0,
-	  "Scheduler slices in it, as `ttftrace --perfetto-sched` (default served)", 0 },
+	{ "perfetto-sched", OPT_PERFETTO_SCHED, "MODE", 0,
+	  "Scheduler slices in it: served (default), all or none, as `ttftrace --perfetto-sched`", 0 },
 	{},
 };
 
