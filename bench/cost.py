@@ -1,0 +1,382 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The cost of tracing, by CPU accounting: bench/cost.sh runs this (root).
+
+On each target (the demo llama.cpp server, tools/demo/server.mjs, and
+llama.cpp's own llama-server, tools/demo/llama-server) one server runs
+ROUNDS rounds of loadgen under each configuration, interleaved and rotated
+per round so that drift of a noisy machine hits all alike:
+
+  N    no tracer
+  T    ttftrace, default probes (network, scheduler, the llama.cpp profile)
+  Tns  ttftrace --no-sched
+  Tnu  ttftrace --no-profile (no engine uprobes)
+  B    bench/bpftrace_baseline.bt plus the same engine uprobes, in bpftrace
+
+Per round and per streamed token (loadgen's token count) it measures:
+  - the tracer process's CPU time (sum over its threads of
+    /proc/PID/task/TID/schedstat's first field, ns on CPU);
+  - each BPF program's run count and run time (kernel.bpf_stats_enabled, on
+    for the whole run, N rounds included, and restored at exit; bpftool
+    prog show), for the programs the tracer holds (fdinfo prog_id);
+  - the server's CPU time, against the N round of the same round number.
+Each round sends new prompts (its own loadgen seed), so that no round gets
+the engine's prompt cache for free.
+The uprobe trap itself is measured apart: bench/uprobe_trap.c calls an
+empty function in a loop, before and after ttftrace attaches a uprobe and
+a uretprobe to it; the trap cost is the extra CPU per call less the BPF
+programs' own run time.
+
+It prints medians over rounds of the per-round figures and ratios, and per
+BPF program of T the runs per token, ns per run and us per token.
+Options: --targets demo,llama --rounds 5 -c 8 -n 48 -m 64 --keep.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.environ.get("TTF_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TTFTRACE = os.path.join(ROOT, "ttftrace")
+LOADGEN = os.path.join(ROOT, ".output", "bin", "loadgen")
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+TRACEFS = "/sys/kernel/tracing"
+LLAMA_BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
+MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
+THREADS = min(2, os.cpu_count() or 1)
+CONFIGS = ["N", "T", "Tns", "Tnu", "B"]
+ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
+TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"]}
+
+
+def die(msg, hint=None):
+    print("Error: " + msg, file=sys.stderr)
+    if hint:
+        print("HINT: " + hint, file=sys.stderr)
+    sys.exit(2)
+
+
+def cpu_ns(pid):
+    """CPU time of every live thread of pid, ns (schedstat: on-CPU time first)."""
+    total = 0
+    for f in glob.glob("/proc/%d/task/*/schedstat" % pid):
+        try:
+            with open(f) as fh:
+                total += int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def prog_ids(pid):
+    ids = set()
+    for f in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(f) as fh:
+                for line in fh:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+def prog_stats(ids):
+    """{name: [run_cnt, run_time_ns]} of programs ids, summed by name."""
+    out = subprocess.run(["bpftool", "prog", "show", "-j"], capture_output=True, text=True,
+                         check=True).stdout
+    res = {}
+    for p in json.loads(out):
+        if p.get("id") in ids:
+            name = p.get("name", "?")
+            r = res.setdefault(name, [0, 0])
+            r[0] += p.get("run_cnt", 0)
+            r[1] += p.get("run_time_ns", 0)
+    return res
+
+
+def wait_line(path, needle, timeout_s, proc):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with open(path) as f:
+                if needle in f.read():
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def stop(proc, sig):
+    if proc and proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Server:
+    def __init__(self, target, work, c):
+        self.target = target
+        out = os.path.join(work, "server-%s.log" % target)
+        self.log = open(out, "w")
+        if target == "demo":
+            cmd = ["node", "tools/demo/server.mjs", "--port", "0", "--parallel", str(min(c, 8))]
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log)
+            if not wait_line(out, "listening on ", 120, self.proc):
+                die("the demo server did not start: " + open(out).read()[-500:])
+            line = [l for l in open(out) if l.startswith("listening on ")][0]
+            self.port = int(line.strip().rsplit(":", 1)[1])
+            self.url = "http://127.0.0.1:%d/v1/chat/completions" % self.port
+            self.api = []
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
+            cmd = [os.path.join(LLAMA_BIN, "llama-server"), "-m", MODEL, "-np", str(c),
+                   "-t", str(THREADS), "-c", str(1024 * c), "--host", "127.0.0.1",
+                   "--port", str(self.port)]
+            env = dict(os.environ, LD_LIBRARY_PATH=LLAMA_BIN)
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log, env=env)
+            if not wait_line(out, "listening on http", 120, self.proc):
+                die("llama-server did not start: " + open(out).read()[-500:])
+            self.url = "http://127.0.0.1:%d/completion" % self.port
+            self.api = ["--api", "llamacpp"]
+        self.pid = self.proc.pid
+
+    def libllama(self):
+        with open("/proc/%d/maps" % self.pid) as f:
+            for line in f:
+                p = line.split()[-1]
+                if "/libllama" in p and ".so" in p and "common" not in p:
+                    return p
+        return None
+
+    def close(self):
+        stop(self.proc, 15)
+        self.log.close()
+
+
+def bpftrace_script(srv, path):
+    with open(os.path.join(HERE, "bpftrace_baseline.bt")) as f:
+        s = f.read()
+    lib = srv.libllama()
+    if not lib:
+        die("libllama is not mapped in the %s server" % srv.target)
+    for sym in ("llama_decode", "llama_tokenize", "llama_sampler_sample", "llama_synchronize"):
+        if sym == "llama_decode":
+            # llama_batch by value at sp + 8: n_tokens and the first token's seq id
+            s += ('uprobe:"%s":%s /pid == $1/ { $b = reg("sp") + 8; printf("S %%d %%llu %%d %%d\\n",'
+                  ' tid, nsecs, *(int32 *)$b, *(int32 *)(*(uint64 *)(*(uint64 *)($b + 40)))); }\n'
+                  % (lib, sym))
+        else:
+            s += 'uprobe:"%s":%s /pid == $1/ { printf("U %%d %%llu\\n", tid, nsecs); }\n' % (lib, sym)
+        s += ('uretprobe:"%s":%s /pid == $1/ { printf("u %%d %%llu %%d\\n", tid, nsecs, retval); }\n'
+              % (lib, sym))
+    with open(path, "w") as f:
+        f.write(s)
+
+
+def start_tracer(cfg, srv, work, tag):
+    log = os.path.join(work, tag + ".log")
+    if cfg == "B":
+        bt = os.path.join(work, srv.target + ".bt")
+        bpftrace_script(srv, bt)
+        out = os.path.join(work, tag + ".out")
+        p = subprocess.Popen(["bpftrace", "-o", out, bt, str(srv.pid), str(srv.port)],
+                             stdout=subprocess.DEVNULL, stderr=open(log, "w"),
+                             env=dict(os.environ, BPFTRACE_STRLEN="200"))
+        if not wait_line(out, "Attaching", 180, p):
+            die("bpftrace did not start: " + open(log).read()[-500:])
+        time.sleep(1)	# "Attaching" comes before the probes are attached
+        return p
+    p = subprocess.Popen([TTFTRACE, "--port", str(srv.port), "--json", "-o",
+                          os.path.join(work, tag + ".ndjson")] + TT_ARGS[cfg],
+                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    if not wait_line(log, "Hit Ctrl-C to end", 60, p):
+        die("ttftrace did not start: " + open(log).read()[-500:])
+    if cfg != "Tnu":
+        wait_line(log, "llama", 5, p)	# the profile attaches once libllama is seen
+    return p
+
+
+def one_round(cfg, srv, args, work, tag, seed):
+    tr = start_tracer(cfg, srv, work, tag) if cfg != "N" else None
+    ids = prog_ids(tr.pid) if tr else set()
+    before = prog_stats(ids) if ids else {}
+    t0, s0 = (cpu_ns(tr.pid) if tr else 0), cpu_ns(srv.pid)
+    res = os.path.join(work, tag + ".json")
+    rc = subprocess.run([LOADGEN, "-u", srv.url, "-c", str(args.c), "-n", str(args.n),
+                         "-m", str(args.m), "-P", "64", "--ignore-eos", "-s", str(seed), "-q", "-o", res]
+                        + srv.api).returncode
+    if rc != 0:
+        die("loadgen failed (exit %d) in round %s" % (rc, tag), "see " + res)
+    t1, s1 = (cpu_ns(tr.pid) if tr else 0), cpu_ns(srv.pid)
+    after = prog_stats(ids) if ids else {}
+    stop(tr, 2)
+    with open(res) as f:
+        tokens = json.load(f)["summary"]["tokens"]
+    progs = {k: [after[k][0] - before.get(k, [0, 0])[0], after[k][1] - before.get(k, [0, 0])[1]]
+             for k in after}
+    return {"tokens": tokens, "tracer_ns": t1 - t0, "server_ns": s1 - s0, "progs": progs}
+
+
+def trap_bench(work):
+    exe = os.path.join(work, "uprobe_trap")
+    subprocess.run(["gcc", "-O2", "-o", exe, os.path.join(HERE, "uprobe_trap.c")],
+                   check=True)
+    n = 200000
+    p = subprocess.Popen([exe, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    base = float(p.stdout.readline().split()[1])
+    log = os.path.join(work, "trap.log")
+    tr = subprocess.Popen([TTFTRACE, "-p", str(p.pid), "--no-sched", "--probe",
+                           "%s:ttf_trap_target=sample" % exe, "--json", "-o", "/dev/null"],
+                          stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    if not wait_line(log, "Hit Ctrl-C to end", 60, tr):
+        die("ttftrace did not attach to the trap benchmark: " + open(log).read()[-500:])
+    time.sleep(0.5)
+    ids = prog_ids(tr.pid)
+    before = prog_stats(ids)
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    probed = float(p.stdout.readline().split()[1])
+    after = prog_stats(ids)
+    p.wait()
+    stop(tr, 2)
+    # only the engine programs (the network ones run for every syscall of the machine)
+    eng = [k for k in after if k in ENGINE_PROGS]
+    runs = sum(after[k][0] - before.get(k, [0, 0])[0] for k in eng)
+    prog_ns = sum(after[k][1] - before.get(k, [0, 0])[1] for k in eng)
+    per_call_prog = prog_ns / n
+    return {"base_ns": base, "probed_ns": probed, "runs_per_call": runs / n,
+            "prog_ns_per_call": per_call_prog,
+            "trap_ns_per_call": probed - base - per_call_prog}
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def report(target, rounds, cfgs):
+    print("\n== %s: medians over %d rounds (per streamed token; ratios per round)" %
+          (target, len(rounds)))
+    print("%-4s %11s %10s %10s %11s %12s %10s" % ("cfg", "tracer us", "BPF us", "total us",
+                                                  "server us", "server vs N", "tok/round"))
+    totals = {}
+    for cfg in cfgs:
+        rs = [r[cfg] for r in rounds]
+        tr = [x["tracer_ns"] / x["tokens"] / 1000 for x in rs]
+        bpf = [sum(v[1] for v in x["progs"].values()) / x["tokens"] / 1000 for x in rs]
+        tot = [a + b for a, b in zip(tr, bpf)]
+        srv = [x["server_ns"] / x["tokens"] / 1000 for x in rs]
+        vs_n = [(x["server_ns"] / x["tokens"]) / (r["N"]["server_ns"] / r["N"]["tokens"]) - 1
+                for x, r in zip(rs, rounds)]
+        totals[cfg] = tot
+        print("%-4s %11.2f %10.2f %10.2f %11.2f %+11.1f%% %10d" % (
+            cfg, med(tr), med(bpf), med(tot), med(srv), 100 * med(vs_n),
+            med([x["tokens"] for x in rs])))
+    if "T" in cfgs and "B" in cfgs:
+        print("T/B total cost per token (median of per-round ratios): %.2f" %
+              med([t / b if b else None for t, b in zip(totals["T"], totals["B"])]))
+    if "T" in cfgs:
+        print("\nBPF programs of T (medians): runs/token, ns/run, us/token")
+        names = sorted({k for r in rounds for k in r["T"]["progs"]})
+        rows = []
+        for k in names:
+            cnt = [r["T"]["progs"].get(k, [0, 0])[0] / r["T"]["tokens"] for r in rounds]
+            ns = [r["T"]["progs"][k][1] / r["T"]["progs"][k][0]
+                  if r["T"]["progs"].get(k, [0, 0])[0] else None for r in rounds]
+            us = [r["T"]["progs"].get(k, [0, 0])[1] / r["T"]["tokens"] / 1000 for r in rounds]
+            rows.append((med(us), k, med(cnt), med(ns)))
+        for us, k, cnt, ns in sorted(rows, reverse=True):
+            if cnt > 0:
+                print("  %-28s %8.2f %9.0f %8.3f" % (k, cnt, ns, us))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--targets", default="demo,llama")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("-c", type=int, default=8)
+    ap.add_argument("-n", type=int, default=48)
+    ap.add_argument("-m", type=int, default=64)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    cfgs = args.configs.split(",")
+    if "N" not in cfgs or any(c not in CONFIGS for c in cfgs):
+        die("--configs: N and any of %s" % ",".join(CONFIGS))
+    if os.geteuid() != 0:
+        die("the benchmark loads BPF programs and must run as root", "sudo bench/cost.sh")
+    for b in (TTFTRACE, LOADGEN):
+        if not os.access(b, os.X_OK):
+            die("%s is not built" % b, "make")
+    for t in ("bpftool", "gcc") + (("bpftrace",) if "B" in cfgs else ()):
+        if not shutil.which(t):
+            die("%s not found" % t, "tools/setup.sh")
+    targets = args.targets.split(",")
+    if "llama" in targets and not os.access(os.path.join(LLAMA_BIN, "llama-server"), os.X_OK):
+        die("llama-server is not built", "tools/setup.sh (builds it from the bundle in tools/demo)")
+    work = tempfile.mkdtemp(prefix="ttftrace-cost.")
+    with open(STATS) as f:
+        stats_orig = f.read().strip()
+    mounted = False
+    try:
+        if "B" in cfgs and not os.path.exists(TRACEFS + "/events/sock"):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], check=True)
+            mounted = True
+        with open(STATS, "w") as f:
+            f.write("1")
+        trap = trap_bench(work)
+        print("uprobe trap (bench/uprobe_trap.c, 200,000 calls, uprobe + uretprobe): "
+              "%.1f ns per call unprobed, %.1f probed; BPF programs %.1f ns per call "
+              "(%.1f runs); the traps themselves %.1f ns per call" % (
+                  trap["base_ns"], trap["probed_ns"], trap["prog_ns_per_call"],
+                  trap["runs_per_call"], trap["trap_ns_per_call"]))
+        for target in targets:
+            srv = Server(target, work, args.c)
+            try:
+                one_round("N", srv, args, work, "%s-warmup" % target, 1)
+                rounds = []
+                for r in range(args.rounds):
+                    res = {}
+                    order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
+                    for i, cfg in enumerate(order):
+                        # a new seed per round: new prompts, no prompt-cache hits
+                        res[cfg] = one_round(cfg, srv, args, work, "%s-%s-%d" % (target, cfg, r),
+                                             1000 * (r + 1) + i)
+                    rounds.append(res)
+                    print("cost: %s round %d of %d done (%s)" % (target, r + 1, args.rounds,
+                                                                 " ".join(order)), flush=True)
+                report(target, rounds, cfgs)
+                with open(os.path.join(work, target + ".rounds.json"), "w") as f:
+                    json.dump(rounds, f)
+            finally:
+                srv.close()
+    finally:
+        with open(STATS, "w") as f:
+            f.write(stats_orig)
+        if mounted:
+            subprocess.run(["umount", TRACEFS])
+        if args.keep:
+            print("cost: work files kept in " + work, file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
