@@ -72,7 +72,7 @@ CUPTI_LIB := $(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so)
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops
+.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops bench-quick bench-cost bench-memory
 
 all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB)
 
@@ -328,5 +328,20 @@ uninstall:
 		$(DESTDIR)$(TTF_BASHCOMPDIR)/ttftrace $(DESTDIR)$(TTF_UNITDIR)/ttftrace.service
 	$(Q)rm -rf $(DESTDIR)$(TTF_DATADIR) $(DESTDIR)$(TTF_LIBDIR)
 # --- end install block --------------------------------------------------------------
+
+# --- Benchmarks (not part of `make test`; root) ----------------------------------------
+# bench-quick: replay throughput (20,000 requests, one round) and two rounds of the cost
+# bench on the demo engine: a few minutes, for a change to a hot path before it lands.
+# bench-cost: bench/cost.sh in full (demo engine and llama-server, 5 rounds each).
+# bench-memory: the 3-minute live memory test (bench/memory.sh).
+bench-quick: all
+	$(Q)bench/replay_throughput.sh 20000 1
+	$(Q)bench/cost.sh --targets demo --rounds 2 -n 16
+
+bench-cost: all
+	$(Q)bench/cost.sh
+
+bench-memory: all
+	$(Q)bench/memory.sh
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)
