@@ -131,6 +131,13 @@ static int open_source(struct net_probe *np, enum net_source source, const struc
 		no_autoload(np->obj, "handle_exit");
 	else
 		no_autoload(np->obj, "handle_exit_live");
+	/*
+	 * io_uring_submit_req(req) since 6.0; named io_uring_submit_sqe, with
+	 * other arguments, before (docs/kernel.md B1.10): the program reads req.
+	 */
+	if (np->sock && btf && tp_check__has(btf, "io_uring_submit_req") &&
+	    tp_check__nargs(btf, "io_uring_submit_req") != 1)
+		no_autoload(np->obj, "handle_uring_submit");
 	np->events = bpf_object__find_map_by_name(np->obj, "events");
 	np->tgids = bpf_object__find_map_by_name(np->obj, "traced_tgids");
 	np->ports = bpf_object__find_map_by_name(np->obj, "listen_ports");
@@ -232,6 +239,8 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			st->xmit = 1;
 		else if (!strcmp(name, "handle_data_ready"))
 			st->arrival = 1;
+		else if (!strcmp(name, "handle_uring_submit"))
+			st->uring = 1;
 		else if (!strcmp(name, "handle_set_state"))
 			st->close = 1;
 		else if (!strcmp(name, "handle_fork") || !strcmp(name, "handle_exit") ||
@@ -341,6 +350,12 @@ static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < cap; i++)
 		f[n++] = all[i];
+	/* The syscall source sees no io_uring I/O at all: its own line says so. */
+	if (np->st.source == NET_SOURCE_SOCK && n < cap)
+		f[n++] = (struct ttf_probe_feature){
+			"io_uring_submit_req", np->st.uring,
+			"socket I/O through io_uring is seen without its payload: its requests "
+			"and tokens are not recognised (counted as payload_args_missing)" };
 	return n;
 }
 
