@@ -89,8 +89,7 @@ struct {
  * kernel-selected buffers have no buffer here: their records go without
  * payload (payload_args_missing).
  */
-SEC("tp_btf/io_uring_submit_req")
-int BPF_PROG(handle_uring_submit, struct io_kiocb *req)
+static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
 	struct io_sr_msg *sr = (void *)__builtin_preserve_access_index(&req->cmd);
 	struct sys_args a = {};
@@ -124,7 +123,7 @@ int BPF_PROG(handle_uring_submit, struct io_kiocb *req)
 	default:
 		return 0;
 	}
-	/* io_req_flags_t was 32 bits before 6.10: the low bits read the same */
+	/* 32 bits on older kernels, 64 (io_req_flags_t) on 6.18: the low bits read the same */
 	flags = BPF_CORE_READ(req, flags);
 	if (flags & (REQ_F_FIXED_FILE | REQ_F_BUFFER_SELECT))
 		return 0;
@@ -140,6 +139,19 @@ int BPF_PROG(handle_uring_submit, struct io_kiocb *req)
 	key.dir = a.dir;
 	bpf_map_update_elem(&uring_args, &key, &a, BPF_ANY);
 	return 0;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(handle_uring_submit, struct io_kiocb *req)
+{
+	return on_uring_submit(req);
+}
+
+/* The same tracepoint before 6.4 (user space loads one of the two). */
+SEC("tp_btf/io_uring_submit_sqe")
+int BPF_PROG(handle_uring_submit_sqe, struct io_kiocb *req, bool force_nonblock)
+{
+	return on_uring_submit(req);
 }
 
 static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 type)

@@ -98,6 +98,23 @@ static void no_autoload(struct bpf_object *obj, const char *name)
 }
 
 /*
+ * io_uring_submit_req(req) since 6.4; io_uring_submit_sqe(req, force_nonblock)
+ * in 6.0 to 6.3, other arguments before (docs/kernel.md B1.10): load the one
+ * program whose tracepoint takes the request first, or none (then the
+ * feature is reported missing).
+ */
+static void choose_uring_submit(struct bpf_object *obj, const struct btf *btf)
+{
+	int req = !btf || tp_check__nargs(btf, "io_uring_submit_req") == 1;
+	int sqe = btf && !req && tp_check__nargs(btf, "io_uring_submit_sqe") == 2;
+
+	if (!req)
+		no_autoload(obj, "handle_uring_submit");
+	if (!sqe)
+		no_autoload(obj, "handle_uring_submit_sqe");
+}
+
+/*
  * Open the skeleton of source, find its maps, and leave out the programs
  * this kernel has no use for: one pair of syscall hooks, and tcp_probe
  * where sk_data_ready is there.
@@ -131,13 +148,8 @@ static int open_source(struct net_probe *np, enum net_source source, const struc
 		no_autoload(np->obj, "handle_exit");
 	else
 		no_autoload(np->obj, "handle_exit_live");
-	/*
-	 * io_uring_submit_req(req) since 6.0; named io_uring_submit_sqe, with
-	 * other arguments, before (docs/kernel.md B1.10): the program reads req.
-	 */
-	if (np->sock && btf && tp_check__has(btf, "io_uring_submit_req") &&
-	    tp_check__nargs(btf, "io_uring_submit_req") != 1)
-		no_autoload(np->obj, "handle_uring_submit");
+	if (np->sock)
+		choose_uring_submit(np->obj, btf);
 	np->events = bpf_object__find_map_by_name(np->obj, "events");
 	np->tgids = bpf_object__find_map_by_name(np->obj, "traced_tgids");
 	np->ports = bpf_object__find_map_by_name(np->obj, "listen_ports");
@@ -239,7 +251,7 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			st->xmit = 1;
 		else if (!strcmp(name, "handle_data_ready"))
 			st->arrival = 1;
-		else if (!strcmp(name, "handle_uring_submit"))
+		else if (!strncmp(name, "handle_uring_submit", strlen("handle_uring_submit")))
 			st->uring = 1;
 		else if (!strcmp(name, "handle_set_state"))
 			st->close = 1;
