@@ -137,6 +137,9 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	a.enter_ns = bpf_ktime_get_ns();
 	key.sk = (__u64)(unsigned long)sk;
 	key.dir = a.dir;
+	/* an older request on this socket and direction not issued yet: its record would read this buffer */
+	if (bpf_map_lookup_elem(&uring_args, &key))
+		count(TTF_CNT_URING_REPLACED);
 	bpf_map_update_elem(&uring_args, &key, &a, BPF_ANY);
 	return 0;
 }
@@ -163,8 +166,17 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	struct sys_args *a;
 	__u64 cookie;
 
-	if (!tgid_traced(pid_tgid >> 32) || !io_wanted(sk, ret, flags, type))
+	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
+	if (!io_wanted(sk, ret, flags, type)) {
+		if (ret == 0) {
+			/* EOF ends a pending io_uring RECV: its slot must not outlive the socket */
+			key.sk = (__u64)(unsigned long)sk;
+			key.dir = dir;
+			bpf_map_delete_elem(&uring_args, &key);
+		}
+		return 0;
+	}
 	cookie = bpf_get_socket_cookie(sk);
 	mark_traced(cookie);
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);

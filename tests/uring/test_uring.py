@@ -141,6 +141,7 @@ def test_uring_mode(procs, tracer, tmp_path, mode):
         check_token_times(rec, t, n)
     counters = tr.summary()["counters"]
     assert counters["payload_args_missing"] == 0, counters
+    assert counters["uring_payload_replaced"] == 0, counters
     assert counters["ringbuf_full"] == 0, counters
     # Which thread sent: the caller itself, or the io_uring worker the mode uses.
     tids = {r["tid_tx"] for r in recs} | {r["tid_rx"] for r in recs}

@@ -35,6 +35,7 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_SOCK_MAP_FULL] = "sock_map_full",
 	[TTF_CNT_TGID_MAP_FULL] = "tgid_map_full",
 	[TTF_CNT_EVENTS] = "events",
+	[TTF_CNT_URING_REPLACED] = "uring_payload_replaced",
 };
 
 static int ring_cb(void *ctx, void *data, size_t len)
