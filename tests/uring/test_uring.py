@@ -6,9 +6,11 @@ one way (--mode): plain read/write, IORING_OP_RECV/SEND issued inline,
 RECVMSG/SENDMSG, RECV/SEND forced to io-wq workers (IOSQE_ASYNC), and
 RECV/SEND on an SQPOLL ring. Under each, ttftrace must see every request,
 with the fixture's schedule (TTFT within 2 ms), exact token counts, each
-token's send time within 0.1 ms of the time the server logged for it (its
-write returned or its CQE was reaped), the process that owns the io-wq and
-SQPOLL threads as the request's pid, and the prompt in no output.
+token's send time within 0.1 ms of the server's log of that send (after it
+made or submitted the write, before the write returned or its CQE was
+seen), the same offset from the log as the plain build (medians within
+0.1 ms), the process that owns the io-wq and SQPOLL threads as the
+request's pid, and the prompt in no output.
 """
 import os
 import sys
