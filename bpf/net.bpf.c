@@ -82,8 +82,8 @@ struct {
 /*
  * At submission (io_submit_sqe, after the opcode's prep filled the request's
  * command data and before it is issued; docs/kernel.md B1.10): remember the
- * user buffer of a SEND/RECV/SENDMSG/RECVMSG (and the zero-copy sends) whose
- * fd is a TCP socket. The file is looked up from req->cqe.fd in the current
+ * user buffer of a SEND/RECV/SENDMSG/RECVMSG (and the zero-copy sends) or a
+ * READ/WRITE(V, _FIXED) whose fd is a TCP socket. The file is looked up from req->cqe.fd in the current
  * task's table (the submitter's or the SQPOLL thread's, which shares it):
  * req->file is assigned only at issue. Requests on registered files or with
  * kernel-selected buffers have no buffer here: their records go without
@@ -92,7 +92,9 @@ struct {
 static __always_inline int on_uring_submit(struct io_kiocb *req)
 {
 	struct io_sr_msg *sr = (void *)__builtin_preserve_access_index(&req->cmd);
+	struct io_rw *rw = (void *)sr;	/* the read/write opcodes' command data */
 	struct sys_args a = {};
+	bool is_rw = false;
 	struct uring_key key = {};
 	struct sock *sk;
 	__u64 flags;
@@ -120,6 +122,21 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 		a.dir = DIR_RECV;
 		a.kind = BUF_MSG;
 		break;
+	/* read/write on a socket reach sock_recvmsg/sock_sendmsg through sock_read_iter/_write_iter */
+	case IORING_OP_READ:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_READV:
+		a.dir = DIR_RECV;
+		a.kind = op == IORING_OP_READV ? BUF_IOV : BUF_FLAT;
+		is_rw = true;
+		break;
+	case IORING_OP_WRITE:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_WRITEV:
+		a.dir = DIR_SEND;
+		a.kind = op == IORING_OP_WRITEV ? BUF_IOV : BUF_FLAT;
+		is_rw = true;
+		break;
 	default:
 		return 0;
 	}
@@ -131,8 +148,13 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 	sk = sock_from_fd(a.fd);
 	if (!sk || !sk_is_tcp(sk))
 		return 0;
-	a.buf = (__u64)BPF_CORE_READ(sr, buf);
-	a.len = BPF_CORE_READ(sr, len);
+	if (is_rw) {
+		a.buf = BPF_CORE_READ(rw, addr);
+		a.len = BPF_CORE_READ(rw, len);
+	} else {
+		a.buf = (__u64)BPF_CORE_READ(sr, buf);
+		a.len = BPF_CORE_READ(sr, len);
+	}
 	a.nr = -1;
 	a.enter_ns = bpf_ktime_get_ns();
 	key.sk = (__u64)(unsigned long)sk;

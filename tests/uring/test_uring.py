@@ -3,8 +3,8 @@
 
 tests/fixtures/uring_server makes every read and write of a connection in
 one way (--mode): plain read/write, IORING_OP_RECV/SEND issued inline,
-RECVMSG/SENDMSG, RECV/SEND forced to io-wq workers (IOSQE_ASYNC), and
-RECV/SEND on an SQPOLL ring. Under each, ttftrace must see every request,
+RECVMSG/SENDMSG, RECV/SEND forced to io-wq workers (IOSQE_ASYNC),
+RECV/SEND on an SQPOLL ring, and READ/WRITEV on the socket. Under each, ttftrace must see every request,
 with the fixture's schedule (TTFT within 2 ms), exact token counts, each
 token's send time within 0.1 ms of the server's log of that send (after it
 made or submitted the write, before the write returned or its CQE was
@@ -26,7 +26,7 @@ from test_net_source import btf_without  # noqa: E402
 pytestmark = needs_root
 
 URING_SERVER = os.path.join(ROOT, ".output", "tests", "fixtures", "uring_server")
-MODES = ("plain", "send", "msg", "async", "sqpoll")
+MODES = ("plain", "send", "msg", "async", "sqpoll", "rw")
 TTFT_MS = 60
 ITL_MS = 10
 SIZES = (5, 8, 3, 6)
@@ -148,7 +148,7 @@ def test_uring_mode(procs, tracer, tmp_path, mode):
     # Which thread sent: the caller itself, or the io_uring worker the mode uses.
     tids = {r["tid_tx"] for r in recs} | {r["tid_rx"] for r in recs}
     names = {srv.comms.get(r["tid_tx"]) for r in recs} - {None}
-    if mode in ("plain", "send", "msg"):
+    if mode in ("plain", "send", "msg", "rw"):
         assert tids == {srv.pid}, (tids, srv.comms)
     elif mode == "async":
         assert srv.pid not in {r["tid_tx"] for r in recs}, recs
