@@ -263,4 +263,4 @@ qemu-test: all
 # io_uring: the fixture of tests/uring links liburing (tools/setup.sh: liburing-dev)
 $(OUTPUT)/tests/fixtures/uring_server: tests/fixtures/uring_server.c | $(OUTPUT)/tests/fixtures
 	$(call msg,FIXTURE,$@)
-	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -luring -o $@
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -luring -lpthread -o $@
