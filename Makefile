@@ -345,3 +345,8 @@ bench-memory: all
 	$(Q)bench/memory.sh
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)
+
+# io_uring: the fixture of tests/uring links liburing (tools/setup.sh: liburing-dev)
+$(OUTPUT)/tests/fixtures/uring_server: tests/fixtures/uring_server.c | $(OUTPUT)/tests/fixtures
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -luring -lpthread -o $@

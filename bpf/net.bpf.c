@@ -8,12 +8,16 @@
  *   sys_enter           remember the user buffer of read/write-like syscalls
  *   sock_recv_length    RECV record + payload prefix (fires after the copy-out)
  *   sock_send_length    SEND record + payload prefix + tcp write_seq
+ *   io_uring_submit_req remember the buffer of an io_uring send/recv on a
+ *                       socket, for the sock_*_length that its issue fires
+ *                       (submitter, io-wq worker or SQPOLL thread)
  *   the rest            bpf/net_common.bpf.h (shared with net_syscall.bpf.c)
  *
  * Kernel facts (docs/kernel.md B1.1, docs/cases.md #11):
  * sock_{send,recv}_length exist since 6.3, fire in the calling task for every
  * send/recv variant; send flags are always 0; recv passes raw ret and flags,
- * so MSG_PEEK reads must be skipped here.
+ * so MSG_PEEK reads must be skipped here. io_uring requests (docs/kernel.md
+ * B1.10) reach the same two tracepoints through sock_sendmsg/sock_recvmsg.
  */
 #include "bpf/net_common.bpf.h"
 
@@ -53,21 +57,164 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/*
+ * io_uring send/recv requests on sockets, remembered at submission until the
+ * socket tracepoint of their issue: one per socket and direction, the newest
+ * (a request issued at once consumes its slot before the next is submitted;
+ * docs/kernel.md B1.10 says when an older one loses its payload).
+ */
+struct uring_key {
+	__u64 sk;	/* struct sock address */
+	__u32 dir;	/* enum buf_dir */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct uring_key);
+	__type(value, struct sys_args);	/* nr = -1; enter_ns = submission */
+} uring_args SEC(".maps");
+
+/* sr->flags (include/uapi/linux/io_uring.h): a SEND whose buf is an iovec array */
+#define IORING_SEND_VECTORIZED (1U << 5)
+
+/*
+ * At submission (io_submit_sqe, after the opcode's prep filled the request's
+ * command data and before it is issued; docs/kernel.md B1.10): remember the
+ * user buffer of a SEND/RECV/SENDMSG/RECVMSG (and the zero-copy sends) or a
+ * READ/WRITE(V, _FIXED) whose fd is a TCP socket. The file is looked up from req->cqe.fd in the current
+ * task's table (the submitter's or the SQPOLL thread's, which shares it):
+ * req->file is assigned only at issue. Requests on registered files or with
+ * kernel-selected buffers have no buffer here: their records go without
+ * payload (payload_args_missing).
+ */
+static __always_inline int on_uring_submit(struct io_kiocb *req)
+{
+	struct io_sr_msg *sr = (void *)__builtin_preserve_access_index(&req->cmd);
+	struct io_rw *rw = (void *)sr;	/* the read/write opcodes' command data */
+	struct sys_args a = {};
+	bool is_rw = false;
+	struct uring_key key = {};
+	struct sock *sk;
+	__u64 flags;
+	__u8 op;
+
+	if (!tgid_traced(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	op = BPF_CORE_READ(req, opcode);
+	switch (op) {
+	case IORING_OP_SEND:
+	case IORING_OP_SEND_ZC:
+		a.dir = DIR_SEND;
+		a.kind = BPF_CORE_READ(sr, flags) & IORING_SEND_VECTORIZED ? BUF_IOV : BUF_FLAT;
+		break;
+	case IORING_OP_RECV:
+		a.dir = DIR_RECV;
+		a.kind = BUF_FLAT;
+		break;
+	case IORING_OP_SENDMSG:
+	case IORING_OP_SENDMSG_ZC:
+		a.dir = DIR_SEND;
+		a.kind = BUF_MSG;
+		break;
+	case IORING_OP_RECVMSG:
+		a.dir = DIR_RECV;
+		a.kind = BUF_MSG;
+		break;
+	/* read/write on a socket reach sock_recvmsg/sock_sendmsg through sock_read_iter/_write_iter */
+	case IORING_OP_READ:
+	case IORING_OP_READ_FIXED:
+	case IORING_OP_READV:
+		a.dir = DIR_RECV;
+		a.kind = op == IORING_OP_READV ? BUF_IOV : BUF_FLAT;
+		is_rw = true;
+		break;
+	case IORING_OP_WRITE:
+	case IORING_OP_WRITE_FIXED:
+	case IORING_OP_WRITEV:
+		a.dir = DIR_SEND;
+		a.kind = op == IORING_OP_WRITEV ? BUF_IOV : BUF_FLAT;
+		is_rw = true;
+		break;
+	default:
+		return 0;
+	}
+	/* 32 bits on older kernels, 64 (io_req_flags_t) on 6.18: the low bits read the same */
+	flags = BPF_CORE_READ(req, flags);
+	if (flags & (REQ_F_FIXED_FILE | REQ_F_BUFFER_SELECT))
+		return 0;
+	a.fd = BPF_CORE_READ(req, cqe.fd);
+	sk = sock_from_fd(a.fd);
+	if (!sk || !sk_is_tcp(sk))
+		return 0;
+	if (is_rw) {
+		a.buf = BPF_CORE_READ(rw, addr);
+		a.len = BPF_CORE_READ(rw, len);
+	} else {
+		a.buf = (__u64)BPF_CORE_READ(sr, buf);
+		a.len = BPF_CORE_READ(sr, len);
+	}
+	a.nr = -1;
+	a.enter_ns = bpf_ktime_get_ns();
+	key.sk = (__u64)(unsigned long)sk;
+	key.dir = a.dir;
+	/* an older request on this socket and direction not issued yet: its record would read this buffer */
+	if (bpf_map_lookup_elem(&uring_args, &key))
+		count(TTF_CNT_URING_REPLACED);
+	bpf_map_update_elem(&uring_args, &key, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(handle_uring_submit, struct io_kiocb *req)
+{
+	return on_uring_submit(req);
+}
+
+/* The same tracepoint before 6.4 (user space loads one of the two). */
+SEC("tp_btf/io_uring_submit_sqe")
+int BPF_PROG(handle_uring_submit_sqe, struct io_kiocb *req, bool force_nonblock)
+{
+	return on_uring_submit(req);
+}
+
 static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 type)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 dir = type == TTF_EV_RECV ? DIR_RECV : DIR_SEND;
+	struct uring_key key = {};
+	bool from_uring = false;
 	struct sys_args *a;
 	__u64 cookie;
 
-	if (!tgid_traced(pid_tgid >> 32) || !io_wanted(sk, ret, flags, type))
+	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
+	if (!io_wanted(sk, ret, flags, type)) {
+		if (ret == 0) {
+			/* EOF ends a pending io_uring RECV: its slot must not outlive the socket */
+			key.sk = (__u64)(unsigned long)sk;
+			key.dir = dir;
+			bpf_map_delete_elem(&uring_args, &key);
+		}
+		return 0;
+	}
 	cookie = bpf_get_socket_cookie(sk);
 	mark_traced(cookie);
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
-	if (a && (a->dir != (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND) ||
-		  a->nr != current_syscall_nr()))
+	if (a && (a->dir != dir || a->nr != current_syscall_nr()))
 		a = NULL;
-	return emit_io(sk, cookie, ret, type, a);
+	if (!a) {
+		/* not in a payload syscall: an io_uring request's issue, or none */
+		key.sk = (__u64)(unsigned long)sk;
+		key.dir = dir;
+		a = bpf_map_lookup_elem(&uring_args, &key);
+		from_uring = a != NULL;
+	}
+	emit_io(sk, cookie, ret, type, a);
+	if (from_uring)
+		bpf_map_delete_elem(&uring_args, &key);
+	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")

@@ -88,6 +88,7 @@ enum ttf_counter {
 	TTF_CNT_SOCK_MAP_FULL,      /* could not remember a traced socket */
 	TTF_CNT_TGID_MAP_FULL,      /* could not follow a fork */
 	TTF_CNT_EVENTS,             /* records submitted */
+	TTF_CNT_URING_REPLACED,     /* an io_uring request's buffer replaced before its I/O was seen */
 	TTF_CNT__MAX,
 };
 

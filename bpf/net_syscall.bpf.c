@@ -35,35 +35,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define S_IFMT 00170000
-#define S_IFSOCK 0140000
-
-/*
- * The socket behind descriptor fd of the current task:
- * task->files->fdt->fd[fd], a file whose inode is a socket, private_data is
- * its struct socket (net/socket.c sock_alloc_file). NULL when fd is not a
- * socket or is gone.
- */
-static __always_inline struct sock *sock_from_fd(__u32 fd)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds, *f;
-	struct socket *so;
-	umode_t mode;
-
-	if (!fdt || fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
-		return NULL;
-	mode = BPF_CORE_READ(f, f_inode, i_mode);
-	if ((mode & S_IFMT) != S_IFSOCK)
-		return NULL;
-	so = BPF_CORE_READ(f, private_data);
-	return so ? BPF_CORE_READ(so, sk) : NULL;
-}
-
 static __always_inline bool wanted_syscall(long id)
 {
 	return payload_syscall(id) || id == NR_sendfile;

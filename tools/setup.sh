@@ -16,6 +16,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       nginx haproxy curl	# tests/hops, make demo-hops: real gateways in front of a traced server
       chromium	# tests/report: renders `ttftrace report` pages headless
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
+      liburing-dev	# tests/uring: the io_uring fixture server
       curl python3-starlette python3-uvicorn	# tests/proto: gzip'd SSE, Expect: 100-continue
       python3-hypercorn python3-h2 python3-grpcio)	# tests/proto: HTTP/2 and gRPC servers and clients
 

@@ -35,6 +35,7 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_SOCK_MAP_FULL] = "sock_map_full",
 	[TTF_CNT_TGID_MAP_FULL] = "tgid_map_full",
 	[TTF_CNT_EVENTS] = "events",
+	[TTF_CNT_URING_REPLACED] = "uring_payload_replaced",
 };
 
 static int ring_cb(void *ctx, void *data, size_t len)
@@ -98,6 +99,23 @@ static void no_autoload(struct bpf_object *obj, const char *name)
 }
 
 /*
+ * io_uring_submit_req(req) since 6.4; io_uring_submit_sqe(req, force_nonblock)
+ * in 6.0 to 6.3, other arguments before (docs/kernel.md B1.10): load the one
+ * program whose tracepoint takes the request first, or none (then the
+ * feature is reported missing).
+ */
+static void choose_uring_submit(struct bpf_object *obj, const struct btf *btf)
+{
+	int req = !btf || tp_check__nargs(btf, "io_uring_submit_req") == 1;
+	int sqe = btf && !req && tp_check__nargs(btf, "io_uring_submit_sqe") == 2;
+
+	if (!req)
+		no_autoload(obj, "handle_uring_submit");
+	if (!sqe)
+		no_autoload(obj, "handle_uring_submit_sqe");
+}
+
+/*
  * Open the skeleton of source, find its maps, and leave out the programs
  * this kernel has no use for: one pair of syscall hooks, and tcp_probe
  * where sk_data_ready is there.
@@ -131,6 +149,8 @@ static int open_source(struct net_probe *np, enum net_source source, const struc
 		no_autoload(np->obj, "handle_exit");
 	else
 		no_autoload(np->obj, "handle_exit_live");
+	if (np->sock)
+		choose_uring_submit(np->obj, btf);
 	np->events = bpf_object__find_map_by_name(np->obj, "events");
 	np->tgids = bpf_object__find_map_by_name(np->obj, "traced_tgids");
 	np->ports = bpf_object__find_map_by_name(np->obj, "listen_ports");
@@ -232,6 +252,8 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			st->xmit = 1;
 		else if (!strcmp(name, "handle_data_ready"))
 			st->arrival = 1;
+		else if (!strncmp(name, "handle_uring_submit", strlen("handle_uring_submit")))
+			st->uring = 1;
 		else if (!strcmp(name, "handle_set_state"))
 			st->close = 1;
 		else if (!strcmp(name, "handle_fork") || !strcmp(name, "handle_exit") ||
@@ -341,6 +363,12 @@ static int src_features(void *ctx, struct ttf_probe_feature *f, int cap)
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < cap; i++)
 		f[n++] = all[i];
+	/* The syscall source sees no io_uring I/O at all: its own line says so. */
+	if (np->st.source == NET_SOURCE_SOCK && n < cap)
+		f[n++] = (struct ttf_probe_feature){
+			"io_uring_submit_req", np->st.uring,
+			"socket I/O through io_uring is seen without its payload: its requests "
+			"and tokens are not recognised (counted as payload_args_missing)" };
 	return n;
 }
 

@@ -79,6 +79,7 @@ struct net_probe_status {
 	int arrival_tcp_probe;	/* tcp_probe standing in for a missing sk_data_ready */
 	int close;		/* inet_sock_set_state */
 	int follow;		/* sched_process_fork/exit */
+	int uring;		/* sock: io_uring_submit_req (payload of io_uring sends/recvs) */
 };
 
 /*

@@ -8,13 +8,15 @@
  *
  * Sources today (each loader's *__source() fills one in):
  *   net     bpf/net.bpf.c through user/probe/net_probe.c: socket
- *           tracepoints (sock_recv_length, sock_send_length, 6.3+)
+ *           tracepoints (sock_recv_length, sock_send_length, 6.3+), which
+ *           io_uring sends/recvs fire too (payload: io_uring_submit_req,
+ *           docs/kernel.md B1.10)
  *   sched   bpf/sched.bpf.c through user/probe/sched_probe.c
  *   engine  uprobes, user/probe/engine_setup.c
  *   gpu     the CUPTI collectors' socket, user/probe/gpu_rx.c
  *
  * A new source (a syscall-tracepoint fallback for kernels before 6.3, TLS
- * library uprobes, io_uring) is a loader in user/probe/ that yields the same
+ * library uprobes) is a loader in user/probe/ that yields the same
  * records and fills in a struct ttf_probe_source; the tracer adds it to its
  * list (user/cmd/trace.c, open_sources) and nothing downstream changes.
  */
