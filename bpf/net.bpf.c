@@ -37,6 +37,18 @@ static __always_inline long current_syscall_nr(void)
 #endif
 }
 
+/* User r14 of the current task's syscall (Go's goroutine register on x86; 0 elsewhere). */
+static __always_inline __u64 current_user_r14(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return BPF_CORE_READ(regs, r14);
+#else
+	return 0;
+#endif
+}
+
 /*
  * Remember the buffer of the syscalls that move socket payload. This runs for
  * every syscall of the machine, so the cheap test (the syscall number) comes
@@ -58,16 +70,18 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct sys_args *a;
 	__u64 cookie;
+	__u32 tls;
 
 	if (!tgid_traced(pid_tgid >> 32) || !io_wanted(sk, ret, flags, type))
 		return 0;
 	cookie = bpf_get_socket_cookie(sk);
 	mark_traced(cookie);
+	tls = tls_on_io(sk, cookie, type, current_user_r14());
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (a && (a->dir != (type == TTF_EV_RECV ? DIR_RECV : DIR_SEND) ||
 		  a->nr != current_syscall_nr()))
 		a = NULL;
-	return emit_io(sk, cookie, ret, type, a);
+	return emit_io(sk, cookie, ret, type, a, tls);
 }
 
 SEC("tp_btf/sock_recv_length")

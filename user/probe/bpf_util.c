@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -43,4 +44,17 @@ int bpf_util__prog_stats(const struct bpf_object *obj, const char **names, uint6
 		n++;
 	}
 	return n;
+}
+
+int bpf_util__push_link(struct bpf_link ***v, int *n, struct bpf_link *l)
+{
+	struct bpf_link **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+	if (!nv) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	*v = nv;
+	nv[(*n)++] = l;
+	return 0;
 }

@@ -19,4 +19,10 @@ void bpf_util__sum_percpu(const struct bpf_map *map, uint32_t n, uint64_t *out);
 int bpf_util__prog_stats(const struct bpf_object *obj, const char **names, uint64_t *run_cnt,
 			 uint64_t *run_time_ns, int max);
 
+/*
+ * Append link l to the growing array *v of *n links. On -ENOMEM l is
+ * destroyed (the probe it placed goes away), so the caller owns nothing new.
+ */
+int bpf_util__push_link(struct bpf_link ***v, int *n, struct bpf_link *l);
+
 #endif /* TTFTRACE_BPF_UTIL_H */

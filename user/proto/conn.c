@@ -85,6 +85,7 @@ struct conn {
 	unsigned int n_pend;
 	bool have_tx_seq;
 	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
+	bool tls;			/* carries TLS: only plaintext records are parsed */
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
@@ -349,6 +350,8 @@ struct track_req *track_req_begin(struct track_conn *tc)
 	memcpy(q->r.comm, e->comm, sizeof(q->r.comm));
 	q->r.comm[sizeof(q->r.comm) - 1] = 0;
 	q->r.addr = c->addr;
+	if (c->tls)
+		q->r.flags |= TTF_REQ_TLS;
 	if (c->role == ROLE_SERVER) {
 		q->r.arrival_first_ns = or_ts(e->arrival_first_ns, e->ts_ns);
 		q->r.arrival_last_ns = or_ts(e->arrival_last_ns, e->ts_ns);
@@ -731,7 +734,9 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 	 * carried (the ring buffer was full): a gap before this payload, so
 	 * that a lost write costs its events, not the parser's framing.
 	 */
-	if (t->opts.send_seq_exact && e->type == TTF_EV_SEND && e->seq_end) {
+	/* TLS plaintext: seq_end counts ciphertext bytes, not these */
+	if (t->opts.send_seq_exact && e->type == TTF_EV_SEND && e->seq_end &&
+	    !(e->flags & TTF_EVF_TLS_PLAIN)) {
 		uint32_t start = e->seq_end - e->bytes;
 
 		if (c->have_tx_seq && start != c->tx_seq_end && seq_ge(start, c->tx_seq_end))
@@ -754,7 +759,8 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 
 		if (!q)
 			continue;
-		if (c->role == ROLE_SERVER)
+		/* a TLS write with no ciphertext seen (seq_end 0) has no XMIT to pair */
+		if (c->role == ROLE_SERVER && (e->seq_end || !(e->flags & TTF_EVF_TLS_PLAIN)))
 			note_write(c, q, c->touched[i].ev_from, e->seq_end);
 		if (q->resp_ended)
 			maybe_emit(t, q);
@@ -798,6 +804,24 @@ void conn_table__free(struct conn_table *t)
 	free(t);
 }
 
+/*
+ * The first plaintext of a TLS connection: from now on only plaintext is
+ * parsed. Ciphertext that came before it unflagged (a handshake outside the
+ * probed calls) made the connection non-HTTP: decide again, from this.
+ */
+static void tls_plaintext(struct conn_table *t, struct conn *c)
+{
+	if (c->tls)
+		return;
+	c->tls = true;
+	if (c->role == ROLE_NON_HTTP) {
+		c->role = ROLE_UNKNOWN;
+		c->ruled_out = 0;
+		c->undecided = 0;
+		t->stats.non_http--;
+	}
+}
+
 static void expire_waiting(struct conn_table *t, uint64_t now_ns)
 {
 	while (t->wait_head && t->wait_head->deadline_ns < now_ns)
@@ -819,6 +843,12 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	switch (e->type) {
 	case TTF_EV_RECV:
 	case TTF_EV_SEND:
+		if (e->flags & TTF_EVF_TLS_CIPHER) {
+			c = conn_lookup(t, e->sock_cookie);
+			if (c)
+				c->tls = true;
+			return 0;	/* ciphertext: never parsed */
+		}
 		if (e->cap_len < e->bytes)
 			t->stats.truncated_events++;
 		c = conn_lookup(t, e->sock_cookie);
@@ -831,6 +861,10 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 				return 0;
 			}
 		}
+		if (e->flags & TTF_EVF_TLS_PLAIN)
+			tls_plaintext(t, c);
+		else if (c->tls)
+			return 0;	/* ciphertext the TLS probes did not see as such */
 		if (c->role == ROLE_NON_HTTP)
 			return 0;
 		if (c->role == ROLE_UNKNOWN && decide_role(t, c, e))
