@@ -56,6 +56,8 @@ enum ttf_event_flags {
 	 * none seen), RECV arrival_* that of the ciphertext it read.
 	 */
 	TTF_EVF_TLS_PLAIN = 1 << 6,
+	/* with TLS_CIPHER: inside a TLS call, whose plaintext record follows at its return */
+	TTF_EVF_TLS_IN_CALL = 1 << 7,
 };
 
 /* struct sock_common::skc_family values the probes keep */

@@ -564,9 +564,19 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	if (type == TTF_EV_RECV) {
 		arr = bpf_map_lookup_elem(&arrivals, &cookie);
 		if (arr) {
+			struct tcp_sock *tp = (struct tcp_sock *)sk;
+
 			e->arrival_first_ns = arr->first_ns;
 			e->arrival_last_ns = arr->last_ns;
-			bpf_map_delete_elem(&arrivals, &cookie);
+			/*
+			 * TLS reads records piecemeal (a 5-byte header, then the
+			 * rest; a handshake's last record, then the request): bytes
+			 * still unread keep the newest arrival, theirs at the latest.
+			 */
+			if (tls && BPF_CORE_READ(tp, rcv_nxt) != BPF_CORE_READ(tp, copied_seq))
+				arr->first_ns = arr->last_ns;
+			else
+				bpf_map_delete_elem(&arrivals, &cookie);
 		}
 	} else {
 		struct tcp_sock *tp = (struct tcp_sock *)sk;

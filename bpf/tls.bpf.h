@@ -44,6 +44,12 @@ struct tls_sock {
 	__u16 pad;
 	__u8 laddr[16];
 	__u8 raddr[16];
+	/*
+	 * Arrival of the newest ciphertext a handshake read: Go reads greedily,
+	 * so a request sent right after the handshake may be read with it, and
+	 * the first Read then makes no syscall; it takes this (then cleared).
+	 */
+	__u64 pending_arrival_ns;
 };
 
 struct tls_call {
@@ -53,6 +59,7 @@ struct tls_call {
 	__u64 enter_ns;
 	__u64 arrival_first_ns;	/* of the first ciphertext read inside the call */
 	__u64 arrival_last_ns;
+	__u64 newest_arrival_ns;	/* arrival_last of the call's latest ciphertext read */
 	__u32 len;
 	__u32 seq_end;		/* write_seq after the call's last ciphertext write */
 	__u8 op;		/* enum tls_op */
@@ -94,7 +101,7 @@ struct {
  * whose user registers had r14 (the goroutine in Go's register ABI; 0
  * unknown). Inside a remembered TLS call: note the socket in the call.
  * Returns TTF_EVF_TLS_CIPHER when the bytes are ciphertext (inside a call,
- * or on a socket marked TLS), else 0.
+ * with TTF_EVF_TLS_IN_CALL, or on a socket marked TLS), else 0.
  */
 static __always_inline __u32 tls_on_io(struct sock *sk, __u64 cookie, __u8 type, __u64 r14)
 {
@@ -120,16 +127,18 @@ static __always_inline __u32 tls_on_io(struct sock *sk, __u64 cookie, __u8 type,
 
 		c->seq_end = BPF_CORE_READ(tp, write_seq);
 		c->sk.nodelay = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1;
-	} else if (!c->arrival_first_ns) {
+	} else {
 		arr = bpf_map_lookup_elem(&arrivals, &cookie);
-		if (arr) {
+		if (arr && !c->arrival_first_ns) {
 			c->arrival_first_ns = arr->first_ns;
 			c->arrival_last_ns = arr->last_ns;
 		}
+		if (arr)
+			c->newest_arrival_ns = arr->last_ns;
 	}
 	if (!bpf_map_lookup_elem(&tls_socks, &cookie))
 		bpf_map_update_elem(&tls_socks, &cookie, &one, BPF_ANY);
-	return TTF_EVF_TLS_CIPHER;
+	return TTF_EVF_TLS_CIPHER | TTF_EVF_TLS_IN_CALL;
 }
 
 /* Remember a TLS call of a traced process at its entry. */
@@ -235,6 +244,8 @@ static __always_inline int tls_return(__u64 id, __u32 go, long ret, bool handsha
 	ck.conn = c->conn;
 	ck.tgid = k.tgid;
 	if (c->joined) {
+		if (c->op == TLS_OP_HANDSHAKE)
+			c->sk.pending_arrival_ns = c->newest_arrival_ns;
 		bpf_map_update_elem(&tls_conns, &ck, &c->sk, BPF_ANY);
 		s = &c->sk;
 	}
@@ -248,8 +259,14 @@ static __always_inline int tls_return(__u64 id, __u32 go, long ret, bool handsha
 	}
 	if (!n || n > 0x7fffffffull)
 		goto out;
-	if (!s)
+	if (!s) {
 		s = bpf_map_lookup_elem(&tls_conns, &ck);
+		/* a read served from what the handshake read: that arrival is its */
+		if (s && c->op == TLS_OP_READ && s->pending_arrival_ns) {
+			c->arrival_first_ns = c->arrival_last_ns = s->pending_arrival_ns;
+			s->pending_arrival_ns = 0;
+		}
+	}
 	if (s)
 		tls_emit(c, s, n);
 	else

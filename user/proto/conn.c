@@ -25,6 +25,14 @@
 #define PENDING_WRITES 32	/* writes waiting for their XMIT per connection */
 #define TOMBSTONES 256		/* recently closed cookies whose late records are ignored */
 #define TOUCHED_MAX 32	/* requests one record may write to (HTTP/2 multiplexes) */
+/*
+ * A TLS connection's close that came before the plaintext record of its last
+ * ciphertext write (that record is submitted at the library call's return,
+ * after the peer may have seen the bytes and closed) waits this long, in
+ * later event timestamps, for it.
+ */
+#define TLS_CLOSE_WAIT_NS (50ull * 1000 * 1000)
+#define TLS_CLOSES 16		/* closes waiting at once; more close at once */
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
@@ -86,6 +94,12 @@ struct conn {
 	bool have_tx_seq;
 	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
 	bool tls;			/* carries TLS: only plaintext records are parsed */
+	bool tls_plain;			/* a plaintext record came */
+	bool have_cipher_seq, have_plain_seq;
+	uint32_t cipher_seq;		/* write_seq after the last ciphertext write inside a TLS call */
+	uint32_t plain_seq;		/* the same, as the plaintext records have reached */
+	uint64_t close_ns;		/* a close waits for the plaintext (TLS_CLOSE_WAIT_NS); 0 none */
+	uint32_t close_flag;
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
@@ -97,6 +111,8 @@ struct conn_table {
 	unsigned int tomb_next;
 	struct creq *wait_head, *wait_tail;
 	uint64_t next_id;
+	struct conn *tls_closes[TLS_CLOSES];	/* connections whose close waits */
+	unsigned int n_tls_closes;
 };
 
 static bool seq_ge(uint32_t a, uint32_t b)
@@ -660,6 +676,9 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 {
 	struct creq *q;
 
+	for (unsigned int i = 0; c->close_ns && i < t->n_tls_closes; i++)
+		if (t->tls_closes[i] == c)
+			t->tls_closes[i--] = t->tls_closes[--t->n_tls_closes];
 	c->cur = NULL;
 	if (c->st)
 		c->rec->close(c->st, until_close_ends);
@@ -811,14 +830,41 @@ void conn_table__free(struct conn_table *t)
  */
 static void tls_plaintext(struct conn_table *t, struct conn *c)
 {
-	if (c->tls)
+	if (c->tls_plain)
 		return;
-	c->tls = true;
+	c->tls = c->tls_plain = true;
 	if (c->role == ROLE_NON_HTTP) {
 		c->role = ROLE_UNKNOWN;
 		c->ruled_out = 0;
 		c->undecided = 0;
 		t->stats.non_http--;
+	}
+}
+
+/* Should the close of c wait for the plaintext of its last ciphertext write? Then it does. */
+static bool tls_close_waits(struct conn_table *t, struct conn *c, uint64_t close_ns)
+{
+	if (!c->tls || !c->have_cipher_seq || t->n_tls_closes == TLS_CLOSES ||
+	    (c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)))
+		return false;
+	if (!c->close_ns)
+		t->tls_closes[t->n_tls_closes++] = c;
+	c->close_ns = close_ns ? close_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	return true;
+}
+
+/* Waiting closes whose plaintext came, or whose wait is over at now_ns. */
+static void tls_closes_due(struct conn_table *t, uint64_t now_ns)
+{
+	for (unsigned int i = 0; i < t->n_tls_closes; i++) {
+		struct conn *c = t->tls_closes[i];
+
+		if ((c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)) ||
+		    c->close_ns + TLS_CLOSE_WAIT_NS < now_ns) {
+			conn_close(t, c, c->close_flag, true, c->close_ns);
+			i--;	/* conn_close moved the last one here */
+		}
 	}
 }
 
@@ -839,6 +885,8 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	}
 	t->stats.events++;
 	expire_waiting(t, e->ts_ns);
+	if (t->n_tls_closes)
+		tls_closes_due(t, e->ts_ns);
 
 	switch (e->type) {
 	case TTF_EV_RECV:
@@ -847,6 +895,11 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 			c = conn_lookup(t, e->sock_cookie);
 			if (c)
 				c->tls = true;
+			if (c && e->type == TTF_EV_SEND && (e->flags & TTF_EVF_TLS_IN_CALL) &&
+			    e->seq_end) {
+				c->cipher_seq = e->seq_end;
+				c->have_cipher_seq = true;
+			}
 			return 0;	/* ciphertext: never parsed */
 		}
 		if (e->cap_len < e->bytes)
@@ -870,6 +923,13 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 		if (c->role == ROLE_UNKNOWN && decide_role(t, c, e))
 			return 0;
 		on_data(t, c, e);
+		if ((e->flags & TTF_EVF_TLS_PLAIN) && e->type == TTF_EV_SEND && e->seq_end &&
+		    (!c->have_plain_seq || seq_ge(e->seq_end, c->plain_seq))) {
+			c->plain_seq = e->seq_end;
+			c->have_plain_seq = true;
+			if (c->close_ns)
+				tls_closes_due(t, e->ts_ns);
+		}
 		return 0;
 	case TTF_EV_XMIT:
 		c = conn_lookup(t, e->sock_cookie);
@@ -878,7 +938,7 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 		return 0;
 	case TTF_EV_CLOSE:
 		c = conn_lookup(t, e->sock_cookie);
-		if (c)
+		if (c && !tls_close_waits(t, c, e->ts_ns))
 			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_EXIT:
@@ -901,6 +961,10 @@ void conn_table__finish(struct conn_table *t, uint64_t now_ns)
 	expire_waiting(t, now_ns);
 	while (t->wait_head)
 		emit(t, t->wait_head);
+	/* closed already, waiting for plaintext that did not come */
+	while (t->n_tls_closes)
+		conn_close(t, t->tls_closes[0], t->tls_closes[0]->close_flag, true,
+			   t->tls_closes[0]->close_ns);
 	/* tracing stops, the connection lives on: an until-close body is cut, not ended */
 	HASH_ITER(hh, t->conns, c, tmp)
 		conn_close(t, c, TTF_REQ_INCOMPLETE, false, 0);
