@@ -87,8 +87,7 @@ void tls_probe__free(struct tls_probe *tp)
 {
 	if (!tp)
 		return;
-	for (int i = 0; i < tp->n_links; i++)
-		bpf_link__destroy(tp->links[i]);
+	bpf_util__destroy_links(tp->links, tp->n_links);
 	free(tp->links);
 	free(tp->seen);
 	free(tp);

@@ -35,10 +35,11 @@ struct tls_probe *tls_probe__new(struct net_probe *np);
 void tls_probe__free(struct tls_probe *tp);
 
 /*
- * Look at every process in the net probe's traced set not seen yet, and at
- * files mapped since (dlopen, exec): attach to the TLS libraries found, one
- * line on stderr each ("tls: OpenSSL 3 at PATH in PID n"). Returns
- * libraries attached now (>= 0).
+ * Look at every process in the net probe's traced set, at the files it maps
+ * that were not looked at yet: attach to the TLS libraries found, one line
+ * on stderr each ("tls: OpenSSL 3 at PATH in PID n"). Returns libraries
+ * attached now (>= 0). The source's tick does the same, at once for a
+ * process traced since and once a second for the others (dlopen, exec).
  */
 int tls_probe__scan(struct tls_probe *tp);
 /* Libraries attached so far. */
