@@ -13,7 +13,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       libclang-rt-14-dev	# tests/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/export: the real Prometheus scrapes --metrics
       nginx haproxy curl	# tests/hops, make demo-hops: real gateways in front of a traced server
-      openssl	# tests/tls: self-signed certificates (with nginx, golang-go, curl)
+      openssl libssl-dev	# tests/tls: certificates, a static OpenSSL fixture (with nginx, golang-go, curl)
       chromium	# tests/report: renders `ttftrace report` pages headless
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
       curl python3-starlette python3-uvicorn	# tests/proto: gzip'd SSE, Expect: 100-continue

@@ -5,7 +5,9 @@ Three servers, each traced with `ttftrace -p`, curl as the client:
   - nginx with ssl in front of the fixture server (OpenSSL 3, libssl.so.3);
   - a Python `ssl` server (tests/tls/tls_sse_server.py: /usr/bin/python3's
     _ssl, OpenSSL 3);
-  - a Go net/http TLS server (tests/tls/gotls, crypto/tls: RET-site uprobes).
+  - a Go net/http TLS server (tests/tls/gotls, crypto/tls: RET-site uprobes);
+  - a C server with OpenSSL linked in statically (tests/tls/static_ssl_server.c,
+    libssl.a: the copy found by symbol in the main executable).
 
 The client's own TTFT comes from curl's trace (--trace-ascii --trace-time):
 from the write of the request's last bytes to the read of the TLS record
@@ -128,9 +130,11 @@ def python_server(procs, cert, tmp_path):
     return p, wait_listening(p), log
 
 
-def test_python_ssl_server(procs, cert, tmp_path, tracer):
+@pytest.mark.parametrize("source", ["sock", "syscall"])
+def test_python_ssl_server(procs, cert, tmp_path, tracer, source):
+    """Both net sources join the plaintext (the syscall one on kernels before 6.3)."""
     p, port, log = python_server(procs, cert, tmp_path)
-    tr = tracer("-p", p.pid)
+    tr = tracer("-p", p.pid, "--net-source", source)
     assert re.search(r"tls: OpenSSL 3 at \S*libssl\.so\.3 in PID %d" % p.pid, tr.stderr), tr.stderr
     clients = [curl_ttft(port, "FIRST", tmp=str(tmp_path))[0] for _ in range(3)]
     tr.wait_requests(3)
@@ -250,13 +254,14 @@ def gotls(tmp_path_factory):
     return exe
 
 
-def test_go_crypto_tls_server(procs, cert, tmp_path, tracer, gotls):
+@pytest.mark.parametrize("source", ["sock", "syscall"])
+def test_go_crypto_tls_server(procs, cert, tmp_path, tracer, gotls, source):
     log = str(tmp_path / "truth.ndjson")
     p = procs.add(subprocess.Popen([gotls, "-cert", cert[0], "-key", cert[1], "-ttft-ms",
                                     str(TTFT_MS), "-itl-ms", str(ITL_MS), "-tokens", str(TOKENS),
                                     "-log", log], stdout=subprocess.PIPE, text=True))
     port = wait_listening(p)
-    tr = tracer("-p", p.pid)
+    tr = tracer("-p", p.pid, "--net-source", source)
     assert "tls: Go crypto/tls at %s in PID %d" % (gotls, p.pid) in tr.stderr, tr.stderr
     clients = [curl_ttft(port, "FIRST", tmp=str(tmp_path))[0] for _ in range(3)]
     tr.wait_requests(3)
@@ -268,4 +273,30 @@ def test_go_crypto_tls_server(procs, cert, tmp_path, tracer, gotls):
         assert rec["conn"].endswith(":%d" % t["rport"]), (rec, t)
         check_tls_request(rec, client_ms, t)
     assert tr.summary()["counters"]["tls_unjoined"] == 0
+    check_private(tr)
+
+
+def test_static_openssl_found_by_symbol(procs, cert, tmp_path, tracer):
+    exe = str(tmp_path / "static_ssl_server")
+    subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-o", exe,
+                    os.path.join(HERE, "static_ssl_server.c"), "-l:libssl.a", "-l:libcrypto.a",
+                    "-lpthread", "-ldl"], check=True)
+    ldd = subprocess.run(["ldd", exe], capture_output=True, text=True).stdout
+    assert "libssl" not in ldd, ldd
+    log = str(tmp_path / "truth.ndjson")
+    p = procs.add(subprocess.Popen([exe, cert[0], cert[1], log, str(TTFT_MS), str(ITL_MS),
+                                    str(TOKENS)], stdout=subprocess.PIPE, text=True))
+    port = wait_listening(p)
+    tr = tracer("-p", p.pid)
+    assert re.search(r"tls: OpenSSL( 3)? \(static\) at %s in PID %d" % (re.escape(exe), p.pid),
+                     tr.stderr), tr.stderr
+    clients = [curl_ttft(port, "FIRST", tmp=str(tmp_path))[0] for _ in range(2)]
+    tr.wait_requests(2)
+    assert tr.stop() == 0, tr.stderr
+    recs = sorted(tls_requests(tr), key=lambda r: r["t_arrival_ns"])
+    assert len(recs) == 2 == len(tr.requests()), tr.requests()
+    truth = sorted(truth_of(log), key=lambda r: r["t_read_ns"])
+    for rec, client_ms, t in zip(recs, clients, truth):
+        assert rec["conn"].endswith(":%d" % t["rport"]), (rec, t)
+        check_tls_request(rec, client_ms, t)
     check_private(tr)
