@@ -25,7 +25,7 @@ import time
 
 import pytest
 
-from conftest import RT_ARGS, SSE_SERVER, free_port, needs_root, require_built
+from conftest import RT_ARGS, SSE_SERVER, TTFTRACE, free_port, needs_root, require_built
 
 pytestmark = needs_root
 
@@ -134,7 +134,8 @@ def python_server(procs, cert, tmp_path):
 def test_python_ssl_server(procs, cert, tmp_path, tracer, source):
     """Both net sources join the plaintext (the syscall one on kernels before 6.3)."""
     p, port, log = python_server(procs, cert, tmp_path)
-    tr = tracer("-p", p.pid, "--net-source", source)
+    rec_path = str(tmp_path / "run.rec")
+    tr = tracer("-p", p.pid, "--net-source", source, "--record", rec_path)
     assert re.search(r"tls: OpenSSL 3 at \S*libssl\.so\.3 in PID %d" % p.pid, tr.stderr), tr.stderr
     clients = [curl_ttft(port, "FIRST", tmp=str(tmp_path))[0] for _ in range(3)]
     tr.wait_requests(3)
@@ -149,6 +150,13 @@ def test_python_ssl_server(procs, cert, tmp_path, tracer, source):
     assert s["counters"]["tls_unjoined"] == 0 and s["counters"]["tls_plaintext"] > 0
     assert s["counters"]["non_http_connections"] == 0
     check_private(tr)
+    # the recording holds the flagged records: a replay gives the same requests
+    out = subprocess.run([TTFTRACE, "replay", rec_path, "--json", "-q"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    again = [json.loads(l) for l in out.stdout.splitlines() if l.startswith("{")]
+    key = lambda r: (r["id"], r["conn"], r["ttft_ms"], r["tokens"], r["flags"], r["itl_ms"])
+    assert [key(r) for r in again if r["type"] == "request"] == [key(r) for r in tr.requests()]
 
 
 def test_no_tls_leaves_tls_opaque(procs, cert, tmp_path, tracer):
