@@ -463,6 +463,7 @@ static __always_inline __u32 copy_iov(__u8 *dst, __u64 iov_ptr, __u32 iovcnt, __
 		n = iov.iov_len > want - off ? want - off : iov.iov_len;
 		if (n > TTF_CAPTURE_MAX_BYTES)
 			n = TTF_CAPTURE_MAX_BYTES;
+		opaque(n);	/* keep the mask: clang may drop it after the clamp (6.1) */
 		if (bpf_probe_read_user(dst + (off & OFF_MASK), n & LEN_MASK, iov.iov_base))
 			break;
 		off += n;
