@@ -41,6 +41,18 @@ static __always_inline long current_syscall_nr(void)
 #endif
 }
 
+/* User r14 of the current task's syscall (Go's goroutine register on x86; 0 elsewhere). */
+static __always_inline __u64 current_user_r14(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return BPF_CORE_READ(regs, r14);
+#else
+	return 0;
+#endif
+}
+
 /*
  * Remember the buffer of the syscalls that move socket payload. This runs for
  * every syscall of the machine, so the cheap test (the syscall number) comes
@@ -187,6 +199,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	bool from_uring = false;
 	struct sys_args *a;
 	__u64 cookie;
+	__u32 tls;
 
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
@@ -201,6 +214,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	}
 	cookie = bpf_get_socket_cookie(sk);
 	mark_traced(cookie);
+	tls = tls_on_io(sk, cookie, type, current_user_r14());
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (a && (a->dir != dir || a->nr != current_syscall_nr()))
 		a = NULL;
@@ -211,7 +225,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 		a = bpf_map_lookup_elem(&uring_args, &key);
 		from_uring = a != NULL;
 	}
-	emit_io(sk, cookie, ret, type, a);
+	emit_io(sk, cookie, ret, type, a, tls);
 	if (from_uring)
 		bpf_map_delete_elem(&uring_args, &key);
 	return 0;

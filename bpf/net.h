@@ -42,6 +42,22 @@ enum ttf_event_flags {
 	TTF_EVF_PEEK = 1 << 2,      /* never set: MSG_PEEK reads are dropped in BPF */
 	TTF_EVF_RESET = 1 << 3,     /* CLOSE: the state change came from a reset */
 	TTF_EVF_NODELAY = 1 << 4,   /* SEND: the socket has TCP_NODELAY (tcp_sock.nonagle & TCP_NAGLE_OFF) */
+	/*
+	 * RECV/SEND of TLS ciphertext (seen inside a TLS library call, or on a
+	 * socket that carried such a call): no payload, never parsed; SEND
+	 * seq_end still pairs with XMIT.
+	 */
+	TTF_EVF_TLS_CIPHER = 1 << 5,
+	/*
+	 * RECV/SEND of plaintext from a TLS library's read/write (uprobe at its
+	 * return, docs/tls.md): ts_ns is the call's return, enter_ns its entry;
+	 * the socket and addresses are those of the ciphertext I/O; SEND seq_end
+	 * is the socket's write_seq after the call's last ciphertext write (0:
+	 * none seen), RECV arrival_* that of the ciphertext it read.
+	 */
+	TTF_EVF_TLS_PLAIN = 1 << 6,
+	/* with TLS_CIPHER: inside a TLS call, whose plaintext record follows at its return */
+	TTF_EVF_TLS_IN_CALL = 1 << 7,
 };
 
 /* struct sock_common::skc_family values the probes keep */
@@ -89,6 +105,9 @@ enum ttf_counter {
 	TTF_CNT_TGID_MAP_FULL,      /* could not follow a fork */
 	TTF_CNT_EVENTS,             /* records submitted */
 	TTF_CNT_URING_REPLACED,     /* an io_uring request's buffer replaced before its I/O was seen */
+	TTF_CNT_TLS_PLAIN,          /* TLS plaintext reads/writes joined to their socket */
+	TTF_CNT_TLS_UNJOINED,       /* TLS plaintext reads/writes with no socket known: dropped */
+	TTF_CNT_TLS_CALL_MAP_FULL,  /* could not remember a TLS call's arguments */
 	TTF_CNT__MAX,
 };
 

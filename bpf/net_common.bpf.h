@@ -180,20 +180,26 @@ static __always_inline bool sk_is_tcp(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
 }
 
+/* The addresses of sk into any struct with family, lport, rport, laddr, raddr fields. */
+#define FILL_ADDR(e, sk)                                                                   \
+	do {                                                                               \
+		(e)->family = BPF_CORE_READ(sk, __sk_common.skc_family);                   \
+		(e)->lport = BPF_CORE_READ(sk, __sk_common.skc_num);                       \
+		(e)->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));          \
+		if ((e)->family == TTF_AF_INET) {                                          \
+			__builtin_memset((e)->laddr, 0, sizeof((e)->laddr));               \
+			__builtin_memset((e)->raddr, 0, sizeof((e)->raddr));               \
+			bpf_core_read((e)->laddr, 4, &(sk)->__sk_common.skc_rcv_saddr);    \
+			bpf_core_read((e)->raddr, 4, &(sk)->__sk_common.skc_daddr);        \
+		} else {                                                                   \
+			bpf_core_read((e)->laddr, 16, &(sk)->__sk_common.skc_v6_rcv_saddr); \
+			bpf_core_read((e)->raddr, 16, &(sk)->__sk_common.skc_v6_daddr);    \
+		}                                                                          \
+	} while (0)
+
 static __always_inline void fill_addr(struct ttf_net_event *e, const struct sock *sk)
 {
-	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
-	if (e->family == TTF_AF_INET) {
-		__builtin_memset(e->laddr, 0, sizeof(e->laddr));
-		__builtin_memset(e->raddr, 0, sizeof(e->raddr));
-		bpf_core_read(e->laddr, 4, &sk->__sk_common.skc_rcv_saddr);
-		bpf_core_read(e->raddr, 4, &sk->__sk_common.skc_daddr);
-	} else {
-		bpf_core_read(e->laddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
-		bpf_core_read(e->raddr, 16, &sk->__sk_common.skc_v6_daddr);
-	}
+	FILL_ADDR(e, sk);
 }
 
 #ifdef TTF_SK_ID_BY_PTR
@@ -457,6 +463,7 @@ static __always_inline __u32 copy_iov(__u8 *dst, __u64 iov_ptr, __u32 iovcnt, __
 		n = iov.iov_len > want - off ? want - off : iov.iov_len;
 		if (n > TTF_CAPTURE_MAX_BYTES)
 			n = TTF_CAPTURE_MAX_BYTES;
+		opaque(n);	/* keep the mask: clang may drop it after the clamp (6.1) */
 		if (bpf_probe_read_user(dst + (off & OFF_MASK), n & LEN_MASK, iov.iov_base))
 			break;
 		off += n;
@@ -555,10 +562,11 @@ static __always_inline void mark_traced(__u64 cookie)
 /*
  * Submit the RECV or SEND record of a read/write that returned ret bytes on
  * sk (id cookie), with the payload prefix from a's buffer; a NULL (or a
- * sendfile's): no payload, flagged and counted.
+ * sendfile's): no payload, flagged and counted. tls: TTF_EVF_TLS_CIPHER
+ * (from tls_on_io) for ciphertext, which gets no payload, or 0.
  */
 static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 type,
-				   const struct sys_args *a)
+				   const struct sys_args *a, __u32 tls)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0, want, got = 0;
@@ -580,7 +588,7 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	e->bytes = ret;
 	e->seq_end = 0;
 	e->type = type;
-	e->flags = 0;
+	e->flags = tls;
 	e->pad = 0;
 	fill_addr(e, sk);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
@@ -588,9 +596,19 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	if (type == TTF_EV_RECV) {
 		arr = bpf_map_lookup_elem(&arrivals, &cookie);
 		if (arr) {
+			struct tcp_sock *tp = (struct tcp_sock *)sk;
+
 			e->arrival_first_ns = arr->first_ns;
 			e->arrival_last_ns = arr->last_ns;
-			bpf_map_delete_elem(&arrivals, &cookie);
+			/*
+			 * TLS reads records piecemeal (a 5-byte header, then the
+			 * rest; a handshake's last record, then the request): bytes
+			 * still unread keep the newest arrival, theirs at the latest.
+			 */
+			if (tls && BPF_CORE_READ(tp, rcv_nxt) != BPF_CORE_READ(tp, copied_seq))
+				arr->first_ns = arr->last_ns;
+			else
+				bpf_map_delete_elem(&arrivals, &cookie);
 		}
 	} else {
 		struct tcp_sock *tp = (struct tcp_sock *)sk;
@@ -604,7 +622,10 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	want = type == TTF_EV_RECV ? targ_capture_bytes : targ_capture_send_bytes;
 	if (want > (__u32)ret)
 		want = ret;
-	if (a && a->kind != BUF_NONE) {
+	if (tls) {
+		if (a)
+			e->enter_ns = a->enter_ns;	/* ciphertext: never captured */
+	} else if (a && a->kind != BUF_NONE) {
 		e->enter_ns = a->enter_ns;
 		got = copy_payload(s->payload, a, want);
 	} else {
@@ -613,7 +634,7 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 		e->flags |= TTF_EVF_NO_BUF;
 		count(TTF_CNT_ARGS_MISSING);
 	}
-	if (got < (__u32)ret)
+	if (got < (__u32)ret && !tls)
 		e->flags |= TTF_EVF_TRUNCATED;
 	if (got > TTF_CAPTURE_MAX_BYTES)
 		got = TTF_CAPTURE_MAX_BYTES;
@@ -623,6 +644,8 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	submit(s, sizeof(*e) + got);
 	return 0;
 }
+
+#include "bpf/tls.bpf.h"
 
 /* ---- kernel-side timing of traced sockets -------------------------------- */
 
@@ -788,6 +811,7 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	if (newstate == TCP_CLOSE) {
 		bpf_map_delete_elem(&traced_socks, &cookie);
 		bpf_map_delete_elem(&arrivals, &cookie);
+		bpf_map_delete_elem(&tls_socks, &cookie);
 #ifdef TTF_SK_ID_BY_PTR
 		sk_id_forget(sk);
 #endif

@@ -68,7 +68,8 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 	struct sys_args *a;
 	struct sock *sk;
 	__u64 pid_tgid;
-	__u64 id;
+	__u64 id, r14 = 0;
+	__u32 tls;
 	__u8 type;
 
 	/* Every syscall of the machine exits here: the number first, then maps. */
@@ -83,11 +84,15 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 		id = sk_id(sk, true);
 		if (id) {
 			mark_traced(id);
+#if defined(__TARGET_ARCH_x86)
+			r14 = BPF_CORE_READ(regs, r14);	/* Go's goroutine register */
+#endif
+			tls = tls_on_io(sk, id, type, r14);
 			/* a constant type in each call: the verifier walks each alone */
 			if (type == TTF_EV_RECV)
-				emit_io(sk, id, ret, TTF_EV_RECV, a);
+				emit_io(sk, id, ret, TTF_EV_RECV, a, tls);
 			else
-				emit_io(sk, id, ret, TTF_EV_SEND, a);
+				emit_io(sk, id, ret, TTF_EV_SEND, a, tls);
 		}
 	}
 	bpf_map_delete_elem(&sys_args, &pid_tgid);

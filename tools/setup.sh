@@ -14,6 +14,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       prometheus	# tests/export: the real Prometheus scrapes --metrics
       python3-yaml man-db groff-base systemd	# tests/packaging: alert rule tests, man -l, systemd-analyze
       nginx haproxy curl	# tests/hops, make demo-hops: real gateways in front of a traced server
+      openssl libssl-dev	# tests/tls: certificates, a static OpenSSL fixture (with nginx, golang-go, curl)
       chromium	# tests/report: renders `ttftrace report` pages headless
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
       liburing-dev	# tests/uring: the io_uring fixture server

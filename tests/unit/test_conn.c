@@ -48,6 +48,9 @@ static struct conn_table *mktable(struct out *o, int xmit_expected)
 	return t;
 }
 
+/* ttf_net_event.flags of the records rec() feeds (TLS tests) */
+static uint32_t rec_flags;
+
 /*
  * Feed one record. payload may be NULL; bytes 0 means strlen(payload);
  * cap < 0 means capture everything.
@@ -72,6 +75,7 @@ static void rec(struct conn_table *t, int type, uint64_t ts, const char *payload
 	e->seq_end = seq_end;
 	e->cap_len = cl;
 	e->type = type;
+	e->flags = rec_flags;
 	e->family = 2;
 	e->lport = 8080;
 	e->rport = 50000;
@@ -546,6 +550,100 @@ static void test_expect_wait_unknown_in_one_read(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * A TLS connection: ciphertext records (flagged, or unflagged before the
+ * first plaintext) are never parsed; the plaintext is, its SEND seq_end
+ * (ciphertext write_seq, a different count than its bytes) pairs with XMIT
+ * and is no gap; the request says tls.
+ */
+static void test_tls_plaintext_parsed_ciphertext_not(void **state)
+{
+	struct out o;
+	struct conn_table_opts opts = { .sz = sizeof(opts), .on_request = on_request, .ctx = &o,
+					.send_seq_exact = 1, .xmit_expected = 1 };
+	struct conn_table *t;
+
+	memset(&o, 0, sizeof(o));
+	t = conn_table__new(&opts);
+	assert_non_null(t);
+	/* a ClientHello read outside the probed calls: the connection looks non-HTTP */
+	recv_(t, 5 * MS, "\x16\x03\x01\x02\xab\x01\x7f\x01\xfc\x03\x03\x9e\x11\x42\x8c\x33", 0, 0);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	rec_flags = TTF_EVF_TLS_CIPHER;
+	send_(t, 6 * MS, "\x16\x03\x03\x01\x7a\x02", 400);
+	rec_flags = TTF_EVF_TLS_PLAIN;
+	recv_(t, 10 * MS, CHAT_REQ, 8 * MS, 9 * MS);
+	send_(t, 20 * MS + 10, SSE_HEAD, 1000);
+	xmit(t, 21 * MS + 5, 1100);
+	send_(t, 21 * MS + 10, TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1100);
+	rec_flags = 0;	/* a close_notify the probes did not see as ciphertext: ignored */
+	send_(t, 21 * MS + 20, "\x17\x03\x03\x00\x13garbage", 1130);
+	rec_flags = TTF_EVF_TLS_PLAIN;
+	send_(t, 22 * MS, "0\r\n\r\n", 1200);
+	xmit(t, 22 * MS + 5, 1200);
+	rec_flags = 0;
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].events[0].write_ns, 21 * MS + 10);
+	assert_int_equal(o.r[0].events[0].xmit_ns, 21 * MS + 5);
+	assert_int_equal(o.r[0].arrival_first_ns, 8 * MS);
+	assert_int_equal(o.r[0].end_xmit_ns, 22 * MS + 5);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_XMIT | TTF_REQ_TLS);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 0);
+	conn_table__free(t);
+}
+
+/*
+ * The peer closes between a TLS write's ciphertext and its plaintext
+ * record (submitted at the library call's return): the close waits for it,
+ * and the response ends, not aborted. Without it, the close waits boundedly.
+ */
+static void test_tls_close_waits_for_plaintext(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 1);
+
+	rec_flags = TTF_EVF_TLS_PLAIN;
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	xmit(t, 20 * MS - 5, 1000);
+	rec_flags = TTF_EVF_TLS_CIPHER | TTF_EVF_TLS_IN_CALL;
+	send_(t, 21 * MS, "\x17\x03\x03", 1050);
+	xmit(t, 21 * MS + 1, 1050);
+	rec_flags = 0;
+	close_(t, 21 * MS + 2);
+	assert_int_equal(o.n, 0);	/* waits */
+	rec_flags = TTF_EVF_TLS_PLAIN;
+	send_(t, 21 * MS + 3, "0\r\n\r\n", 1050);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_XMIT | TTF_REQ_TLS);
+	assert_int_equal(o.r[0].end_xmit_ns, 21 * MS + 1);
+
+	/* a second connection whose last plaintext never comes: closed 50 ms later */
+	recv_(t, 100 * MS, CHAT_REQ, 0, 0);
+	assert_int_equal(conn_table__stats(t)->connections, 1);	/* the cookie's tombstone */
+	rec_flags = 0;
+	conn_table__free(t);
+
+	t = mktable(&o, 0);
+	rec_flags = TTF_EVF_TLS_PLAIN;
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD, 1000);
+	rec_flags = TTF_EVF_TLS_CIPHER | TTF_EVF_TLS_IN_CALL;
+	send_(t, 21 * MS, "\x17\x03\x03", 1050);
+	rec_flags = 0;
+	close_(t, 22 * MS);
+	assert_int_equal(o.n, 0);
+	xmit(t, 71 * MS, 1);	/* any later record: not yet */
+	assert_int_equal(o.n, 0);
+	xmit(t, 73 * MS, 1);
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	assert_int_equal(o.r[0].closed_ns, 22 * MS);
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -564,6 +662,8 @@ int main(void)
 		cmocka_unit_test(test_undecided_limit),
 		cmocka_unit_test(test_first_byte_event_interim_expect),
 		cmocka_unit_test(test_expect_wait_unknown_in_one_read),
+		cmocka_unit_test(test_tls_plaintext_parsed_ciphertext_not),
+		cmocka_unit_test(test_tls_close_waits_for_plaintext),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -103,7 +103,7 @@ enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SC
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
        OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE, OPT_NO_HOPS,
-       OPT_PERFETTO_SCHED };
+       OPT_PERFETTO_SCHED, OPT_NO_TLS };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -142,6 +142,8 @@ static const struct argp_option options[] = {
 	{ "no-sched", OPT_NO_SCHED, NULL, 0, "No scheduler overlay (sched_switch/wakeup probes)", 4 },
 	{ "no-hops", OPT_NO_HOPS, NULL, 0,
 	  "Do not trace the local upstreams a traced gateway calls (one process's view)", 4 },
+	{ "no-tls", OPT_NO_TLS, NULL, 0,
+	  "No TLS library uprobes (OpenSSL 3, Go crypto/tls): TLS connections stay opaque", 4 },
 	{ "net-source", OPT_NET_SOURCE, "auto|sock|syscall", 0,
 	  "Where reads and writes are taken: sock = socket tracepoints (Linux 6.3+), "
 	  "syscall = raw syscall enter/exit (5.8+); auto (default) = sock when the kernel "
@@ -317,6 +319,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_HOPS:
 		o->no_hops = 1;
+		break;
+	case OPT_NO_TLS:
+		o->no_tls = 1;
 		break;
 	case OPT_NET_SOURCE: {
 		enum net_source ns;

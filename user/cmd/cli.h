@@ -35,6 +35,7 @@ struct ttf_opts {
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
 	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops.h) */
+	int no_tls;		/* --no-tls: no TLS library uprobes (user/probe/tls_probe.h) */
 	int net_source;		/* --net-source: enum net_source (user/probe/net_probe.h) */
 	int no_profile;		/* --no-profile: no automatic engine profile */
 	const char *profiles[4];	/* --profile NAME|PATH (repeatable) */

@@ -29,6 +29,7 @@
 #include "user/export/report.h"
 #include "user/probe/target.h"
 #include "user/probe/tp_check.h"
+#include "user/probe/tls_probe.h"
 #include "user/cmd/trace.h"
 #include "user/proto/grpc.h"
 
@@ -42,7 +43,7 @@
 #define POLL_IDLE_MAX_MS 160
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
-#define MAX_SOURCES 4
+#define MAX_SOURCES 6
 #define MAX_COUNTERS 192
 
 static volatile sig_atomic_t stop_requested;
@@ -78,6 +79,7 @@ struct tracer {
 	struct gpu_rx *gpu_rx;		/* CUPTI collectors connect here; NULL if unavailable */
 	struct engine_setup *engine;	/* engine uprobes; NULL if none */
 	struct sched_probe *sched_probe; /* scheduler overlay; NULL if unavailable */
+	struct tls_probe *tls;		/* TLS library uprobes; NULL with --no-tls */
 	/* every source the loop polls, the net probe first (user/probe/source.h) */
 	struct ttf_probe_source sources[MAX_SOURCES];
 	int n_sources;
@@ -310,6 +312,7 @@ static int load_probes(struct tracer *t)
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
 		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
 		.source = o->net_source,
+		.no_tls = o->no_tls,
 		.on_event = on_net,
 		.ctx = t,
 	};
@@ -365,6 +368,30 @@ static int load_probes(struct tracer *t)
 	for (size_t i = 0; i < t->targets.n_ports; i++)
 		net_probe__trace_port(t->probe, t->targets.ports[i]);
 	return 0;
+}
+
+/*
+ * TLS plaintext (user/probe/tls_probe.h): the libraries the targets map now,
+ * and on every tick those of processes traced or files mapped since.
+ * Optional: without it TLS connections stay opaque.
+ */
+static void open_tls(struct tracer *t)
+{
+	struct ttf_probe_source src;
+
+	if (t->opts->no_tls)
+		return;
+	t->tls = tls_probe__new(t->probe);
+	if (!t->tls) {
+		ttf_warn("TLS uprobes unavailable (%s): TLS connections are not parsed",
+			 strerror(errno));
+		return;
+	}
+	if (!tls_probe__scan(t->tls))
+		ttf_info("tls: no TLS library (libssl, a static OpenSSL, Go crypto/tls) in the "
+			 "traced processes yet");
+	tls_probe__source(t->tls, &src);
+	add_source(t, &src);
 }
 
 /* Scheduler records of the traced threads (sharing the net probe's tgid set). Optional. */
@@ -731,6 +758,7 @@ int trace__run(const struct ttf_opts *o)
 
 	open_gpu(&t, &po);
 	open_sched(&t, &po);
+	open_tls(&t);
 	btf__free(t.vmlinux_btf);
 	t.vmlinux_btf = NULL;
 	t.pipe = t.report ? pipeline__new(&po) : NULL;
@@ -796,6 +824,7 @@ int trace__run(const struct ttf_opts *o)
 	pipeline__finish(t.pipe, now_ns());
 	code = summary(&t) ? TTF_EXIT_OUTPUT : code;
 	engine_setup__summary(t.engine, o->json ? stderr : t.out);
+	tls_probe__summary(t.tls, stderr);
 	err = report__summary_error(t.report);
 	if (!err && fflush(t.out))
 		err = -errno;
@@ -819,6 +848,7 @@ out:
 	gpu_rx__free(t.gpu_rx);
 	engine_setup__free(t.engine);
 	sched_probe__destroy(t.sched_probe);
+	tls_probe__free(t.tls);
 	net_probe__destroy(t.probe);
 	btf__free(t.vmlinux_btf);
 	target_set__free(&t.targets);

@@ -22,6 +22,7 @@ static const char *const vflag_names[TTF_VF__MAX] = {
 	[TTF_VF_HPACK_UNKNOWN] = "hpack-unsynced",
 	[TTF_VF_CHUNKS] = "chunks",
 	[TTF_VF_UPSTREAM] = "upstream",
+	[TTF_VF_TLS] = "tls",
 };
 
 /* Printed flags that are the request's own bits, one to one. */
@@ -36,7 +37,7 @@ static const struct {
 	{ TTF_REQ_EXPECT_100, TTF_VF_EXPECT_100 }, { TTF_REQ_INTERIM, TTF_VF_INTERIM },
 	{ TTF_REQ_DECODED, TTF_VF_DECODED },	   { TTF_REQ_OPAQUE, TTF_VF_OPAQUE },
 	{ TTF_REQ_HPACK_UNKNOWN, TTF_VF_HPACK_UNKNOWN }, { TTF_REQ_CHUNKS, TTF_VF_CHUNKS },
-	{ TTF_REQ_UPSTREAM, TTF_VF_UPSTREAM },
+	{ TTF_REQ_UPSTREAM, TTF_VF_UPSTREAM }, { TTF_REQ_TLS, TTF_VF_TLS },
 };
 
 static const char *const outcome_names[TTF_OC__MAX] = {

@@ -66,6 +66,7 @@ enum ttf_vflag {
 	TTF_VF_HPACK_UNKNOWN,
 	TTF_VF_CHUNKS,
 	TTF_VF_UPSTREAM,
+	TTF_VF_TLS,
 	TTF_VF__MAX,
 };
 #define TTF_VF_BIT(f) (1u << (f))

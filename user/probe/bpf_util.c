@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -43,4 +49,71 @@ int bpf_util__prog_stats(const struct bpf_object *obj, const char **names, uint6
 		n++;
 	}
 	return n;
+}
+
+int bpf_util__push_link(struct bpf_link ***v, int *n, struct bpf_link *l)
+{
+	struct bpf_link **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+	if (!nv) {
+		bpf_link__destroy(l);
+		return -ENOMEM;
+	}
+	*v = nv;
+	nv[(*n)++] = l;
+	return 0;
+}
+
+/* Is fd (of this process) a perf event? readlink gives "anon_inode:[perf_event]". */
+static bool fd_is_perf_event(int dirfd, const char *name)
+{
+	static const char want[] = "anon_inode:[perf_event]";
+	char target[64];
+	ssize_t n = readlinkat(dirfd, name, target, sizeof(target) - 1);
+
+	return n == (ssize_t)sizeof(want) - 1 && !memcmp(target, want, n);
+}
+
+/*
+ * In the child after fork (one thread, no locks: raw syscalls only): close
+ * every descriptor but the perf events, then exit, which releases those.
+ */
+_Noreturn static void release_perf_events(void)
+{
+	char buf[4096];
+	int dirfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	while (dirfd >= 0 && (n = syscall(SYS_getdents64, dirfd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 {
+				uint64_t d_ino;
+				int64_t d_off;
+				unsigned short d_reclen;
+				unsigned char d_type;
+				char d_name[];
+			} *d = (void *)(buf + off);
+			int fd = 0;
+
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			for (const char *c = d->d_name; *c; c++)
+				fd = fd * 10 + (*c - '0');
+			if (fd != dirfd && !fd_is_perf_event(dirfd, d->d_name))
+				close(fd);
+		}
+	}
+	_exit(0);
+}
+
+void bpf_util__destroy_links(struct bpf_link **v, int n)
+{
+	pid_t pid = n ? fork() : -1;
+
+	if (pid == 0)
+		release_perf_events();
+	/* with the child holding the perf events, these closes do not wait */
+	for (int i = 0; i < n; i++)
+		bpf_link__destroy(v[i]);
 }

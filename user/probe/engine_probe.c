@@ -293,15 +293,7 @@ static struct bpf_link *attach_one(struct engine_probe *ep, struct bpf_program *
 
 static int add_link(struct ep_attach *a, struct bpf_link *l)
 {
-	struct bpf_link **v = realloc(a->links, (a->n_links + 1) * sizeof(*v));
-
-	if (!v) {
-		bpf_link__destroy(l);
-		return -ENOMEM;
-	}
-	a->links = v;
-	a->links[a->n_links++] = l;
-	return 0;
+	return bpf_util__push_link(&a->links, &a->n_links, l);
 }
 
 /* Resolve spec si in target ti (file fd) and attach. 1 attached, 0 not found, <0 error. */

@@ -36,6 +36,9 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_TGID_MAP_FULL] = "tgid_map_full",
 	[TTF_CNT_EVENTS] = "events",
 	[TTF_CNT_URING_REPLACED] = "uring_payload_replaced",
+	[TTF_CNT_TLS_PLAIN] = "tls_plaintext",
+	[TTF_CNT_TLS_UNJOINED] = "tls_unjoined",
+	[TTF_CNT_TLS_CALL_MAP_FULL] = "tls_call_map_full",
 };
 
 static int ring_cb(void *ctx, void *data, size_t len)
@@ -183,7 +186,8 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
 	else
 		CONFIGURE(np->sys, opts);
 	bpf_object__for_each_program(prog, np->obj) {
-		if (skipped(opts->skip_progs, bpf_program__name(prog)))
+		if (skipped(opts->skip_progs, bpf_program__name(prog)) ||
+		    (opts->no_tls && !strncmp(bpf_program__name(prog), "tls_", 4)))
 			bpf_program__set_autoload(prog, false);
 	}
 	if (opts->vmlinux_btf) {
@@ -233,6 +237,9 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 		struct bpf_link *link;
 
 		if (!bpf_program__autoload(prog))
+			continue;
+		/* the TLS library uprobes name no target: user/probe/tls_probe.c places them */
+		if (!strncmp(name, "tls_", 4))
 			continue;
 		link = bpf_program__attach(prog);
 		if (!link) {
@@ -285,6 +292,13 @@ int net_probe__trace_port(struct net_probe *np, uint16_t port)
 int net_probe__tgids_fd(struct net_probe *np)
 {
 	return bpf_map__fd(np->tgids);
+}
+
+struct bpf_program *net_probe__program(struct net_probe *np, const char *name)
+{
+	struct bpf_program *prog = bpf_object__find_program_by_name(np->obj, name);
+
+	return prog && bpf_program__autoload(prog) ? prog : NULL;
 }
 
 int net_probe__poll(struct net_probe *np, int timeout_ms)

@@ -18,6 +18,7 @@
 #include "user/probe/source.h"
 
 struct btf;
+struct bpf_program;
 
 struct net_probe;
 
@@ -55,6 +56,7 @@ struct net_probe_opts {
 	 * a fault-injection seam for tests (env TTFTRACE_SKIP_PROGS).
 	 */
 	const char *skip_progs;
+	int no_tls;			/* 1: do not load the TLS uprobes (bpf/tls.bpf.h) */
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
 	 * it. Required by sock: sys_enter, sock_recv_length, sock_send_length;
@@ -97,6 +99,11 @@ int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
 int net_probe__trace_port(struct net_probe *np, uint16_t port);
 /* fd of the traced_tgids map, for other probes to share (bpf_map__reuse_fd). */
 int net_probe__tgids_fd(struct net_probe *np);
+/*
+ * A loaded program of the probe by name (the TLS uprobes, bpf/tls.bpf.h,
+ * which user/probe/tls_probe.c attaches), NULL when absent or not loaded.
+ */
+struct bpf_program *net_probe__program(struct net_probe *np, const char *name);
 /* Wait up to timeout_ms for a wakeup, then drain everything. Returns records consumed or -errno. */
 int net_probe__poll(struct net_probe *np, int timeout_ms);
 /* Sum the per-CPU counters: out[TTF_CNT__MAX]. */

@@ -14,9 +14,10 @@
  *   sched   bpf/sched.bpf.c through user/probe/sched_probe.c
  *   engine  uprobes, user/probe/engine_setup.c
  *   gpu     the CUPTI collectors' socket, user/probe/gpu_rx.c
+ *   tls     TLS library uprobes, user/probe/tls_probe.c (its records come
+ *           through the net probe's ring: poll is empty, tick places probes)
  *
- * A new source (a syscall-tracepoint fallback for kernels before 6.3, TLS
- * library uprobes) is a loader in user/probe/ that yields the same
+ * A new source (a new kernel's or library's hooks) is a loader in user/probe/ that yields the same
  * records and fills in a struct ttf_probe_source; the tracer adds it to its
  * list (user/cmd/trace.c, open_sources) and nothing downstream changes.
  */

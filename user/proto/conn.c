@@ -25,6 +25,14 @@
 #define PENDING_WRITES 32	/* writes waiting for their XMIT per connection */
 #define TOMBSTONES 256		/* recently closed cookies whose late records are ignored */
 #define TOUCHED_MAX 32	/* requests one record may write to (HTTP/2 multiplexes) */
+/*
+ * A TLS connection's close that came before the plaintext record of its last
+ * ciphertext write (that record is submitted at the library call's return,
+ * after the peer may have seen the bytes and closed) waits this long, in
+ * later event timestamps, for it.
+ */
+#define TLS_CLOSE_WAIT_NS (50ull * 1000 * 1000)
+#define TLS_CLOSES 16		/* closes waiting at once; more close at once */
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
@@ -85,6 +93,13 @@ struct conn {
 	unsigned int n_pend;
 	bool have_tx_seq;
 	uint32_t tx_seq_end;		/* tcp write_seq after this connection's last SEND */
+	bool tls;			/* carries TLS: only plaintext records are parsed */
+	bool tls_plain;			/* a plaintext record came */
+	bool have_cipher_seq, have_plain_seq;
+	uint32_t cipher_seq;		/* write_seq after the last ciphertext write inside a TLS call */
+	uint32_t plain_seq;		/* the same, as the plaintext records have reached */
+	uint64_t close_ns;		/* a close waits for the plaintext (TLS_CLOSE_WAIT_NS); 0 none */
+	uint32_t close_flag;
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
@@ -96,6 +111,8 @@ struct conn_table {
 	unsigned int tomb_next;
 	struct creq *wait_head, *wait_tail;
 	uint64_t next_id;
+	struct conn *tls_closes[TLS_CLOSES];	/* connections whose close waits */
+	unsigned int n_tls_closes;
 };
 
 static bool seq_ge(uint32_t a, uint32_t b)
@@ -349,6 +366,8 @@ struct track_req *track_req_begin(struct track_conn *tc)
 	memcpy(q->r.comm, e->comm, sizeof(q->r.comm));
 	q->r.comm[sizeof(q->r.comm) - 1] = 0;
 	q->r.addr = c->addr;
+	if (c->tls)
+		q->r.flags |= TTF_REQ_TLS;
 	if (c->role == ROLE_SERVER) {
 		q->r.arrival_first_ns = or_ts(e->arrival_first_ns, e->ts_ns);
 		q->r.arrival_last_ns = or_ts(e->arrival_last_ns, e->ts_ns);
@@ -669,6 +688,9 @@ static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 {
 	struct creq *q;
 
+	for (unsigned int i = 0; c->close_ns && i < t->n_tls_closes; i++)
+		if (t->tls_closes[i] == c)
+			t->tls_closes[i--] = t->tls_closes[--t->n_tls_closes];
 	c->cur = NULL;
 	if (c->st)
 		c->rec->close(c->st, until_close_ends);
@@ -743,7 +765,9 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 	 * carried (the ring buffer was full): a gap before this payload, so
 	 * that a lost write costs its events, not the parser's framing.
 	 */
-	if (t->opts.send_seq_exact && e->type == TTF_EV_SEND && e->seq_end) {
+	/* TLS plaintext: seq_end counts ciphertext bytes, not these */
+	if (t->opts.send_seq_exact && e->type == TTF_EV_SEND && e->seq_end &&
+	    !(e->flags & TTF_EVF_TLS_PLAIN)) {
 		uint32_t start = e->seq_end - e->bytes;
 
 		if (c->have_tx_seq && start != c->tx_seq_end && seq_ge(start, c->tx_seq_end))
@@ -766,7 +790,8 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 
 		if (!q)
 			continue;
-		if (c->role == ROLE_SERVER)
+		/* a TLS write with no ciphertext seen (seq_end 0) has no XMIT to pair */
+		if (c->role == ROLE_SERVER && (e->seq_end || !(e->flags & TTF_EVF_TLS_PLAIN)))
 			note_write(c, q, c->touched[i].ev_from, e->seq_end);
 		if (q->resp_ended)
 			maybe_emit(t, q);
@@ -810,6 +835,51 @@ void conn_table__free(struct conn_table *t)
 	free(t);
 }
 
+/*
+ * The first plaintext of a TLS connection: from now on only plaintext is
+ * parsed. Ciphertext that came before it unflagged (a handshake outside the
+ * probed calls) made the connection non-HTTP: decide again, from this.
+ */
+static void tls_plaintext(struct conn_table *t, struct conn *c)
+{
+	if (c->tls_plain)
+		return;
+	c->tls = c->tls_plain = true;
+	if (c->role == ROLE_NON_HTTP) {
+		c->role = ROLE_UNKNOWN;
+		c->ruled_out = 0;
+		c->undecided = 0;
+		t->stats.non_http--;
+	}
+}
+
+/* Should the close of c wait for the plaintext of its last ciphertext write? Then it does. */
+static bool tls_close_waits(struct conn_table *t, struct conn *c, uint64_t close_ns)
+{
+	if (!c->tls || !c->have_cipher_seq || t->n_tls_closes == TLS_CLOSES ||
+	    (c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)))
+		return false;
+	if (!c->close_ns)
+		t->tls_closes[t->n_tls_closes++] = c;
+	c->close_ns = close_ns ? close_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	return true;
+}
+
+/* Waiting closes whose plaintext came, or whose wait is over at now_ns. */
+static void tls_closes_due(struct conn_table *t, uint64_t now_ns)
+{
+	for (unsigned int i = 0; i < t->n_tls_closes; i++) {
+		struct conn *c = t->tls_closes[i];
+
+		if ((c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)) ||
+		    c->close_ns + TLS_CLOSE_WAIT_NS < now_ns) {
+			conn_close(t, c, c->close_flag, true, c->close_ns);
+			i--;	/* conn_close moved the last one here */
+		}
+	}
+}
+
 static void expire_waiting(struct conn_table *t, uint64_t now_ns)
 {
 	while (t->wait_head && t->wait_head->deadline_ns < now_ns)
@@ -827,10 +897,23 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	}
 	t->stats.events++;
 	expire_waiting(t, e->ts_ns);
+	if (t->n_tls_closes)
+		tls_closes_due(t, e->ts_ns);
 
 	switch (e->type) {
 	case TTF_EV_RECV:
 	case TTF_EV_SEND:
+		if (e->flags & TTF_EVF_TLS_CIPHER) {
+			c = conn_lookup(t, e->sock_cookie);
+			if (c)
+				c->tls = true;
+			if (c && e->type == TTF_EV_SEND && (e->flags & TTF_EVF_TLS_IN_CALL) &&
+			    e->seq_end) {
+				c->cipher_seq = e->seq_end;
+				c->have_cipher_seq = true;
+			}
+			return 0;	/* ciphertext: never parsed */
+		}
 		if (e->cap_len < e->bytes)
 			t->stats.truncated_events++;
 		c = conn_lookup(t, e->sock_cookie);
@@ -843,11 +926,22 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 				return 0;
 			}
 		}
+		if (e->flags & TTF_EVF_TLS_PLAIN)
+			tls_plaintext(t, c);
+		else if (c->tls)
+			return 0;	/* ciphertext the TLS probes did not see as such */
 		if (c->role == ROLE_NON_HTTP)
 			return 0;
 		if (c->role == ROLE_UNKNOWN && decide_role(t, c, e))
 			return 0;
 		on_data(t, c, e);
+		if ((e->flags & TTF_EVF_TLS_PLAIN) && e->type == TTF_EV_SEND && e->seq_end &&
+		    (!c->have_plain_seq || seq_ge(e->seq_end, c->plain_seq))) {
+			c->plain_seq = e->seq_end;
+			c->have_plain_seq = true;
+			if (c->close_ns)
+				tls_closes_due(t, e->ts_ns);
+		}
 		return 0;
 	case TTF_EV_XMIT:
 		c = conn_lookup(t, e->sock_cookie);
@@ -856,7 +950,7 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 		return 0;
 	case TTF_EV_CLOSE:
 		c = conn_lookup(t, e->sock_cookie);
-		if (c)
+		if (c && !tls_close_waits(t, c, e->ts_ns))
 			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_EXIT:
@@ -879,6 +973,10 @@ void conn_table__finish(struct conn_table *t, uint64_t now_ns)
 	expire_waiting(t, now_ns);
 	while (t->wait_head)
 		emit(t, t->wait_head);
+	/* closed already, waiting for plaintext that did not come */
+	while (t->n_tls_closes)
+		conn_close(t, t->tls_closes[0], t->tls_closes[0]->close_flag, true,
+			   t->tls_closes[0]->close_ns);
 	/* tracing stops, the connection lives on: an until-close body is cut, not ended */
 	HASH_ITER(hh, t->conns, c, tmp)
 		conn_close(t, c, TTF_REQ_INCOMPLETE, false, 0);

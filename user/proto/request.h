@@ -50,6 +50,7 @@ enum ttf_req_flags {
 	TTF_REQ_HPACK_UNKNOWN = 1 << 17, /* HTTP/2 headers referenced HPACK entries not known (tracing began mid-connection) */
 	TTF_REQ_CHUNKS = 1 << 18,     /* events are chunks (gRPC messages without a token profile), not tokens */
 	TTF_REQ_UPSTREAM = 1 << 19,   /* the traced process sent it (client side of HTTP): a gateway's upstream call */
+	TTF_REQ_TLS = 1 << 20,        /* read from TLS plaintext (library uprobes, docs/tls.md) */
 };
 
 enum ttf_api {

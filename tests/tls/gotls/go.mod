@@ -1,0 +1,3 @@
+module gotls
+
+go 1.19
