@@ -316,8 +316,15 @@ def main():
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("-m", type=int, default=64)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--report-only", metavar="ROUNDS_JSON",
+                    help="print the report of a kept TARGET.rounds.json (e.g. of a run cut short)")
     args = ap.parse_args()
     cfgs = args.configs.split(",")
+    if args.report_only:
+        with open(args.report_only) as f:
+            rounds = json.load(f)
+        report(os.path.basename(args.report_only).split(".")[0], rounds, cfgs)
+        return
     if "N" not in cfgs or any(c not in CONFIGS for c in cfgs):
         die("--configs: N and any of %s" % ",".join(CONFIGS))
     if os.geteuid() != 0:
@@ -362,9 +369,9 @@ def main():
                     rounds.append(res)
                     print("cost: %s round %d of %d done (%s)" % (target, r + 1, args.rounds,
                                                                  " ".join(order)), flush=True)
+                    with open(os.path.join(work, target + ".rounds.json"), "w") as f:
+                        json.dump(rounds, f)	# kept after each round (--report-only)
                 report(target, rounds, cfgs)
-                with open(os.path.join(work, target + ".rounds.json"), "w") as f:
-                    json.dump(rounds, f)
             finally:
                 srv.close()
     finally:
