@@ -49,6 +49,15 @@ def require_built(path):
 RT_ARGS = ["--rt", "10"] if os.geteuid() == 0 else []
 
 
+def vm_rss_kib(pid):
+    """Resident set size of process pid in KiB (/proc/PID/status VmRSS), None if absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nobody listens on right now."""
     with socket.socket() as s:

@@ -16,21 +16,13 @@ import os
 import subprocess
 import time
 
-from conftest import ROOT, RT_ARGS, SSE_SERVER, TTFTRACE, needs_root, require_built
+from conftest import ROOT, RT_ARGS, SSE_SERVER, TTFTRACE, needs_root, require_built, vm_rss_kib
 
 LOADGEN = os.path.join(ROOT, ".output", "bin", "loadgen")
 SECONDS = int(os.environ.get("TTF_MEM_SECONDS", "40"))
 SAMPLE_S = float(os.environ.get("TTF_MEM_SAMPLE_S", "1"))
 CONNS = 64
 MIB = 1024
-
-
-def vm_rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return None
 
 
 def counters(path):

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TTFTRACE, Client, needs_root, require_built
+from conftest import ROOT, TTFTRACE, Client, needs_root, require_built, vm_rss_kib
 
 MKREC = os.path.join(ROOT, ".output", "bin", "mkrec")
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -177,14 +177,6 @@ def test_corrupt_frame_keeps_earlier_requests(tmp_path):
     assert p.returncode == EXIT_BAD_RECORDING, p.stderr
     n = read_text(out).count('"type":"request"')
     assert 10 <= n < 40, n
-
-
-def vm_rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return None
 
 
 def test_long_run_bounded_memory(tmp_path):
