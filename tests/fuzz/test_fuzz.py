@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(ROOT, ".output", "fuzz")
 HARNESSES = sorted(os.path.basename(p)[5:-2] for p in glob.glob(os.path.join(HERE, "fuzz_*.c")))
 SECONDS = int(os.environ.get("TTF_FUZZ_SECONDS", "20"))
-MAX_LEN = {"record": 65536}
+MAX_LEN = {"record": 65536, "elf_sym": 32768}
 DICT = {"http_sse": "http_sse.dict", "sse": "http_sse.dict"}
 
 
