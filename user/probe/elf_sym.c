@@ -36,9 +36,31 @@ static bool in_file(uint64_t off, uint64_t len, uint64_t sz)
  * file's size: every program header, and every section with file contents,
  * inside the file (a truncated copy fails here, not later as a missing symbol).
  */
-static int check_layout(struct elf_file *ef, uint64_t sz, char *why, size_t why_sz)
+static int check_layout(struct elf_file *ef, const GElf_Ehdr *eh, uint64_t sz, char *why,
+			size_t why_sz)
 {
 	Elf_Scn *scn = NULL;
+	size_t n_shdrs = 0;
+
+	/* the header tables themselves (libelf reads them lazily, and may accept a short one) */
+	if ((eh->e_phnum != PN_XNUM && ef->n_phdrs != eh->e_phnum) ||
+	    (ef->n_phdrs && !in_file(eh->e_phoff, (uint64_t)ef->n_phdrs * eh->e_phentsize, sz))) {
+		WHY("program headers (offset 0x%llx) end past the end of the file (0x%llx bytes): "
+		    "truncated", (unsigned long long)eh->e_phoff, (unsigned long long)sz);
+		return -EBADMSG;
+	}
+	/*
+	 * e_shnum as the header says: libelf counts 0 sections when their table
+	 * is cut short. 0 there: extended numbering (the count in section 0).
+	 */
+	if (elf_getshdrnum(ef->elf, &n_shdrs) || (eh->e_shnum && n_shdrs != eh->e_shnum) ||
+	    (n_shdrs && !in_file(eh->e_shoff, (uint64_t)n_shdrs * eh->e_shentsize, sz))) {
+		n_shdrs = eh->e_shnum ? eh->e_shnum : n_shdrs;
+		WHY("section headers (offset 0x%llx, %zu) end past the end of the file (0x%llx "
+		    "bytes): truncated", (unsigned long long)eh->e_shoff, n_shdrs,
+		    (unsigned long long)sz);
+		return -EBADMSG;
+	}
 
 	for (size_t i = 0; i < ef->n_phdrs; i++) {
 		const GElf_Phdr *ph = &ef->phdrs[i];
@@ -124,7 +146,7 @@ struct elf_file *elf_file__open_fd_why(int fd, int *err, char *why, size_t why_s
 			*err = -EBADMSG;
 			goto fail;
 		}
-	*err = check_layout(ef, (uint64_t)st.st_size, why, why_sz);
+	*err = check_layout(ef, &eh, (uint64_t)st.st_size, why, why_sz);
 	if (*err)
 		goto fail;
 	return ef;

@@ -14,6 +14,7 @@
 #include "user/probe/engine_probe.h"
 #include "user/lib/log.h"
 #include "user/probe/proc_maps.h"
+#include "user/probe/proc_root.h"
 
 #define MAX_SPECS 32
 #define MAX_TARGETS 64
@@ -78,6 +79,8 @@ struct engine_probe {
 	int n_seen;
 	char *missing[MAX_MISSING];
 	int n_missing;
+	struct { dev_t dev; ino_t ino; } bad[MAX_TARGETS];	/* files skipped as bad ELF */
+	int n_bad;
 	uint64_t foreign;
 	uint64_t t_start_ns;
 };
@@ -230,6 +233,12 @@ static const char *role_loss(int role)
 	return "?";
 }
 
+static void remember_missing(struct engine_probe *ep, const char *msg)
+{
+	if (ep->n_missing < MAX_MISSING)
+		ep->missing[ep->n_missing++] = strdup(msg);
+}
+
 /* Warn once per spec searched in some file but attached in none. */
 static void check_missing(struct engine_probe *ep)
 {
@@ -246,15 +255,46 @@ static void check_missing(struct engine_probe *ep)
 			 s->n_searched > 1 ? " (nor in other candidates)" : "",
 			 role_loss(s->spec.role));
 		ttf_warn("%s", msg);
-		if (ep->n_missing < MAX_MISSING)
-			ep->missing[ep->n_missing++] = strdup(msg);
+		remember_missing(ep, msg);
 	}
 }
 
-static int find_target(struct engine_probe *ep, const struct stat *st, const char *path, int fd)
+/* A file the container maps or names that is no usable ELF file: warn once per inode. */
+static void warn_bad_elf(struct engine_probe *ep, const struct stat *st, const char *name,
+			 const char *path, int err, const char *why, const bool *wants)
+{
+	char msg[PATH_MAX + 512];
+	int si = 0, more = 0;
+
+	for (int i = 0; i < ep->n_bad; i++)
+		if (ep->bad[i].dev == st->st_dev && ep->bad[i].ino == st->st_ino)
+			return;
+	if (ep->n_bad < MAX_TARGETS) {
+		ep->bad[ep->n_bad].dev = st->st_dev;
+		ep->bad[ep->n_bad++].ino = st->st_ino;
+	}
+	while (si < ep->n_specs && !wants[si])
+		si++;
+	for (int i = si + 1; i < ep->n_specs; i++)
+		more += wants[i];
+	if (si == ep->n_specs)
+		return;
+	snprintf(msg, sizeof(msg), "skipping %s%s%s%s: %s%s%s%s; %s%s not probed there: %s", name,
+		 strcmp(name, path) ? " (opened as " : "", strcmp(name, path) ? path : "",
+		 strcmp(name, path) ? ")" : "", elf_file__strerror(err), why[0] ? " (" : "", why, why[0] ? ")" : "",
+		 ep->specs[si].spec.symbol, more ? " (and other probes)" : "",
+		 role_loss(ep->specs[si].spec.role));
+	ttf_warn("%s", msg);
+	remember_missing(ep, msg);
+}
+
+/* name: the file as the process sees it, path: as opened (both for messages). */
+static int find_target(struct engine_probe *ep, const struct stat *st, const char *name,
+		       const char *path, int fd, const bool *wants)
 {
 	struct ep_target *t;
 	struct elf_file *ef;
+	char why[256];
 	int err;
 
 	for (int i = 0; i < ep->n_targets; i++)
@@ -262,9 +302,12 @@ static int find_target(struct engine_probe *ep, const struct stat *st, const cha
 			return i;
 	if (ep->n_targets == MAX_TARGETS)
 		return -E2BIG;
-	ef = elf_file__open_fd(fd, &err);
-	if (!ef)
+	ef = elf_file__open_fd_why(fd, &err, why, sizeof(why));
+	if (!ef) {
+		if (err == -ENOEXEC || err == -EBADMSG)
+			warn_bad_elf(ep, st, name, path, err, why, wants);
 		return err;
+	}
 	t = &ep->targets[ep->n_targets];
 	memset(t, 0, sizeof(*t));
 	t->dev = st->st_dev;
@@ -283,11 +326,19 @@ static uint64_t cookie_of(const struct ep_spec *s, uint32_t id)
 	return id | (uint64_t)s->spec.role << TTF_ENGINE_COOKIE_ROLE_SHIFT;
 }
 
-static struct bpf_link *attach_one(struct engine_probe *ep, struct bpf_program *prog,
-				   const char *path, uint64_t off, uint64_t cookie, bool ret)
+/*
+ * Attach at file offset off of the file open as fd. Through /proc/self/fd/N,
+ * not the file's name: the kernel resolves the uprobe's path again, with
+ * this process's root, and the container could have re-pointed a symlink
+ * on the name since (proc_root.h).
+ */
+static struct bpf_link *attach_one(struct bpf_program *prog, int fd, uint64_t off,
+				   uint64_t cookie, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
+	char path[32];
 
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
 }
 
@@ -359,8 +410,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 				   sizeof(s->spec.arg), BPF_ANY);
 	if (err)
 		return err;
-	l = attach_one(ep, ep->skel->progs.handle_entry, t->path,
-		       sym.file_offset + a->entry_offset, cookie_of(s, id), false);
+	l = attach_one(ep->skel->progs.handle_entry, fd, sym.file_offset + a->entry_offset,
+		       cookie_of(s, id), false);
 	if (!l) {
 		err = -errno;
 		ttf_warn("could not attach %s in %s: %s", s->spec.symbol, t->path, strerror(-err));
@@ -369,7 +420,7 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	ep->n_attaches++;
 	err = add_link(a, l);
 	for (int i = 0; !err && i < n_rets; i++) {
-		l = attach_one(ep, ep->skel->progs.handle_entry, t->path, sym.file_offset + rets[i],
+		l = attach_one(ep->skel->progs.handle_entry, fd, sym.file_offset + rets[i],
 			       cookie_of(s, id) | TTF_ENGINE_COOKIE_RET_SITE, false);
 		if (!l) {
 			err = -errno;
@@ -379,8 +430,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 		a->n_ret_sites++;
 	}
 	if (!err && s->spec.want_return && !t->go) {
-		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset,
-			       cookie_of(s, id), true);
+		l = attach_one(ep->skel->progs.handle_return, fd, sym.file_offset, cookie_of(s, id),
+			       true);
 		err = l ? add_link(a, l) : -errno;
 	}
 	if (err)
@@ -394,14 +445,14 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 }
 
 /* Offer file (fd, path, st) to every spec in wants[]. Returns attachments made or <0. */
-static int offer_file(struct engine_probe *ep, const bool *wants, const char *path, int fd,
-		      const struct stat *st, int *last_target)
+static int offer_file(struct engine_probe *ep, const bool *wants, const char *name,
+		      const char *path, int fd, const struct stat *st, int *last_target)
 {
-	int ti = find_target(ep, st, path, fd), made = 0;
+	int ti = find_target(ep, st, name, path, fd, wants), made = 0;
 
 	*last_target = ti;
-	if (ti < 0)
-		return ti == -ENOEXEC ? 0 : ti;
+	if (ti < 0)	/* a bad ELF file is skipped (warned) */
+		return ti == -ENOEXEC || ti == -EBADMSG ? 0 : ti;
 	for (int si = 0; si < ep->n_specs; si++) {
 		int r;
 
@@ -461,7 +512,7 @@ static int scan_pid(struct engine_probe *ep, uint32_t tgid)
 			ttf_warn("cannot open %s of pid %u: %s", m->path, tgid, strerror(-fd));
 			continue;
 		}
-		r = offer_file(ep, wants, path, fd, &st, &ti);
+		r = offer_file(ep, wants, m->path, path, fd, &st, &ti);
 		close(fd);
 		if (r < 0) {
 			made = r;
@@ -483,30 +534,35 @@ static int scan_explicit(struct engine_probe *ep, uint32_t tgid)
 		bool wants[MAX_SPECS] = { 0 };
 		char path[PATH_MAX];
 		struct stat st;
-		int fd, r, ti;
+		int fd, r, ti, err;
 
 		if (s->spec.path[0] != '/' || s->n_attached)
 			continue;
 		if (proc_path__in_root(tgid, s->spec.path, path, sizeof(path)))
 			continue;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* resolved inside the process's root: no symlink of its leads out (proc_root.h) */
+		fd = proc_root__open(tgid, s->spec.path);
 		if (fd < 0 || fstat(fd, &st)) {
-			ttf_warn("--probe %s:%s: cannot open %s (%s)", s->spec.path, s->spec.symbol,
-				 path, strerror(errno));
+			err = fd < 0 ? -fd : errno;
+			if (!s->warned)
+				ttf_warn("--probe %s:%s: cannot open %s inside the root of PID %u (%s)",
+					 s->spec.path, s->spec.symbol, s->spec.path, tgid,
+					 strerror(err));
+			s->warned = true;
 			if (fd >= 0)
 				close(fd);
 			continue;
 		}
 		wants[si] = S_ISREG(st.st_mode);
-		r = wants[si] ? offer_file(ep, wants, path, fd, &st, &ti) : 0;
+		r = wants[si] ? offer_file(ep, wants, s->spec.path, path, fd, &st, &ti) : 0;
 		close(fd);
 		if (r < 0)
 			return r;
 		made += r;
-		if ((!wants[si] || ti == -ENOEXEC) && !s->warned) {
+		if (!wants[si] && !s->warned) {
 			s->warned = true;
-			ttf_warn("--probe %s:%s: %s is not an ELF executable or library: %s",
-				 s->spec.path, s->spec.symbol, path, role_loss(s->spec.role));
+			ttf_warn("--probe %s:%s: %s is not a regular file: %s", s->spec.path,
+				 s->spec.symbol, path, role_loss(s->spec.role));
 		}
 	}
 	return made;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/probe/proc_maps.h"
+#include "user/probe/proc_root.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -162,12 +163,11 @@ int proc_path__in_root(pid_t pid, const char *path, char *out, size_t out_sz)
 	return n < 0 || (size_t)n >= out_sz ? -ENAMETOOLONG : 0;
 }
 
-static int open_checked(const char *path, const struct proc_map *m, struct stat *st)
+/* Keep fd when it is a regular file with the inode maps shows; -ESTALE otherwise. */
+static int checked(int fd, const struct proc_map *m, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, st) || !S_ISREG(st->st_mode) || (m->inode && st->st_ino != m->inode)) {
 		close(fd);
 		return -ESTALE;
@@ -181,16 +181,22 @@ int proc_map__open(pid_t pid, const struct proc_map *m, char *out_path, size_t o
 	int fd = -ENOENT, n;
 
 	if (!m->deleted && m->path[0] == '/') {
+		/* resolved inside the process's root: its symlinks cannot lead out (proc_root.h) */
 		fd = proc_path__in_root(pid, m->path, out_path, out_sz);
 		if (fd == 0)
-			fd = open_checked(out_path, m, st);
+			fd = checked(proc_root__open(pid, m->path), m, st);
 		if (fd >= 0)
 			return fd;
 	}
-	/* map_files links resolve to the mapped inode itself (needs CAP_SYS_ADMIN). */
+	/*
+	 * map_files links resolve to the mapped inode itself (needs
+	 * CAP_SYS_ADMIN): a magic link, followed on purpose; no name inside
+	 * the container is looked up.
+	 */
 	n = snprintf(out_path, out_sz, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 		     m->start, m->end);
 	if (n < 0 || (size_t)n >= out_sz)
 		return -ENAMETOOLONG;
-	return open_checked(out_path, m, st);
+	fd = open(out_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	return checked(fd < 0 ? -errno : fd, m, st);
 }
