@@ -81,6 +81,7 @@ struct engine_probe {
 	int n_missing;
 	struct { dev_t dev; ino_t ino; } bad[MAX_TARGETS];	/* files skipped as bad ELF */
 	int n_bad;
+	char bad_why[256];	/* what was wrong with the last file find_target refused */
 	uint64_t foreign;
 	uint64_t t_start_ns;
 };
@@ -259,10 +260,15 @@ static void check_missing(struct engine_probe *ep)
 	}
 }
 
-/* A file the container maps or names that is no usable ELF file: warn once per inode. */
+/*
+ * A mapped file that is no usable ELF file (ep->bad_why says why): warn
+ * once per inode, naming it and what is lost. name: as the process maps it,
+ * path: as opened.
+ */
 static void warn_bad_elf(struct engine_probe *ep, const struct stat *st, const char *name,
-			 const char *path, int err, const char *why, const bool *wants)
+			 const char *path, int err, const bool *wants)
 {
+	const char *why = ep->bad_why;
 	char msg[PATH_MAX + 512];
 	int si = 0, more = 0;
 
@@ -281,20 +287,18 @@ static void warn_bad_elf(struct engine_probe *ep, const struct stat *st, const c
 		return;
 	snprintf(msg, sizeof(msg), "skipping %s%s%s%s: %s%s%s%s; %s%s not probed there: %s", name,
 		 strcmp(name, path) ? " (opened as " : "", strcmp(name, path) ? path : "",
-		 strcmp(name, path) ? ")" : "", elf_file__strerror(err), why[0] ? " (" : "", why, why[0] ? ")" : "",
-		 ep->specs[si].spec.symbol, more ? " (and other probes)" : "",
-		 role_loss(ep->specs[si].spec.role));
+		 strcmp(name, path) ? ")" : "", elf_file__strerror(err), why[0] ? " (" : "",
+		 why, why[0] ? ")" : "", ep->specs[si].spec.symbol,
+		 more ? " (and other probes)" : "", role_loss(ep->specs[si].spec.role));
 	ttf_warn("%s", msg);
 	remember_missing(ep, msg);
 }
 
-/* name: the file as the process sees it, path: as opened (both for messages). */
-static int find_target(struct engine_probe *ep, const struct stat *st, const char *name,
-		       const char *path, int fd, const bool *wants)
+/* The target index of the file open as fd, or negative errno (a bad ELF file: ep->bad_why). */
+static int find_target(struct engine_probe *ep, const struct stat *st, const char *path, int fd)
 {
 	struct ep_target *t;
 	struct elf_file *ef;
-	char why[256];
 	int err;
 
 	for (int i = 0; i < ep->n_targets; i++)
@@ -302,12 +306,9 @@ static int find_target(struct engine_probe *ep, const struct stat *st, const cha
 			return i;
 	if (ep->n_targets == MAX_TARGETS)
 		return -E2BIG;
-	ef = elf_file__open_fd_why(fd, &err, why, sizeof(why));
-	if (!ef) {
-		if (err == -ENOEXEC || err == -EBADMSG)
-			warn_bad_elf(ep, st, name, path, err, why, wants);
+	ef = elf_file__open_fd_why(fd, &err, ep->bad_why, sizeof(ep->bad_why));
+	if (!ef)
 		return err;
-	}
 	t = &ep->targets[ep->n_targets];
 	memset(t, 0, sizeof(*t));
 	t->dev = st->st_dev;
@@ -444,15 +445,24 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	return 1;
 }
 
-/* Offer file (fd, path, st) to every spec in wants[]. Returns attachments made or <0. */
+/*
+ * Offer file (fd, path, st; mapped as name, NULL for a --probe path) to every
+ * spec in wants[]. Returns attachments made or <0.
+ */
 static int offer_file(struct engine_probe *ep, const bool *wants, const char *name,
 		      const char *path, int fd, const struct stat *st, int *last_target)
 {
-	int ti = find_target(ep, st, name, path, fd, wants), made = 0;
+	int ti = find_target(ep, st, path, fd), made = 0;
 
 	*last_target = ti;
-	if (ti < 0)	/* a bad ELF file is skipped (warned) */
-		return ti == -ENOEXEC || ti == -EBADMSG ? 0 : ti;
+	if (ti == -ENOEXEC || ti == -EBADMSG) {
+		/* skipped; a --probe path (no name) is warned about by scan_explicit */
+		if (name)
+			warn_bad_elf(ep, st, name, path, ti, wants);
+		return 0;
+	}
+	if (ti < 0)
+		return ti;
 	for (int si = 0; si < ep->n_specs; si++) {
 		int r;
 
@@ -554,15 +564,18 @@ static int scan_explicit(struct engine_probe *ep, uint32_t tgid)
 			continue;
 		}
 		wants[si] = S_ISREG(st.st_mode);
-		r = wants[si] ? offer_file(ep, wants, s->spec.path, path, fd, &st, &ti) : 0;
+		r = wants[si] ? offer_file(ep, wants, NULL, path, fd, &st, &ti) : 0;
 		close(fd);
 		if (r < 0)
 			return r;
 		made += r;
-		if (!wants[si] && !s->warned) {
+		if ((!wants[si] || ti == -ENOEXEC || ti == -EBADMSG) && !s->warned) {
 			s->warned = true;
-			ttf_warn("--probe %s:%s: %s is not a regular file: %s", s->spec.path,
-				 s->spec.symbol, path, role_loss(s->spec.role));
+			ttf_warn("--probe %s:%s: %s is not an ELF executable or library (%s%s%s): %s",
+				 s->spec.path, s->spec.symbol, path,
+				 wants[si] ? elf_file__strerror(ti) : "not a regular file",
+				 wants[si] && ep->bad_why[0] ? ": " : "", wants[si] ? ep->bad_why : "",
+				 role_loss(s->spec.role));
 		}
 	}
 	return made;
