@@ -511,6 +511,10 @@ static int scan_pid(struct engine_probe *ep, uint32_t tgid)
 		struct stat st;
 		int fd, r, ti;
 
+		if (m->path_too_long && m->perms[2] == 'x' && m->inode && !seen_before(ep, tgid, m))
+			ttf_warn("PID %u maps an executable file (inode %llu) whose path is longer "
+				 "than PATH_MAX: not searched for probes", tgid,
+				 (unsigned long long)m->inode);
 		if (!proc_map__is_exec_file(m))
 			continue;
 		for (int si = 0; si < ep->n_specs; si++)

@@ -36,8 +36,15 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	size_t plen;
 	const char *p;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
+	/*
+	 * A path longer than PATH_MAX (the kernel prints any length; a
+	 * container can nest directories that deep) must not make the whole
+	 * maps unreadable: the mapping is kept without its path (no file to open).
+	 */
+	bool cut = len >= sizeof(buf);
+
+	if (cut)
+		len = sizeof(buf) - 1;
 	memcpy(buf, line, len);
 	buf[len] = '\0';
 	memset(m, 0, sizeof(*m));
@@ -50,8 +57,11 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	plen = strlen(p);
-	if (plen >= sizeof(m->path))
-		return -EINVAL;
+	if (cut || plen >= sizeof(m->path)) {
+		m->path[0] = '\0';
+		m->path_too_long = true;
+		return 0;
+	}
 	memcpy(m->path, p, plen + 1);
 	if (plen > strlen(DELETED_SUFFIX) &&
 	    !strcmp(m->path + plen - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {

@@ -29,6 +29,7 @@ struct proc_map {
 	uint64_t inode;
 	char perms[5];		/* "r-xp" */
 	bool deleted;		/* path had the " (deleted)" suffix (stripped from path) */
+	bool path_too_long;	/* the path did not fit in path[]: left "" */
 	char path[PATH_MAX];	/* "" for anonymous mappings; "[heap]" etc. kept */
 };
 
