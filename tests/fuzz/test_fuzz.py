@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 OUT = os.path.join(ROOT, ".output", "fuzz")
 HARNESSES = sorted(os.path.basename(p)[5:-2] for p in glob.glob(os.path.join(HERE, "fuzz_*.c")))
 SECONDS = int(os.environ.get("TTF_FUZZ_SECONDS", "20"))
-MAX_LEN = {"record": 65536}
+MAX_LEN = {"record": 65536, "elf_sym": 32768}
 DICT = {"http_sse": "http_sse.dict", "sse": "http_sse.dict"}
 
 
@@ -91,3 +91,52 @@ def test_short_fuzz_run_finds_no_crash(built, name, tmp_path):
                                                          p.stderr[-4000:]))
     runs = [l for l in p.stderr.splitlines() if "stat::number_of_executed_units" in l]
     assert runs and int(runs[0].split(":")[-1]) > 0, p.stderr[-2000:]
+
+
+def elf_report(built, path):
+    """What fuzz_elf_sym found in one file (FUZZ_ELF_VERBOSE): {name: fields}, is_go."""
+    p = run_fuzzer(os.path.join(built, "fuzz_elf_sym"), [path], env={"FUZZ_ELF_VERBOSE": "1"},
+                   timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    funcs = {}
+    for line in p.stderr.splitlines():
+        f = line.split()
+        if f[:1] == ["func"]:
+            funcs[f[1]] = {"vaddr": int(f[3], 16), "size": int(f[5]), "off": int(f[7], 16),
+                           "dynsym": "dynsym" in f, "rets": int(f[f.index("rets") + 1]),
+                           "entry": int(f[f.index("entry") + 1].lstrip("+"))}
+    return funcs, "go 1" in p.stderr
+
+
+def test_elf_sym_harness_resolves_real_files(built, tmp_path):
+    """The harness's view of real files: the symbols `nm` lists, from .dynsym once stripped."""
+    corpus = os.path.join(HERE, "corpus", "elf_sym")
+    for name, dynsym in (("c_symbols", False), ("c_stripped", True), ("libhot.so", False)):
+        path = os.path.join(corpus, name)
+        nm = subprocess.run(["nm", "-D" if dynsym else "-n", path], capture_output=True,
+                            text=True, check=True).stdout
+        want = {l.split()[2]: int(l.split()[0], 16) for l in nm.splitlines()
+                if len(l.split()) == 3 and l.split()[1] == "T"}
+        funcs, go = elf_report(built, path)
+        assert not go
+        sym = "hot_lib" if name == "libhot.so" else "hot"
+        assert funcs[sym]["vaddr"] == want[sym] and funcs[sym]["dynsym"] == dynsym, funcs
+        assert funcs[sym]["rets"] >= 1, funcs
+
+
+def test_elf_sym_harness_on_a_real_go_binary(built, tmp_path):
+    """A Go binary built by golang-go (1.8 MB, too big for the corpus): Go detected, RET
+    sites found, the entry site after the stack check."""
+    go = shutil.which("go")
+    if not go:
+        pytest.skip("needs the Go toolchain (apt-get install golang-go)")
+    src = tmp_path / "hotgo"
+    shutil.copytree(os.path.join(ROOT, "tests", "uprobe", "progs", "hotgo"), src)
+    env = dict(os.environ, GOCACHE=str(tmp_path / "gocache"), GOPATH=str(tmp_path / "gopath"),
+               GOFLAGS="-mod=mod", CGO_ENABLED="0", GOPROXY="off")
+    exe = str(tmp_path / "hotgo.bin")
+    subprocess.run([go, "build", "-o", exe, "."], cwd=src, env=env, check=True)
+    funcs, is_go = elf_report(built, exe)
+    assert is_go
+    hot = funcs["main.main"]
+    assert hot["rets"] >= 1 and 0 < hot["entry"] < hot["size"], funcs

@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "user/probe/elf_sym.h"
@@ -198,6 +201,67 @@ static void test_load_bias(void **state)
 	elf_file__close(ef);
 }
 
+/* A memfd holding n bytes of data, for elf_file__open_fd_why. */
+static int memfd_of(const void *data, size_t n)
+{
+	int fd = memfd_create("elf", MFD_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	return fd;
+}
+
+/* Truncated, corrupted and foreign files: refused at open, with what is wrong. */
+static void test_bad_files_refused(void **state)
+{
+	struct elf_file *ef;
+	char why[256];
+	size_t n = 0, cap = 1 << 16;
+	uint8_t *img = malloc(cap);
+	FILE *f = fopen("/proc/self/exe", "rb");
+	int fd, err;
+
+	assert_non_null(f);
+	for (size_t r; (r = fread(img + n, 1, cap - n, f)) > 0;) {
+		n += r;
+		if (n == cap)
+			assert_non_null(img = realloc(img, cap *= 2));
+	}
+	fclose(f);
+	/* whole: opens */
+	fd = memfd_of(img, n);
+	ef = elf_file__open_fd_why(fd, &err, why, sizeof(why));
+	assert_non_null(ef);
+	assert_string_equal(why, "");
+	elf_file__close(ef);
+	close(fd);
+	/* cut in half: the section headers (at the end) or a segment are past the end */
+	fd = memfd_of(img, n / 2);
+	assert_null(elf_file__open_fd_why(fd, &err, why, sizeof(why)));
+	assert_int_equal(err, -EBADMSG);
+	assert_non_null(strstr(why, "ELF header") ? why : strstr(why, "truncated"));
+	assert_string_equal(elf_file__strerror(err), "malformed or truncated ELF file");
+	close(fd);
+	/* headers intact, the last section cut: named as truncated */
+	fd = memfd_of(img, n - 64);
+	assert_null(elf_file__open_fd_why(fd, &err, why, sizeof(why)));
+	assert_int_equal(err, -EBADMSG);
+	close(fd);
+	/* e_phoff pointing far past the end */
+	memset(img + 0x20, 0x7f, 8);
+	fd = memfd_of(img, n);
+	assert_null(elf_file__open_fd_why(fd, &err, why, sizeof(why)));
+	assert_int_equal(err, -EBADMSG);
+	close(fd);
+	/* no ELF magic */
+	fd = memfd_of("#!/bin/sh\necho hi\n", 18);
+	assert_null(elf_file__open_fd_why(fd, &err, why, sizeof(why)));
+	assert_int_equal(err, -ENOEXEC);
+	assert_string_equal(elf_file__strerror(err), "not an ELF file");
+	close(fd);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -206,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_ret_and_entry_sites),
 		cmocka_unit_test(test_load_bias),
+		cmocka_unit_test(test_bad_files_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -51,6 +52,25 @@ static void test_parse_malformed(void **state)
 	struct proc_maps pm = { 0 };
 
 	assert_int_equal(proc_maps__parse_str("7f00-7f01 r-xp zz 08:01 1 /x\n", &pm), -EINVAL);
+	proc_maps__free(&pm);
+}
+
+/* A path longer than PATH_MAX: that mapping loses its path, the others are kept. */
+static void test_path_too_long_kept_without_path(void **state)
+{
+	static char text[3 * PATH_MAX];
+	struct proc_maps pm = { 0 };
+	int n = snprintf(text, sizeof(text), "7f0000001000-7f0000002000 r-xp 00000000 08:01 5 /");
+
+	memset(text + n, 'd', PATH_MAX + 100);
+	strcpy(text + n + PATH_MAX + 100, "\n7f0000800000-7f0000900000 r-xp 00002000 08:01 77 /x.so\n");
+	assert_int_equal(proc_maps__parse_str(text, &pm), 0);
+	assert_int_equal(pm.n, 2);
+	assert_true(pm.v[0].path_too_long && pm.v[0].inode == 5);
+	assert_string_equal(pm.v[0].path, "");
+	assert_false(proc_map__is_exec_file(&pm.v[0]));
+	assert_string_equal(pm.v[1].path, "/x.so");
+	assert_false(pm.v[1].path_too_long);
 	proc_maps__free(&pm);
 }
 
@@ -118,6 +138,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_fields),
 		cmocka_unit_test(test_parse_malformed),
+		cmocka_unit_test(test_path_too_long_kept_without_path),
 		cmocka_unit_test(test_find_exec_globs),
 		cmocka_unit_test(test_root_prefix_once),
 		cmocka_unit_test(test_open_own_mapping),

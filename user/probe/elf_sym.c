@@ -4,7 +4,9 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <capstone/capstone.h>
 #include "user/probe/elf_sym.h"
@@ -21,13 +23,98 @@ struct elf_file {
 	size_t n_phdrs;
 };
 
-struct elf_file *elf_file__open_fd(int fd, int *err)
+/* off + len within a file of sz bytes, without overflow. */
+static bool in_file(uint64_t off, uint64_t len, uint64_t sz)
+{
+	return off <= sz && len <= sz - off;
+}
+
+#define WHY(...) (why && why_sz ? (void)snprintf(why, why_sz, __VA_ARGS__) : (void)0)
+
+/*
+ * Headers that the rest of this file relies on, checked once against the
+ * file's size: every program header, and every section with file contents,
+ * inside the file (a truncated copy fails here, not later as a missing symbol).
+ */
+static int check_layout(struct elf_file *ef, const GElf_Ehdr *eh, uint64_t sz, char *why,
+			size_t why_sz)
+{
+	Elf_Scn *scn = NULL;
+	size_t n_shdrs = 0;
+
+	/* the header tables themselves (libelf reads them lazily, and may accept a short one) */
+	if ((eh->e_phnum != PN_XNUM && ef->n_phdrs != eh->e_phnum) ||
+	    (ef->n_phdrs && !in_file(eh->e_phoff, (uint64_t)ef->n_phdrs * eh->e_phentsize, sz))) {
+		WHY("program headers (offset 0x%llx) end past the end of the file (0x%llx bytes): "
+		    "truncated", (unsigned long long)eh->e_phoff, (unsigned long long)sz);
+		return -EBADMSG;
+	}
+	/*
+	 * e_shnum as the header says: libelf counts 0 sections when their table
+	 * is cut short. 0 there: extended numbering (the count in section 0).
+	 */
+	if (elf_getshdrnum(ef->elf, &n_shdrs) || (eh->e_shnum && n_shdrs != eh->e_shnum) ||
+	    (n_shdrs && !in_file(eh->e_shoff, (uint64_t)n_shdrs * eh->e_shentsize, sz))) {
+		n_shdrs = eh->e_shnum ? eh->e_shnum : n_shdrs;
+		WHY("section headers (offset 0x%llx, %zu) end past the end of the file (0x%llx "
+		    "bytes): truncated", (unsigned long long)eh->e_shoff, n_shdrs,
+		    (unsigned long long)sz);
+		return -EBADMSG;
+	}
+
+	for (size_t i = 0; i < ef->n_phdrs; i++) {
+		const GElf_Phdr *ph = &ef->phdrs[i];
+
+		if (ph->p_type == PT_LOAD && !in_file(ph->p_offset, ph->p_filesz, sz)) {
+			WHY("PT_LOAD segment %zu (offset 0x%llx, 0x%llx bytes) ends past the end of "
+			    "the file (0x%llx bytes): truncated", i, (unsigned long long)ph->p_offset,
+			    (unsigned long long)ph->p_filesz, (unsigned long long)sz);
+			return -EBADMSG;
+		}
+	}
+	while ((scn = elf_nextscn(ef->elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh)) {
+			WHY("section header %zu unreadable: %s", elf_ndxscn(scn), elf_errmsg(-1));
+			return -EBADMSG;
+		}
+		if (sh.sh_type != SHT_NOBITS && !in_file(sh.sh_offset, sh.sh_size, sz)) {
+			WHY("section %zu (offset 0x%llx, 0x%llx bytes) ends past the end of the file "
+			    "(0x%llx bytes): truncated", elf_ndxscn(scn),
+			    (unsigned long long)sh.sh_offset, (unsigned long long)sh.sh_size,
+			    (unsigned long long)sz);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+struct elf_file *elf_file__open_fd_why(int fd, int *err, char *why, size_t why_sz)
 {
 	struct elf_file *ef = NULL;
+	struct stat st;
 	GElf_Ehdr eh;
+	char id[EI_NIDENT];
 
+	if (why && why_sz)
+		why[0] = '\0';
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		*err = -ENOSYS;
+		return NULL;
+	}
+	if (fstat(fd, &st)) {
+		*err = -errno;
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		WHY("not a regular file");
+		*err = -ENOEXEC;
+		return NULL;
+	}
+	if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id) || memcmp(id, ELFMAG, SELFMAG)) {
+		WHY("no ELF header");
+		*err = -ENOEXEC;
 		return NULL;
 	}
 	ef = calloc(1, sizeof(*ef));
@@ -36,10 +123,16 @@ struct elf_file *elf_file__open_fd(int fd, int *err)
 		return NULL;
 	}
 	ef->fd = fd;
-	ef->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/*
+	 * ELF_C_READ, not ELF_C_READ_MMAP: libelf then pread()s what it needs.
+	 * A mapping of a file that its owner (a container) truncates while we
+	 * read would fault with SIGBUS in this process.
+	 */
+	ef->elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!ef->elf || elf_kind(ef->elf) != ELF_K_ELF || !gelf_getehdr(ef->elf, &eh) ||
 	    elf_getphdrnum(ef->elf, &ef->n_phdrs)) {
-		*err = -ENOEXEC;
+		WHY("bad ELF header: %s", elf_errmsg(-1));
+		*err = -EBADMSG;
 		goto fail;
 	}
 	ef->phdrs = calloc(ef->n_phdrs ? ef->n_phdrs : 1, sizeof(*ef->phdrs));
@@ -49,13 +142,34 @@ struct elf_file *elf_file__open_fd(int fd, int *err)
 	}
 	for (size_t i = 0; i < ef->n_phdrs; i++)
 		if (!gelf_getphdr(ef->elf, i, &ef->phdrs[i])) {
-			*err = -ENOEXEC;
+			WHY("program header %zu unreadable: %s", i, elf_errmsg(-1));
+			*err = -EBADMSG;
 			goto fail;
 		}
+	*err = check_layout(ef, &eh, (uint64_t)st.st_size, why, why_sz);
+	if (*err)
+		goto fail;
 	return ef;
 fail:
 	elf_file__close(ef);
 	return NULL;
+}
+
+struct elf_file *elf_file__open_fd(int fd, int *err)
+{
+	return elf_file__open_fd_why(fd, err, NULL, 0);
+}
+
+const char *elf_file__strerror(int err)
+{
+	switch (err) {
+	case -ENOEXEC:
+		return "not an ELF file";
+	case -EBADMSG:
+		return "malformed or truncated ELF file";
+	default:
+		return strerror(-err);
+	}
 }
 
 struct elf_file *elf_file__open(const char *path, int *err)
@@ -93,8 +207,9 @@ int elf_file__vaddr_to_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *off
 	for (size_t i = 0; i < ef->n_phdrs; i++) {
 		const GElf_Phdr *ph = &ef->phdrs[i];
 
+		/* vaddr - p_vaddr < p_filesz: no overflow near the top of the address space */
 		if (ph->p_type != PT_LOAD || vaddr < ph->p_vaddr ||
-		    vaddr >= ph->p_vaddr + ph->p_filesz)
+		    vaddr - ph->p_vaddr >= ph->p_filesz)
 			continue;
 		*off = vaddr - ph->p_vaddr + ph->p_offset;
 		return 0;
@@ -104,8 +219,11 @@ int elf_file__vaddr_to_offset(struct elf_file *ef, uint64_t vaddr, uint64_t *off
 
 int elf_file__read(struct elf_file *ef, uint64_t off, void *buf, size_t n)
 {
-	ssize_t r = pread(ef->fd, buf, n, (off_t)off);
+	ssize_t r;
 
+	if (off > (uint64_t)INT64_MAX - n)
+		return -EIO;
+	r = pread(ef->fd, buf, n, (off_t)off);
 	return r == (ssize_t)n ? 0 : -EIO;
 }
 
@@ -119,14 +237,19 @@ static bool name_matches(const char *symname, const char *want)
 	return symname[n] == '\0' || (symname[n] == '@' && !strchr(want, '@'));
 }
 
-/* Search one symbol table section; 0 found, -ENOENT. */
+/*
+ * Search one symbol table section; 0 found, -ENOENT. funcs: only defined
+ * functions (STT_FUNC, STT_GNU_IFUNC) with a value count. The entry count
+ * comes from the data libelf read, not from the header's sh_size/sh_entsize.
+ */
 static int find_in(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh, const char *name,
-		   GElf_Sym *out)
+		   bool funcs, GElf_Sym *out)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+	size_t ent = gelf_fsize(ef->elf, ELF_T_SYM, 1, EV_CURRENT);
+	size_t n = data && ent ? data->d_size / ent : 0;
 
-	for (size_t i = 0; data && i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
 		const char *s;
 		int type;
@@ -134,11 +257,11 @@ static int find_in(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh, const
 		if (!gelf_getsym(data, i, &sym))
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    !sym.st_value)
+		if (funcs && ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+			      sym.st_shndx == SHN_UNDEF || !sym.st_value))
 			continue;
 		s = elf_strptr(ef->elf, sh->sh_link, sym.st_name);
-		if (s && name_matches(s, name)) {
+		if (s && (funcs ? name_matches(s, name) : !strcmp(s, name))) {
 			*out = sym;
 			return 0;
 		}
@@ -146,7 +269,8 @@ static int find_in(struct elf_file *ef, Elf_Scn *scn, const GElf_Shdr *sh, const
 	return -ENOENT;
 }
 
-static int find_sym(struct elf_file *ef, const char *name, Elf64_Word type, GElf_Sym *out)
+static int find_sym(struct elf_file *ef, const char *name, Elf64_Word type, bool funcs,
+		    GElf_Sym *out)
 {
 	Elf_Scn *scn = NULL;
 
@@ -154,7 +278,7 @@ static int find_sym(struct elf_file *ef, const char *name, Elf64_Word type, GElf
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) && sh.sh_type == type &&
-		    !find_in(ef, scn, &sh, name, out))
+		    !find_in(ef, scn, &sh, name, funcs, out))
 			return 0;
 	}
 	return -ENOENT;
@@ -166,8 +290,8 @@ int elf_file__find_func(struct elf_file *ef, const char *name, struct elf_sym_in
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (find_sym(ef, name, SHT_SYMTAB, &sym)) {
-		if (find_sym(ef, name, SHT_DYNSYM, &sym))
+	if (find_sym(ef, name, SHT_SYMTAB, true, &sym)) {
+		if (find_sym(ef, name, SHT_DYNSYM, true, &sym))
 			return -ENOENT;
 		out->from_dynsym = true;
 	}
@@ -207,27 +331,7 @@ bool elf_file__is_go(struct elf_file *ef)
 		}
 	}
 	/* runtime.buildVersion is a data symbol: look it up without the FUNC filter. */
-	scn = NULL;
-	while ((scn = elf_nextscn(ef->elf, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *data;
-		size_t n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		n = sh.sh_size / sh.sh_entsize;
-		for (size_t i = 0; data && i < n; i++) {
-			const char *s;
-
-			if (!gelf_getsym(data, i, &sym))
-				continue;
-			s = elf_strptr(ef->elf, sh.sh_link, sym.st_name);
-			if (s && !strcmp(s, "runtime.buildVersion"))
-				return true;
-		}
-	}
-	return false;
+	return !find_sym(ef, "runtime.buildVersion", SHT_SYMTAB, false, &sym);
 }
 
 /*
@@ -288,38 +392,68 @@ double elf_insn__cost_us(int insn_class)
 	return insn_class == ELF_INSN_EMULATED ? ELF_COST_EMULATED_US : ELF_COST_SSTEP_US;
 }
 
-/* Disassemble a whole function with details. Returns insn count, or negative errno. */
-static int disasm_func(struct elf_file *ef, const struct elf_sym_info *sym, csh *h,
-		       cs_insn **insns)
-{
+/*
+ * A linear sweep of one function, one instruction at a time (cs_disasm_iter:
+ * memory stays constant; disassembling a whole hostile 4 MiB "function" at
+ * once would hold ~1M decoded instructions with details, gigabytes).
+ */
+struct sweep {
+	csh h;
+	cs_insn *ci;
 	uint8_t *code;
-	size_t n;
+	const uint8_t *p;
+	size_t left;
+	uint64_t addr;
+};
 
+static void sweep_close(struct sweep *w)
+{
+	if (w->ci)
+		cs_free(w->ci, 1);
+	if (w->h)
+		cs_close(&w->h);
+	free(w->code);
+	memset(w, 0, sizeof(*w));
+}
+
+/* 0, -ENOENT (no size), -EFBIG, -EIO, -ENOMEM. */
+static int sweep_open(struct elf_file *ef, const struct elf_sym_info *sym, struct sweep *w)
+{
+	memset(w, 0, sizeof(*w));
 	if (!sym->size)
 		return -ENOENT;
 	if (sym->size > MAX_DISASM_BYTES)
 		return -EFBIG;
-	code = malloc(sym->size);
-	if (!code)
+	w->code = malloc(sym->size);
+	if (!w->code)
 		return -ENOMEM;
-	if (elf_file__read(ef, sym->file_offset, code, sym->size)) {
-		free(code);
+	if (elf_file__read(ef, sym->file_offset, w->code, sym->size)) {
+		sweep_close(w);
 		return -EIO;
 	}
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, h) != CS_ERR_OK) {
-		free(code);
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &w->h) != CS_ERR_OK) {
+		w->h = 0;
+		sweep_close(w);
 		return -ENOMEM;
 	}
-	cs_option(*h, CS_OPT_DETAIL, CS_OPT_ON);
+	cs_option(w->h, CS_OPT_DETAIL, CS_OPT_ON);
 	/* Padding or data inside the function must not end the sweep early. */
-	cs_option(*h, CS_OPT_SKIPDATA, CS_OPT_ON);
-	n = cs_disasm(*h, code, sym->size, sym->vaddr, 0, insns);
-	free(code);
-	if (!n) {
-		cs_close(h);
-		return -EIO;
+	cs_option(w->h, CS_OPT_SKIPDATA, CS_OPT_ON);
+	w->ci = cs_malloc(w->h);
+	if (!w->ci) {
+		sweep_close(w);
+		return -ENOMEM;
 	}
-	return (int)n;
+	w->p = w->code;
+	w->left = sym->size;
+	w->addr = sym->vaddr;
+	return 0;
+}
+
+/* The next instruction into w->ci (valid until the next call), or false at the end. */
+static bool sweep_next(struct sweep *w)
+{
+	return w->left && cs_disasm_iter(w->h, &w->p, &w->left, &w->addr, w->ci);
 }
 
 static bool is_ret(const cs_insn *ci)
@@ -330,19 +464,17 @@ static bool is_ret(const cs_insn *ci)
 int elf_file__ret_offsets(struct elf_file *ef, const struct elf_sym_info *sym, uint32_t *offs,
 			  int max)
 {
-	cs_insn *insns = NULL;
-	int n, found = 0;
-	csh h;
+	struct sweep w;
+	int n = 0, found = 0;
+	int err = sweep_open(ef, sym, &w);
 
-	n = disasm_func(ef, sym, &h, &insns);
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n; i++)
-		if (is_ret(&insns[i]) && found < max)
-			offs[found++] = (uint32_t)(insns[i].address - sym->vaddr);
-	cs_free(insns, n);
-	cs_close(&h);
-	return found;
+	if (err)
+		return err;
+	for (; sweep_next(&w); n++)
+		if (is_ret(w.ci) && found < max)
+			offs[found++] = (uint32_t)(w.ci->address - sym->vaddr);
+	sweep_close(&w);
+	return n ? found : -EIO;
 }
 
 /* cs_insn_group() needs the handle; the detail's group list is enough here. */
@@ -367,57 +499,72 @@ static uint64_t branch_target(const cs_insn *ci)
 	return 0;
 }
 
-static bool is_jcc(const cs_insn *ci)
-{
-	return branch_target(ci) && ci->id != X86_INS_JMP;
-}
+/* What the entry-site choice needs of the first few instructions. */
+#define HEAD_INSNS 5
+struct head_insn {
+	unsigned int id;
+	uint64_t address;
+	uint8_t bytes[ELF_CODE_BYTES];
+	uint16_t size;
+	uint64_t target;	/* branch_target() */
+};
 
 uint32_t elf_file__entry_offset(struct elf_file *ef, const struct elf_sym_info *sym, bool go,
 				int *insn_class)
 {
-	cs_insn *insns = NULL;
-	uint32_t site = 0;
-	int n, k = -1;
-	csh h;
+	struct head_insn hd[HEAD_INSNS];
+	bool loops_back = false;
+	struct sweep w;
+	int n = 0, k = -1;
+	uint64_t addr;
 
 	*insn_class = sym->insn_class;
-	n = disasm_func(ef, sym, &h, &insns);
-	if (n < 0)
+	if (sweep_open(ef, sym, &w))
 		return 0;
-	if (n < 2) {
-		/* one instruction: nothing to move to */
-	} else if (go) {
-		bool loops_back = false;
-
+	for (; n < HEAD_INSNS && sweep_next(&w); n++) {
+		hd[n] = (struct head_insn){ .id = w.ci->id, .address = w.ci->address,
+					    .size = w.ci->size, .target = branch_target(w.ci) };
+		memcpy(hd[n].bytes, w.ci->bytes,
+		       w.ci->size < ELF_CODE_BYTES ? w.ci->size : ELF_CODE_BYTES);
+		if (hd[n].size > ELF_CODE_BYTES)
+			hd[n].size = ELF_CODE_BYTES;
+	}
+	sweep_close(&w);
+	if (n < 2)
+		return 0;	/* one instruction: nothing to move to */
+	if (go) {
 		/* cmp %rsp,16(%r14) or lea+cmp, then a jcc to the morestack call. */
-		for (int i = 0; i < n && i < 4; i++)
-			if (is_jcc(&insns[i])) {
+		for (int i = 0; i < n - 1 && i < 4; i++)
+			if (hd[i].target && hd[i].id != X86_INS_JMP) {
 				k = i + 1;
 				break;
 			}
-		for (int i = 0; k > 0 && i < n; i++)
-			if (insns[i].id == X86_INS_JMP && branch_target(&insns[i]) == sym->vaddr)
-				loops_back = true;
-		if (!loops_back)
-			k = -1;
-	} else if (insns[0].id == X86_INS_ENDBR64 &&
-		   classify_bytes(insns[1].bytes, insns[1].size) == ELF_INSN_EMULATED) {
+	} else if (hd[0].id == X86_INS_ENDBR64 &&
+		   classify_bytes(hd[1].bytes, hd[1].size) == ELF_INSN_EMULATED) {
 		k = 1;
 	}
-	if (k > 0 && k < n) {
-		uint64_t addr = insns[k].address;
+	if (k < 0)
+		return 0;
+	/*
+	 * The whole function: Go's site needs the morestack path's jump back to
+	 * the start; no branch may target the new site.
+	 */
+	addr = hd[k].address;
+	if (sweep_open(ef, sym, &w))
+		return 0;
+	while (sweep_next(&w)) {
+		uint64_t t = branch_target(w.ci);
 
-		for (int i = 0; i < n; i++)
-			if (branch_target(&insns[i]) == addr)
-				k = -1;
+		if (t == addr)
+			k = -1;
+		if (w.ci->id == X86_INS_JMP && t == sym->vaddr)
+			loops_back = true;
 	}
-	if (k > 0 && k < n) {
-		site = (uint32_t)(insns[k].address - sym->vaddr);
-		*insn_class = classify_bytes(insns[k].bytes, insns[k].size);
-	}
-	cs_free(insns, n);
-	cs_close(&h);
-	return site;
+	sweep_close(&w);
+	if (k < 0 || (go && !loops_back))
+		return 0;
+	*insn_class = classify_bytes(hd[k].bytes, hd[k].size);
+	return (uint32_t)(hd[k].address - sym->vaddr);
 }
 
 int elf_file__bias_for_mapping(struct elf_file *ef, uint64_t start, uint64_t end, uint64_t pgoff,
@@ -429,7 +576,7 @@ int elf_file__bias_for_mapping(struct elf_file *ef, uint64_t start, uint64_t end
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || pgoff != seg_pg)
 			continue;
-		if (end - start < ph->p_offset - seg_pg + ph->p_filesz)
+		if (end <= start || end - start < ph->p_offset - seg_pg + ph->p_filesz)
 			continue;
 		*bias = start - ph->p_vaddr + (ph->p_offset - seg_pg);
 		return 0;

@@ -54,10 +54,24 @@ struct elf_sym_info {
 	char insn[32];
 };
 
-/* Open path for reading. NULL with *err = negative errno (-ENOEXEC: not an ELF file). */
+/*
+ * Open path for reading. NULL with *err = negative errno: -ENOEXEC (not an
+ * ELF file: no ELF magic, or not a regular file), -EBADMSG (malformed or
+ * truncated: a header libelf rejects, or a PT_LOAD segment or a section
+ * with contents that ends past the end of the file).
+ *
+ * The file may be hostile (a container's): it is read with pread (libelf's
+ * ELF_C_READ; a mapping would fault with SIGBUS if its owner truncated it
+ * meanwhile), every count and offset used comes from checked headers, and
+ * disassembly holds one instruction at a time (tests/fuzz/fuzz_elf_sym.c).
+ */
 struct elf_file *elf_file__open(const char *path, int *err);
 /* Same, on an fd the caller keeps open until elf_file__close. */
 struct elf_file *elf_file__open_fd(int fd, int *err);
+/* Same, with what is wrong written into why (a phrase; "" when open succeeds). */
+struct elf_file *elf_file__open_fd_why(int fd, int *err, char *why, size_t why_sz);
+/* "not an ELF file", "malformed or truncated ELF file", or strerror(-err). */
+const char *elf_file__strerror(int err);
 void elf_file__close(struct elf_file *ef);
 
 /*

@@ -14,6 +14,7 @@
 #include "user/probe/engine_probe.h"
 #include "user/lib/log.h"
 #include "user/probe/proc_maps.h"
+#include "user/probe/proc_root.h"
 
 #define MAX_SPECS 32
 #define MAX_TARGETS 64
@@ -78,6 +79,9 @@ struct engine_probe {
 	int n_seen;
 	char *missing[MAX_MISSING];
 	int n_missing;
+	struct { dev_t dev; ino_t ino; } bad[MAX_TARGETS];	/* files skipped as bad ELF */
+	int n_bad;
+	char bad_why[256];	/* what was wrong with the last file find_target refused */
 	uint64_t foreign;
 	uint64_t t_start_ns;
 };
@@ -230,6 +234,12 @@ static const char *role_loss(int role)
 	return "?";
 }
 
+static void remember_missing(struct engine_probe *ep, const char *msg)
+{
+	if (ep->n_missing < MAX_MISSING)
+		ep->missing[ep->n_missing++] = strdup(msg);
+}
+
 /* Warn once per spec searched in some file but attached in none. */
 static void check_missing(struct engine_probe *ep)
 {
@@ -246,11 +256,45 @@ static void check_missing(struct engine_probe *ep)
 			 s->n_searched > 1 ? " (nor in other candidates)" : "",
 			 role_loss(s->spec.role));
 		ttf_warn("%s", msg);
-		if (ep->n_missing < MAX_MISSING)
-			ep->missing[ep->n_missing++] = strdup(msg);
+		remember_missing(ep, msg);
 	}
 }
 
+/*
+ * A mapped file that is no usable ELF file (ep->bad_why says why): warn
+ * once per inode, naming it and what is lost. name: as the process maps it,
+ * path: as opened.
+ */
+static void warn_bad_elf(struct engine_probe *ep, const struct stat *st, const char *name,
+			 const char *path, int err, const bool *wants)
+{
+	const char *why = ep->bad_why;
+	char msg[PATH_MAX + 512];
+	int si = 0, more = 0;
+
+	for (int i = 0; i < ep->n_bad; i++)
+		if (ep->bad[i].dev == st->st_dev && ep->bad[i].ino == st->st_ino)
+			return;
+	if (ep->n_bad < MAX_TARGETS) {
+		ep->bad[ep->n_bad].dev = st->st_dev;
+		ep->bad[ep->n_bad++].ino = st->st_ino;
+	}
+	while (si < ep->n_specs && !wants[si])
+		si++;
+	for (int i = si + 1; i < ep->n_specs; i++)
+		more += wants[i];
+	if (si == ep->n_specs)
+		return;
+	snprintf(msg, sizeof(msg), "skipping %s%s%s%s: %s%s%s%s; %s%s not probed there: %s", name,
+		 strcmp(name, path) ? " (opened as " : "", strcmp(name, path) ? path : "",
+		 strcmp(name, path) ? ")" : "", elf_file__strerror(err), why[0] ? " (" : "",
+		 why, why[0] ? ")" : "", ep->specs[si].spec.symbol,
+		 more ? " (and other probes)" : "", role_loss(ep->specs[si].spec.role));
+	ttf_warn("%s", msg);
+	remember_missing(ep, msg);
+}
+
+/* The target index of the file open as fd, or negative errno (a bad ELF file: ep->bad_why). */
 static int find_target(struct engine_probe *ep, const struct stat *st, const char *path, int fd)
 {
 	struct ep_target *t;
@@ -262,7 +306,7 @@ static int find_target(struct engine_probe *ep, const struct stat *st, const cha
 			return i;
 	if (ep->n_targets == MAX_TARGETS)
 		return -E2BIG;
-	ef = elf_file__open_fd(fd, &err);
+	ef = elf_file__open_fd_why(fd, &err, ep->bad_why, sizeof(ep->bad_why));
 	if (!ef)
 		return err;
 	t = &ep->targets[ep->n_targets];
@@ -283,11 +327,19 @@ static uint64_t cookie_of(const struct ep_spec *s, uint32_t id)
 	return id | (uint64_t)s->spec.role << TTF_ENGINE_COOKIE_ROLE_SHIFT;
 }
 
-static struct bpf_link *attach_one(struct engine_probe *ep, struct bpf_program *prog,
-				   const char *path, uint64_t off, uint64_t cookie, bool ret)
+/*
+ * Attach at file offset off of the file open as fd. Through /proc/self/fd/N,
+ * not the file's name: the kernel resolves the uprobe's path again, with
+ * this process's root, and the container could have re-pointed a symlink
+ * on the name since (proc_root.h).
+ */
+static struct bpf_link *attach_one(struct bpf_program *prog, int fd, uint64_t off,
+				   uint64_t cookie, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
+	char path[32];
 
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
 }
 
@@ -351,8 +403,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 				   sizeof(s->spec.arg), BPF_ANY);
 	if (err)
 		return err;
-	l = attach_one(ep, ep->skel->progs.handle_entry, t->path,
-		       sym.file_offset + a->entry_offset, cookie_of(s, id), false);
+	l = attach_one(ep->skel->progs.handle_entry, fd, sym.file_offset + a->entry_offset,
+		       cookie_of(s, id), false);
 	if (!l) {
 		err = -errno;
 		ttf_warn("could not attach %s in %s: %s", s->spec.symbol, t->path, strerror(-err));
@@ -361,7 +413,7 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	ep->n_attaches++;
 	err = add_link(a, l);
 	for (int i = 0; !err && i < n_rets; i++) {
-		l = attach_one(ep, ep->skel->progs.handle_entry, t->path, sym.file_offset + rets[i],
+		l = attach_one(ep->skel->progs.handle_entry, fd, sym.file_offset + rets[i],
 			       cookie_of(s, id) | TTF_ENGINE_COOKIE_RET_SITE, false);
 		if (!l) {
 			err = -errno;
@@ -371,8 +423,8 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 		a->n_ret_sites++;
 	}
 	if (!err && s->spec.want_return && !t->go) {
-		l = attach_one(ep, ep->skel->progs.handle_return, t->path, sym.file_offset,
-			       cookie_of(s, id), true);
+		l = attach_one(ep->skel->progs.handle_return, fd, sym.file_offset, cookie_of(s, id),
+			       true);
 		err = l ? add_link(a, l) : -errno;
 	}
 	if (err)
@@ -385,15 +437,24 @@ static int try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	return 1;
 }
 
-/* Offer file (fd, path, st) to every spec in wants[]. Returns attachments made or <0. */
-static int offer_file(struct engine_probe *ep, const bool *wants, const char *path, int fd,
-		      const struct stat *st, int *last_target)
+/*
+ * Offer file (fd, path, st; mapped as name, NULL for a --probe path) to every
+ * spec in wants[]. Returns attachments made or <0.
+ */
+static int offer_file(struct engine_probe *ep, const bool *wants, const char *name,
+		      const char *path, int fd, const struct stat *st, int *last_target)
 {
 	int ti = find_target(ep, st, path, fd), made = 0;
 
 	*last_target = ti;
+	if (ti == -ENOEXEC || ti == -EBADMSG) {
+		/* skipped; a --probe path (no name) is warned about by scan_explicit */
+		if (name)
+			warn_bad_elf(ep, st, name, path, ti, wants);
+		return 0;
+	}
 	if (ti < 0)
-		return ti == -ENOEXEC ? 0 : ti;
+		return ti;
 	for (int si = 0; si < ep->n_specs; si++) {
 		int r;
 
@@ -442,6 +503,10 @@ static int scan_pid(struct engine_probe *ep, uint32_t tgid)
 		struct stat st;
 		int fd, r, ti;
 
+		if (m->path_too_long && m->perms[2] == 'x' && m->inode && !seen_before(ep, tgid, m))
+			ttf_warn("PID %u maps an executable file (inode %llu) whose path is longer "
+				 "than PATH_MAX: not searched for probes", tgid,
+				 (unsigned long long)m->inode);
 		if (!proc_map__is_exec_file(m))
 			continue;
 		for (int si = 0; si < ep->n_specs; si++)
@@ -453,7 +518,7 @@ static int scan_pid(struct engine_probe *ep, uint32_t tgid)
 			ttf_warn("cannot open %s of pid %u: %s", m->path, tgid, strerror(-fd));
 			continue;
 		}
-		r = offer_file(ep, wants, path, fd, &st, &ti);
+		r = offer_file(ep, wants, m->path, path, fd, &st, &ti);
 		close(fd);
 		if (r < 0) {
 			made = r;
@@ -475,30 +540,38 @@ static int scan_explicit(struct engine_probe *ep, uint32_t tgid)
 		bool wants[MAX_SPECS] = { 0 };
 		char path[PATH_MAX];
 		struct stat st;
-		int fd, r, ti;
+		int fd, r, ti, err;
 
 		if (s->spec.path[0] != '/' || s->n_attached)
 			continue;
 		if (proc_path__in_root(tgid, s->spec.path, path, sizeof(path)))
 			continue;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		/* resolved inside the process's root: no symlink of its leads out (proc_root.h) */
+		fd = proc_root__open(tgid, s->spec.path);
 		if (fd < 0 || fstat(fd, &st)) {
-			ttf_warn("--probe %s:%s: cannot open %s (%s)", s->spec.path, s->spec.symbol,
-				 path, strerror(errno));
+			err = fd < 0 ? -fd : errno;
+			if (!s->warned)
+				ttf_warn("--probe %s:%s: cannot open %s inside the root of PID %u (%s)",
+					 s->spec.path, s->spec.symbol, s->spec.path, tgid,
+					 strerror(err));
+			s->warned = true;
 			if (fd >= 0)
 				close(fd);
 			continue;
 		}
 		wants[si] = S_ISREG(st.st_mode);
-		r = wants[si] ? offer_file(ep, wants, path, fd, &st, &ti) : 0;
+		r = wants[si] ? offer_file(ep, wants, NULL, path, fd, &st, &ti) : 0;
 		close(fd);
 		if (r < 0)
 			return r;
 		made += r;
-		if ((!wants[si] || ti == -ENOEXEC) && !s->warned) {
+		if ((!wants[si] || ti == -ENOEXEC || ti == -EBADMSG) && !s->warned) {
 			s->warned = true;
-			ttf_warn("--probe %s:%s: %s is not an ELF executable or library: %s",
-				 s->spec.path, s->spec.symbol, path, role_loss(s->spec.role));
+			ttf_warn("--probe %s:%s: %s is not an ELF executable or library (%s%s%s): %s",
+				 s->spec.path, s->spec.symbol, path,
+				 wants[si] ? elf_file__strerror(ti) : "not a regular file",
+				 wants[si] && ep->bad_why[0] ? ": " : "", wants[si] ? ep->bad_why : "",
+				 role_loss(s->spec.role));
 		}
 	}
 	return made;

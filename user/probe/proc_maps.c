@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "user/probe/proc_maps.h"
+#include "user/probe/proc_root.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
@@ -35,8 +36,15 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	size_t plen;
 	const char *p;
 
-	if (len >= sizeof(buf))
-		return -EINVAL;
+	/*
+	 * A path longer than PATH_MAX (the kernel prints any length; a
+	 * container can nest directories that deep) must not make the whole
+	 * maps unreadable: the mapping is kept without its path (no file to open).
+	 */
+	bool cut = len >= sizeof(buf);
+
+	if (cut)
+		len = sizeof(buf) - 1;
 	memcpy(buf, line, len);
 	buf[len] = '\0';
 	memset(m, 0, sizeof(*m));
@@ -49,8 +57,11 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	while (*p == ' ' || *p == '\t')
 		p++;
 	plen = strlen(p);
-	if (plen >= sizeof(m->path))
-		return -EINVAL;
+	if (cut || plen >= sizeof(m->path)) {
+		m->path[0] = '\0';
+		m->path_too_long = true;
+		return 0;
+	}
 	memcpy(m->path, p, plen + 1);
 	if (plen > strlen(DELETED_SUFFIX) &&
 	    !strcmp(m->path + plen - strlen(DELETED_SUFFIX), DELETED_SUFFIX)) {
@@ -162,12 +173,11 @@ int proc_path__in_root(pid_t pid, const char *path, char *out, size_t out_sz)
 	return n < 0 || (size_t)n >= out_sz ? -ENAMETOOLONG : 0;
 }
 
-static int open_checked(const char *path, const struct proc_map *m, struct stat *st)
+/* Keep fd when it is a regular file with the inode maps shows; -ESTALE otherwise. */
+static int checked(int fd, const struct proc_map *m, struct stat *st)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, st) || !S_ISREG(st->st_mode) || (m->inode && st->st_ino != m->inode)) {
 		close(fd);
 		return -ESTALE;
@@ -181,16 +191,22 @@ int proc_map__open(pid_t pid, const struct proc_map *m, char *out_path, size_t o
 	int fd = -ENOENT, n;
 
 	if (!m->deleted && m->path[0] == '/') {
+		/* resolved inside the process's root: its symlinks cannot lead out (proc_root.h) */
 		fd = proc_path__in_root(pid, m->path, out_path, out_sz);
 		if (fd == 0)
-			fd = open_checked(out_path, m, st);
+			fd = checked(proc_root__open(pid, m->path), m, st);
 		if (fd >= 0)
 			return fd;
 	}
-	/* map_files links resolve to the mapped inode itself (needs CAP_SYS_ADMIN). */
+	/*
+	 * map_files links resolve to the mapped inode itself (needs
+	 * CAP_SYS_ADMIN): a magic link, followed on purpose; no name inside
+	 * the container is looked up.
+	 */
 	n = snprintf(out_path, out_sz, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 		     m->start, m->end);
 	if (n < 0 || (size_t)n >= out_sz)
 		return -ENAMETOOLONG;
-	return open_checked(out_path, m, st);
+	fd = open(out_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	return checked(fd < 0 ? -errno : fd, m, st);
 }

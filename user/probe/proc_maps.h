@@ -29,6 +29,7 @@ struct proc_map {
 	uint64_t inode;
 	char perms[5];		/* "r-xp" */
 	bool deleted;		/* path had the " (deleted)" suffix (stripped from path) */
+	bool path_too_long;	/* the path did not fit in path[]: left "" */
 	char path[PATH_MAX];	/* "" for anonymous mappings; "[heap]" etc. kept */
 };
 
@@ -67,11 +68,14 @@ int proc_path__in_root(pid_t pid, const char *path, char *out, size_t out_sz);
 
 /*
  * Open the file behind mapping m of process pid, read-only, for ELF reading.
- * Tries /proc/PID/root/<path> first and keeps it when its inode is the one
- * maps shows; otherwise (deleted, replaced, or a name that does not resolve
- * in this namespace) /proc/PID/map_files/<start>-<end>. out_path receives
- * the path that was opened (usable for attaching: it names the same inode),
- * *st its fstat. Returns an fd, or negative errno.
+ * Tries <path> resolved inside /proc/PID/root first (proc_root__open: no
+ * symlink leads out of the process's root) and keeps it when it is a regular
+ * file with the inode maps shows; otherwise (deleted, replaced, or a name
+ * that does not resolve in this namespace) /proc/PID/map_files/<start>-<end>.
+ * out_path receives the name of what was opened, for messages
+ * ("/proc/PID/root<path>" or the map_files link); attach through the fd
+ * (/proc/self/fd/N), not by that name, which the container may re-point.
+ * *st gets its fstat. Returns an fd, or negative errno.
  */
 int proc_map__open(pid_t pid, const struct proc_map *m, char *out_path, size_t out_sz,
 		   struct stat *st);

@@ -290,6 +290,7 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
 	char *text = NULL;
 	size_t cap = 0;
 	FILE *f = fopen(path, "re");
+	ssize_t n;
 	int r;
 
 	if (!f) {
@@ -297,7 +298,9 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
 		snprintf(err, err_sz, "%s: %s", path, strerror(-r));
 		return r;
 	}
-	if (getdelim(&text, &cap, '\0', f) < 0 && ferror(f)) {
+	/* Up to the first NUL byte: profile text has none. */
+	n = getdelim(&text, &cap, '\0', f);
+	if (n < 0 && ferror(f)) {
 		r = errno == EISDIR ? -EISDIR : -EIO;
 		fclose(f);
 		free(text);
@@ -305,7 +308,8 @@ int profile__load_file(const char *path, struct engine_profile *p, char *err, si
 		return r;
 	}
 	fclose(f);
-	r = profile__parse_string(text ? text : "", path, p, err, err_sz);
+	/* An empty file: getdelim returns -1 and may leave an unterminated buffer. */
+	r = profile__parse_string(n > 0 ? text : "", path, p, err, err_sz);
 	free(text);
 	return r;
 }
