@@ -98,15 +98,21 @@ int tls_probe__n_libs(const struct tls_probe *tp)
 	return tp ? tp->n_attached : 0;
 }
 
-static int attach_at(struct tls_probe *tp, const char *prog_name, const char *path,
-		     uint64_t off, bool ret)
+/*
+ * Attach through the file already opened (and checked) inside the target's
+ * root, /proc/self/fd/N, never by its name, which the container may re-point
+ * before the kernel resolves it (docs/kernel.md B9).
+ */
+static int attach_at(struct tls_probe *tp, const char *prog_name, int fd, uint64_t off, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
 	struct bpf_program *prog = net_probe__program(tp->np, prog_name);
 	struct bpf_link *l;
+	char path[32];
 
 	if (!prog)
 		return -ENOENT;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
 	if (!l)
 		return -errno;
@@ -114,8 +120,8 @@ static int attach_at(struct tls_probe *tp, const char *prog_name, const char *pa
 }
 
 /* Probe one function of a library: 1 attached, 0 not in the file, <0 error. */
-static int attach_func(struct tls_probe *tp, struct elf_file *ef, const char *path, bool go,
-		       const struct tls_func *f)
+static int attach_func(struct tls_probe *tp, struct elf_file *ef, int fd, const char *path,
+		       bool go, const struct tls_func *f)
 {
 	uint32_t rets[MAX_RET_SITES];
 	struct elf_sym_info sym;
@@ -123,12 +129,12 @@ static int attach_func(struct tls_probe *tp, struct elf_file *ef, const char *pa
 
 	if (elf_file__find_func(ef, f->symbol, &sym))
 		return 0;
-	err = attach_at(tp, f->entry, path,
+	err = attach_at(tp, f->entry, fd,
 			sym.file_offset + elf_file__entry_offset(ef, &sym, go, &cls), false);
 	if (err)
 		return err;
 	if (!go)
-		return attach_at(tp, f->ret, path, sym.file_offset, true) ?: 1;
+		return attach_at(tp, f->ret, fd, sym.file_offset, true) ?: 1;
 	n = elf_file__ret_offsets(ef, &sym, rets, MAX_RET_SITES);
 	if (n <= 0) {
 		ttf_warn("tls: %s in %s: no RET instruction found: its plaintext is not seen",
@@ -136,7 +142,7 @@ static int attach_func(struct tls_probe *tp, struct elf_file *ef, const char *pa
 		return n ? n : -ENOENT;
 	}
 	for (int i = 0; i < n; i++) {
-		err = attach_at(tp, f->ret, path, sym.file_offset + rets[i], false);
+		err = attach_at(tp, f->ret, fd, sym.file_offset + rets[i], false);
 		if (err)
 			return err;
 	}
@@ -172,7 +178,7 @@ static enum tls_kind classify(struct elf_file *ef, const struct proc_map *m, cha
 }
 
 /* Attach every function of the library in fd. 0, or a negative errno (message printed). */
-static int attach_lib(struct tls_probe *tp, struct tls_lib *lib, struct elf_file *ef,
+static int attach_lib(struct tls_probe *tp, struct tls_lib *lib, struct elf_file *ef, int fd,
 		      const char *path)
 {
 	const struct tls_func *fs = lib->kind == TLS_GO ? go_funcs : ossl_funcs;
@@ -180,7 +186,7 @@ static int attach_lib(struct tls_probe *tp, struct tls_lib *lib, struct elf_file
 					 sizeof(ossl_funcs) / sizeof(ossl_funcs[0]);
 
 	for (size_t i = 0; i < n; i++) {
-		int r = attach_func(tp, ef, path, lib->kind == TLS_GO, &fs[i]);
+		int r = attach_func(tp, ef, fd, path, lib->kind == TLS_GO, &fs[i]);
 
 		if (r < 0 || (r == 0 && fs[i].required)) {
 			ttf_warn("tls: %s in %s: %s: its TLS plaintext is not seen", fs[i].symbol,
@@ -236,7 +242,7 @@ static struct tls_lib *lib_of(struct tls_probe *tp, const struct proc_map *m, in
 		return lib;
 	}
 	lib->kind = classify(ef, m, lib->what, sizeof(lib->what));
-	if (lib->kind && attach_lib(tp, lib, ef, path))
+	if (lib->kind && attach_lib(tp, lib, ef, fd, path))
 		lib->kind = 0;
 	else if (lib->kind)
 		*fresh = true;
