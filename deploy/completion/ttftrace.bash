@@ -5,7 +5,7 @@
 
 _ttftrace_opts_trace="-p --pid --comm --port -c --cmd -d --duration -i --interval --json
 	-o --output -v --verbose --slo --profile --probe --no-profile --gpu-attach
-	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --no-hops
+	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --no-hops --no-tls
 	--net-source --metrics --buckets --otlp --perfetto --perfetto-sched --record --sysfs-root
 	-? --help
 	--usage -V --version"
