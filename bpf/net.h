@@ -58,6 +58,12 @@ enum ttf_event_flags {
 	TTF_EVF_TLS_PLAIN = 1 << 6,
 	/* with TLS_CIPHER: inside a TLS call, whose plaintext record follows at its return */
 	TTF_EVF_TLS_IN_CALL = 1 << 7,
+	/*
+	 * RECV/SEND on a socket already in TCP_CLOSE (a reset, then the reader
+	 * took what was queued): no CLOSE record follows for it, the
+	 * connection ends with this record (docs/kernel.md B1.11).
+	 */
+	TTF_EVF_CLOSED = 1 << 8,
 };
 
 /* struct sock_common::skc_family values the probes keep */

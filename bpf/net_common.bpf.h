@@ -108,6 +108,15 @@ struct {
 	__type(value, __u8);
 } traced_socks SEC(".maps");
 
+/*
+ * sk is past TCP_CLOSE: reset, or closed under a reader that still takes
+ * what was queued (docs/kernel.md B1.11).
+ */
+static __always_inline bool sk_closed(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_state) == TCP_CLOSE;
+}
+
 #ifdef TTF_SK_ID_BY_PTR
 /*
  * Sockets found through a file descriptor are not pointers the verifier
@@ -184,7 +193,11 @@ static __always_inline bool sk_is_tcp(const struct sock *sk)
 #define FILL_ADDR(e, sk)                                                                   \
 	do {                                                                               \
 		(e)->family = BPF_CORE_READ(sk, __sk_common.skc_family);                   \
+		/* inet_put_port() zeroes skc_num at TCP_CLOSE, inet_sport stays */    \
 		(e)->lport = BPF_CORE_READ(sk, __sk_common.skc_num);                       \
+		if (!(e)->lport)                                                           \
+			(e)->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)(sk),     \
+							     inet_sport));                 \
 		(e)->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));          \
 		if ((e)->family == TTF_AF_INET) {                                          \
 			__builtin_memset((e)->laddr, 0, sizeof((e)->laddr));               \
@@ -214,6 +227,13 @@ static __always_inline __u64 sk_id(const struct sock *sk, bool create)
 	if (!create)
 		return 0;
 	id = bpf_ktime_get_ns() ^ ((__u64)(bpf_get_smp_processor_id() & 0xff) << 56);
+	/*
+	 * A socket past TCP_CLOSE gets no CLOSE transition that would forget an
+	 * id: the next socket at this address would inherit a stored one. Its
+	 * I/O (what a reset left queued) gets an id of its own, not stored.
+	 */
+	if (sk_closed(sk))
+		return id;
 	if (bpf_map_update_elem(&sk_ids, &key, &id, BPF_NOEXIST)) {
 		count(TTF_CNT_SOCK_MAP_FULL);
 		return 0;
@@ -589,6 +609,8 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	e->seq_end = 0;
 	e->type = type;
 	e->flags = tls;
+	if (sk_closed(sk))
+		e->flags |= TTF_EVF_CLOSED;
 	e->pad = 0;
 	fill_addr(e, sk);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
@@ -803,6 +825,11 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 		return 0;
 #ifdef TTF_SK_ID_BY_PTR
 	cookie = sk_id(sk, false);
+	if (!cookie)
+		return 0;
+	/* an id given at arrival (sock_wanted) to a socket never read is forgotten too */
+	if (newstate == TCP_CLOSE)
+		sk_id_forget(sk);
 #else
 	cookie = bpf_get_socket_cookie((void *)sk);
 #endif
@@ -812,9 +839,6 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 		bpf_map_delete_elem(&traced_socks, &cookie);
 		bpf_map_delete_elem(&arrivals, &cookie);
 		bpf_map_delete_elem(&tls_socks, &cookie);
-#ifdef TTF_SK_ID_BY_PTR
-		sk_id_forget(sk);
-#endif
 		if (oldstate != TCP_ESTABLISHED)
 			return 0;	/* CLOSE already reported when it left ESTABLISHED */
 	}

@@ -83,7 +83,8 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 	if (ret > 0 && (sk = sock_from_fd(a->fd)) && io_wanted(sk, ret, a->flags, type)) {
 		id = sk_id(sk, true);
 		if (id) {
-			mark_traced(id);
+			if (!sk_closed(sk))	/* its id is its own (sk_id): nothing to remember */
+				mark_traced(id);
 #if defined(__TARGET_ARCH_x86)
 			r14 = BPF_CORE_READ(regs, r14);	/* Go's goroutine register */
 #endif

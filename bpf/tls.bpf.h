@@ -261,6 +261,15 @@ static __always_inline int tls_return(__u64 id, __u32 go, long ret, bool handsha
 		goto out;
 	if (!s) {
 		s = bpf_map_lookup_elem(&tls_conns, &ck);
+		/*
+		 * The socket it names has closed: this connection object is a new
+		 * one at a reused address (Go's allocator, a freed SSL *), whose
+		 * own socket is not known yet.
+		 */
+		if (s && !bpf_map_lookup_elem(&traced_socks, &s->cookie)) {
+			bpf_map_delete_elem(&tls_conns, &ck);
+			s = NULL;
+		}
 		/* a read served from what the handshake read: that arrival is its */
 		if (s && c->op == TLS_OP_READ && s->pending_arrival_ns) {
 			c->arrival_first_ns = c->arrival_last_ns = s->pending_arrival_ns;

@@ -930,11 +930,8 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 			tls_plaintext(t, c);
 		else if (c->tls)
 			return 0;	/* ciphertext the TLS probes did not see as such */
-		if (c->role == ROLE_NON_HTTP)
-			return 0;
-		if (c->role == ROLE_UNKNOWN && decide_role(t, c, e))
-			return 0;
-		on_data(t, c, e);
+		if (c->role != ROLE_NON_HTTP && (c->role != ROLE_UNKNOWN || !decide_role(t, c, e)))
+			on_data(t, c, e);
 		if ((e->flags & TTF_EVF_TLS_PLAIN) && e->type == TTF_EV_SEND && e->seq_end &&
 		    (!c->have_plain_seq || seq_ge(e->seq_end, c->plain_seq))) {
 			c->plain_seq = e->seq_end;
@@ -942,6 +939,9 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 			if (c->close_ns)
 				tls_closes_due(t, e->ts_ns);
 		}
+		/* the socket had closed already: no CLOSE record comes for it */
+		if (e->flags & TTF_EVF_CLOSED)
+			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_XMIT:
 		c = conn_lookup(t, e->sock_cookie);
