@@ -189,9 +189,11 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
     exact values: p50 = 0.04 + 0.02 * 5/6, p90 = 0.28 + 0.04 * 3/4."""
     n_fast, n_slow = 6, 4
     pf, ps = free_port(), free_port()
-    cmd = "%s & %s & wait" % (
+    # after both servers: a sleep in the shell's place keeps ttftrace serving
+    # /metrics, and goes with ttftrace's SIGTERM to its child at exit
+    cmd = "%s & %s & wait; exec sleep 120" % (
         sse_server_cmd("--port", pf, "--ttft-ms", 50, "--itl-ms", 5, "--tokens", 3,
-                       "--nodelay", "--exit-after", n_fast + 1),
+                       "--nodelay", "--exit-after", n_fast),
         sse_server_cmd("--port", ps, "--ttft-ms", 300, "--itl-ms", 5, "--tokens", 3,
                        "--nodelay", "--exit-after", n_slow))
     mport = free_port()
@@ -207,14 +209,16 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
             except OSError:
                 assert time.monotonic() < deadline, "server on %d did not listen" % port
                 time.sleep(0.1)
+    # the 404 first: --exit-after counts only completions, and both servers exit
+    # after their last one (nothing outlives the test)
+    c = Client(pf)
+    assert c.request(path="/v1/nope").status == 404
+    c.close()
     for port, n in ((pf, n_fast), (ps, n_slow)):
         for _ in range(n):
             c = Client(port)
             assert c.request(max_tokens=3).status == 200
             c.close()
-    c = Client(pf)
-    assert c.request(path="/v1/nope").status == 404
-    c.close()
     wait_value(api, 'sum(ttftrace_requests_total{status_class="2xx",outcome="ok"})',
                n_fast + n_slow)
     time.sleep(1.5)
