@@ -407,6 +407,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("hop_upstream_conns", hs->upstream_conns);
 		C("hop_joins_exact", hs->joined_exact);
 		C("hop_joins_inferred", hs->joined_inferred);
+		C("hop_joins_disaggregated", hs->joined_pd);
 		C("hop_upstream_untraced", hs->upstream_untraced);
 		C("hop_held_unclaimed", hs->expired);
 		C("hop_hold_dropped_oom", hs->dropped_oom);

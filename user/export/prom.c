@@ -164,6 +164,7 @@ struct prom_metrics {
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	int any_hops;		/* a request came through a gateway: hop histograms are out */
+	int any_pd;		/* ... with a prefill call (disaggregated): its stages are out too */
 	uint64_t uprobe_hits;
 	int n_counters;
 	struct prom_counter counters[MAX_COUNTERS];
@@ -323,8 +324,10 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 			histo__add(&s->tokenize, a->stage_ns[TTF_ST_TOKENIZE] / 1e9);
 		if (a->hops) {
 			pm->any_hops = 1;
+			pm->any_pd |= a->hops->pd.seen;
 			for (int i = 0; i < TTF_HS__MAX; i++)
-				histo__add(&s->hop_stage[i], a->hops->stage_ns[i] / 1e9);
+				if (ttf_hop_stage_present(a->hops, i))
+					histo__add(&s->hop_stage[i], a->hops->stage_ns[i] / 1e9);
 		}
 	}
 }
@@ -554,6 +557,8 @@ static void put_hop_stages(FILE *f, const struct prom_metrics *pm)
 	for (int i = 0; i < pm->n_series; i++) {
 		series_label(pm, pm->series[i], label, sizeof(label));
 		for (int k = 0; k < TTF_HS__MAX; k++) {
+			if (!pm->any_pd && (k == TTF_HS_PREFILL_CALL || k == TTF_HS_HANDOFF))
+				continue;
 			snprintf(full, sizeof(full), "%sstage=\"%s\",", label, ttf_hop_stage_name(k));
 			put_histo(f, "ttftrace_hop_stage_seconds", full, &pm->series[i]->hop_stage[k]);
 		}

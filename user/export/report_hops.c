@@ -10,8 +10,14 @@
 
 struct hop_stats {
 	struct stats *st[TTF_HS__MAX];
-	uint64_t n, buffering, exact, upstream_seen;
+	uint64_t n, buffering, exact, upstream_seen, pd;
 };
+
+/* The summary's stages: the prefill ones only once a chain had them. */
+static int hs_stage_shown(const struct hop_stats *hs, int s)
+{
+	return hs->pd || (s != TTF_HS_PREFILL_CALL && s != TTF_HS_HANDOFF);
+}
 
 static const double pcts[] = { 50, 95, 99 };
 static const char *const pct_keys[] = { "p50", "p95", "p99" };
@@ -61,8 +67,10 @@ int hop_stats__add(struct hop_stats *hs, const struct ttf_attrib *a)
 	hs->buffering += c->buffering;
 	hs->exact += c->exact;
 	hs->upstream_seen += c->up_tgid != 0;
+	hs->pd += c->pd.seen;
 	for (int i = 0; i < TTF_HS__MAX; i++)
-		err |= stats__add(hs->st[i], c->stage_ns[i] / 1e6);
+		if (ttf_hop_stage_present(c, i))
+			err |= stats__add(hs->st[i], c->stage_ns[i] / 1e6);
 	return err ? -ENOMEM : 0;
 }
 
@@ -136,6 +144,32 @@ static void upstream_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
 		add_ms(st, ttf_stage_name(up_order[i]), c->up_stage_ns[up_order[i]], err);
 }
 
+/* The prefill call of a disaggregated chain (its tokens never reach the client). */
+static void prefill_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
+{
+	cJSON *h = cJSON_CreateObject();
+
+	if (!h || !cJSON_AddItemToArray(arr, h)) {
+		cJSON_Delete(h);
+		*err = 1;
+		return;
+	}
+	*err |= !cJSON_AddStringToObject(h, "hop", "prefill");
+	*err |= !cJSON_AddNumberToObject(h, "port", c->pd.port);
+	add_ms(h, "call_ms", c->stage_ns[TTF_HS_PREFILL_CALL], err);
+	*err |= !cJSON_AddNumberToObject(h, "tokens_discarded", c->pd.tokens);
+	if (!c->pd.tgid) {
+		*err |= !cJSON_AddNullToObject(h, "pid");
+		*err |= !cJSON_AddNullToObject(h, "join");
+		return;
+	}
+	*err |= !cJSON_AddStringToObject(h, "comm", c->pd.comm);
+	*err |= !cJSON_AddNumberToObject(h, "pid", c->pd.tgid);
+	*err |= !cJSON_AddNumberToObject(h, "request_id", (double)c->pd.req_id);
+	*err |= !cJSON_AddStringToObject(h, "join", "exact");
+	add_ms(h, "server_ms", c->pd.server_ns, err);
+}
+
 void report_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 {
 	const struct ttf_hop_chain *c = a ? a->hops : NULL;
@@ -147,12 +181,15 @@ void report_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	*err |= !arr;
 	if (arr) {
 		gateway_json(arr, c, err);
+		if (c->pd.seen)
+			prefill_json(arr, c, err);
 		upstream_json(arr, c, err);
 	}
 	st = cJSON_AddObjectToObject(o, "hop_stages_ms");
 	*err |= !st;
 	for (int i = 0; st && i < TTF_HS__MAX; i++)
-		add_ms(st, ttf_hop_stage_name(i), c->stage_ns[i], err);
+		if (ttf_hop_stage_present(c, i))
+			add_ms(st, ttf_hop_stage_name(i), c->stage_ns[i], err);
 }
 
 void report_hops__text_line(FILE *out, const struct ttf_attrib *a)
@@ -163,6 +200,10 @@ void report_hops__text_line(FILE *out, const struct ttf_attrib *a)
 		return;
 	fprintf(out, "    hops(ms): %s gateway_in %.2f | ", c->gw_comm,
 		c->stage_ns[TTF_HS_GATEWAY_IN] / 1e6);
+	if (c->pd.seen)
+		fprintf(out, "prefill port %u %.2f (%u token%s discarded) handoff %.2f | decode ",
+			c->pd.port, c->stage_ns[TTF_HS_PREFILL_CALL] / 1e6, c->pd.tokens,
+			c->pd.tokens == 1 ? "" : "s", c->stage_ns[TTF_HS_HANDOFF] / 1e6);
 	if (c->up_tgid) {
 		fprintf(out, "%s", c->up_comm);
 		for (size_t i = 0; i < sizeof(up_order) / sizeof(up_order[0]); i++)
@@ -190,6 +231,8 @@ static int tail_stage(const struct hop_stats *hs)
 	for (int i = 0; i < TTF_HS__MAX; i++) {
 		double p = stats__percentile(hs->st[i], 95);
 
+		if (!hs_stage_shown(hs, i))
+			continue;
 		if (p > v) {
 			v = p;
 			best = i;
@@ -209,6 +252,8 @@ void report_hops__summary_text(FILE *out, const struct hop_stats *hs)
 		(unsigned long long)hs->exact, (unsigned long long)hs->upstream_seen,
 		(unsigned long long)hs->buffering);
 	for (int i = 0; i < TTF_HS__MAX; i++) {
+		if (!hs_stage_shown(hs, i))
+			continue;
 		fprintf(out, "  %-13s", ttf_hop_stage_name(i));
 		for (size_t k = 0; k < 3; k++)
 			fprintf(out, " %s %9.3f", pct_keys[k], stats__percentile(hs->st[i], pcts[k]));
@@ -234,11 +279,16 @@ void report_hops__summary_json(cJSON *o, const struct hop_stats *hs, int *err)
 	*err |= !cJSON_AddNumberToObject(h, "joined_exact", (double)hs->exact);
 	*err |= !cJSON_AddNumberToObject(h, "upstream_traced", (double)hs->upstream_seen);
 	*err |= !cJSON_AddNumberToObject(h, "buffered", (double)hs->buffering);
+	if (hs->pd)
+		*err |= !cJSON_AddNumberToObject(h, "disaggregated", (double)hs->pd);
 	st = cJSON_AddObjectToObject(h, "stages_ms");
 	*err |= !st;
 	for (int i = 0; st && i < TTF_HS__MAX; i++) {
-		cJSON *s = cJSON_AddObjectToObject(st, ttf_hop_stage_name(i));
+		cJSON *s;
 
+		if (!hs_stage_shown(hs, i))
+			continue;
+		s = cJSON_AddObjectToObject(st, ttf_hop_stage_name(i));
 		*err |= !s;
 		for (size_t k = 0; s && k < 3; k++)
 			*err |= !cJSON_AddNumberToObject(s, pct_keys[k], round(1e3 *

@@ -50,7 +50,8 @@ static int port_traced(const struct hops *h, uint16_t port);
 
 static const char *const hop_stage_names[TTF_HS__MAX] = {
 	[TTF_HS_NET_IN] = "net_in",		[TTF_HS_READ_WAIT] = "read_wait",
-	[TTF_HS_GATEWAY_IN] = "gateway_in",	[TTF_HS_UPSTREAM] = "upstream",
+	[TTF_HS_GATEWAY_IN] = "gateway_in",	[TTF_HS_PREFILL_CALL] = "prefill_call",
+	[TTF_HS_HANDOFF] = "handoff",		[TTF_HS_UPSTREAM] = "upstream",
 	[TTF_HS_UPSTREAM_OUT] = "upstream_out", [TTF_HS_GATEWAY_OUT] = "gateway_out",
 	[TTF_HS_NET_OUT] = "net_out",
 };
@@ -58,6 +59,13 @@ static const char *const hop_stage_names[TTF_HS__MAX] = {
 const char *ttf_hop_stage_name(enum ttf_hop_stage s)
 {
 	return s >= 0 && s < TTF_HS__MAX ? hop_stage_names[s] : "?";
+}
+
+int ttf_hop_stage_present(const struct ttf_hop_chain *c, enum ttf_hop_stage s)
+{
+	if (s == TTF_HS_PREFILL_CALL || s == TTF_HS_HANDOFF)
+		return c->pd.seen;
+	return s >= 0 && s < TTF_HS__MAX;
 }
 
 struct hops *hops__new(void)
@@ -269,6 +277,74 @@ static struct held *find_upstream(struct hops *h, const struct ttf_request *r, i
 }
 
 /*
+ * A call of r's process written inside r's window (after its read began,
+ * before its first token was written), whatever its body: a proxy that
+ * splits prefill from decode rewrites both (docs/design.md D13).
+ */
+static int in_window(const struct ttf_request *r, const struct held *d)
+{
+	const struct ttf_request *u = &d->r;
+
+	return d->upstream && u->tgid == r->tgid && u->read_first_ns >= r->read_first_ns &&
+	       u->read_first_ns <= first_write_ns(r);
+}
+
+/*
+ * Disaggregated prefill and decode: no call carries r's body, but two do
+ * fit its window: a prefill call P whose response was read to its end
+ * before the decode call D was written, and D, which streamed r's first
+ * token (its first token read before r's first write). Of several, the D
+ * whose first token was read last before r's first write (the prefill
+ * call's one-token answer is read earlier), and the P written closest to
+ * the end of r's read (a proxy calls prefill as soon as it has read r).
+ * tid: only calls written by this thread (a threaded proxy makes a
+ * request's calls on the thread that read it); 0 any. *n_d: how many calls
+ * with a token before that write fit.
+ */
+static struct held *find_pd_by(struct hops *h, const struct ttf_request *r, uint32_t tid,
+			       struct held **p_out, int *n_d)
+{
+	struct held *d = NULL, *p = NULL;
+	uint64_t w = first_write_ns(r);
+
+	*n_d = 0;
+	for (size_t i = 0; i < h->n_held; i++) {
+		struct held *x = &h->held[i];
+
+		if (!in_window(r, x) || !x->r.n_events || x->r.events[0].write_ns > w ||
+		    (tid && x->r.rx_tid != tid))
+			continue;
+		(*n_d)++;
+		if (!d || x->r.events[0].write_ns > d->r.events[0].write_ns)
+			d = x;
+	}
+	for (size_t i = 0; d && i < h->n_held; i++) {
+		struct held *x = &h->held[i];
+
+		if (x == d || !in_window(r, x) || !x->r.end_write_ns ||
+		    x->r.end_write_ns > d->r.read_first_ns || (tid && x->r.rx_tid != tid))
+			continue;
+		if (!p || gap(x->r.read_first_ns, r->read_done_ns) <
+			  gap(p->r.read_first_ns, r->read_done_ns))
+			p = x;
+	}
+	if (!p)
+		return NULL;
+	*p_out = p;
+	return d;
+}
+
+/* find_pd_by, on r's own thread first. *same_thread: found so. */
+static struct held *find_pd(struct hops *h, const struct ttf_request *r, struct held **p_out,
+			    int *n_d, int *same_thread)
+{
+	struct held *d = r->rx_tid ? find_pd_by(h, r, r->rx_tid, p_out, n_d) : NULL;
+
+	*same_thread = d != NULL;
+	return d ? d : find_pd_by(h, r, 0, p_out, n_d);
+}
+
+/*
  * Its read may return before the gateway's write does (loopback delivers
  * inside the write): an E read this much before U's write still counts.
  */
@@ -306,6 +382,7 @@ static int port_traced(const struct hops *h, uint16_t port)
 
 int hops__wait(const struct hops *h, const struct ttf_request *r)
 {
+	int any_fit = 0;
 	uint64_t w;
 
 	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events)
@@ -319,8 +396,17 @@ int hops__wait(const struct hops *h, const struct ttf_request *r)
 	for (size_t i = 0; i < h->n_held; i++) {
 		const struct held *d = &h->held[i];
 
-		if (fits(r, d) && port_traced(h, d->r.addr.rport) &&
-		    !find_engine(h, d))
+		if (!fits(r, d))
+			continue;
+		any_fit = 1;
+		if (port_traced(h, d->r.addr.rport) && !find_engine(h, d))
+			return 1;
+	}
+	/* none carries its body: a disaggregated chain's calls (find_pd) may be its */
+	for (size_t i = 0; !any_fit && i < h->n_held; i++) {
+		const struct held *d = &h->held[i];
+
+		if (in_window(r, d) && port_traced(h, d->r.addr.rport) && !find_engine(h, d))
 			return 1;
 	}
 	return 0;
@@ -364,16 +450,45 @@ static void engine_split(struct ttf_hop_chain *c, const struct held *e, uint64_t
 	c->up_stage_ns[TTF_ST_TOKENIZE] = a->stage_ns[TTF_ST_TOKENIZE];
 }
 
+/* Drop the held request with this id (upstream: a call, else a server's request). */
+static void drop_by_id(struct hops *h, int upstream, uint64_t id)
+{
+	for (size_t i = 0; i < h->n_held; i++)
+		if (h->held[i].upstream == upstream && h->held[i].r.id == id) {
+			drop_held(h, i);
+			return;
+		}
+}
+
+/* What the chain says of the prefill call pf and its server's request ep (NULL: not seen). */
+static void pd_part(struct ttf_hop_chain *c, const struct held *pf, const struct held *ep)
+{
+	c->pd.seen = 1;
+	c->pd.port = pf->r.addr.rport;
+	c->pd.tokens = (pf->r.flags & TTF_REQ_USAGE) ? pf->r.usage_completion_tokens :
+		       pf->r.n_events;
+	c->pd.server_ns = -1;
+	if (!ep)
+		return;
+	c->pd.tgid = ep->r.tgid;
+	memcpy(c->pd.comm, ep->r.comm, sizeof(c->pd.comm));
+	c->pd.req_id = ep->r.id;
+	if (ep->r.end_write_ns >= ep->r.read_done_ns && ep->r.read_done_ns)
+		c->pd.server_ns = (int64_t)(ep->r.end_write_ns - ep->r.read_done_ns);
+}
+
 int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req_metrics *m,
 	       const struct ttf_attrib *a, struct ttf_hop_chain *c)
 {
-	struct held *u, *e;
+	struct held *u, *e, *pf = NULL, *ep = NULL;
 	uint64_t b[TTF_HS__MAX + 1], up_first, w, x;
-	int n_fit, n_same;
+	int n_fit, n_same, n_d = 0, same_thread = 0;
 
 	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
 		return 0;
 	u = find_upstream(h, r, &n_fit, &n_same);
+	if (!u)
+		u = find_pd(h, r, &pf, &n_d, &same_thread);
 	if (!u) {
 		ttf_debug("hops: request %llu (read %.3f ms, first write %.3f ms): no upstream call "
 			  "fits (%zu held)", (unsigned long long)r->id, r->read_first_ns / 1e6,
@@ -391,32 +506,43 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	memcpy(c->gw_comm, r->comm, sizeof(c->gw_comm));
 	c->up_port = u->r.addr.rport;
 	c->gw_port = u->r.addr.lport;
-	c->exact = n_fit == 1;
-	if (n_fit == 1)
+	c->exact = !pf && n_fit == 1;
+	if (pf)
+		snprintf(c->why, sizeof(c->why), "disaggregated: a prefill call answered, then "
+			 "the call that streamed its first token (%d fit%s)", n_d,
+			 same_thread ? ", on its thread" : "");
+	else if (n_fit == 1)
 		snprintf(c->why, sizeof(c->why), "the only upstream call with its body between its read and token");
 	else
 		snprintf(c->why, sizeof(c->why), "written closest to its read, of %d upstream calls "
 			 "that fit (%d with its %u events)", n_fit, n_same, r->n_events);
 	h->stats.joined_exact += c->exact;
 	h->stats.joined_inferred += !c->exact;
+	h->stats.joined_pd += pf != NULL;
 
 	w = first_write_ns(r);
 	x = m->t_first_token_ns;
 	up_first = u->r.events[0].write_ns;
 	/* read_wait ends where the gateway read the request: the attribution's own boundary */
-	b[0] = m->t_start_ns;
-	b[1] = a->bound_ns[1];
-	b[2] = a->bound_ns[2];
-	b[3] = u->r.read_done_ns;
+	b[TTF_HS_NET_IN] = m->t_start_ns;
+	b[TTF_HS_READ_WAIT] = a->bound_ns[1];
+	b[TTF_HS_GATEWAY_IN] = a->bound_ns[2];
+	b[TTF_HS_PREFILL_CALL] = pf ? pf->r.read_done_ns : u->r.read_done_ns;
+	b[TTF_HS_HANDOFF] = pf ? pf->r.end_write_ns : u->r.read_done_ns;
+	b[TTF_HS_UPSTREAM] = u->r.read_done_ns;
 	e = find_engine(h, u);
-	b[4] = e && e->m.t_first_token_ns ? e->m.t_first_token_ns : up_first;
-	b[5] = up_first;
-	b[6] = w;
-	b[7] = x;
+	b[TTF_HS_UPSTREAM_OUT] = e && e->m.t_first_token_ns ? e->m.t_first_token_ns : up_first;
+	b[TTF_HS_GATEWAY_OUT] = up_first;
+	b[TTF_HS_NET_OUT] = w;
+	b[TTF_HS__MAX] = x;
 	for (int i = 1; i <= TTF_HS__MAX; i++)
 		b[i] = clamp(b[i], b[i - 1], x);
 	for (int i = 0; i < TTF_HS__MAX; i++)
 		c->stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
+	if (pf) {
+		ep = find_engine(h, pf);
+		pd_part(c, pf, ep);
+	}
 
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		c->up_stage_ns[i] = -1;
@@ -427,7 +553,7 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 		c->up_tgid = e->r.tgid;
 		memcpy(c->up_comm, e->r.comm, sizeof(c->up_comm));
 		c->up_req_id = e->r.id;
-		engine_split(c, e, b[3], b[4]);
+		engine_split(c, e, b[TTF_HS_UPSTREAM], b[TTF_HS_UPSTREAM_OUT]);
 	} else {
 		h->stats.upstream_untraced++;
 		snprintf(c->up_why, sizeof(c->up_why), "upstream port %u: its server's request was "
@@ -448,17 +574,18 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	c->itl_in_mean_ns = mean_gap_ns(&u->r);
 	c->itl_out_mean_ns = mean_gap_ns(r);
 
-	/* claimed: both go out with r (ids are unique; e's removal may move u) */
+	/* claimed: all go out with r (ids are unique; each removal moves the rest) */
 	{
-		uint64_t u_id = u->r.id;
+		uint64_t u_id = u->r.id, e_id = e ? e->r.id : 0;
+		uint64_t pf_id = pf ? pf->r.id : 0, ep_id = ep ? ep->r.id : 0;
 
-		if (e)
-			drop_held(h, (size_t)(e - h->held));
-		for (size_t i = 0; i < h->n_held; i++)
-			if (h->held[i].upstream && h->held[i].r.id == u_id) {
-				drop_held(h, i);
-				break;
-			}
+		if (e_id)
+			drop_by_id(h, 0, e_id);
+		if (ep_id)
+			drop_by_id(h, 0, ep_id);
+		drop_by_id(h, 1, u_id);
+		if (pf_id)
+			drop_by_id(h, 1, pf_id);
 	}
 	return 1;
 }

@@ -35,7 +35,14 @@
 enum ttf_hop_stage {
 	TTF_HS_NET_IN = 0,	/* client -> gateway (as net_in of a request) */
 	TTF_HS_READ_WAIT,	/* arrived -> the gateway read it */
-	TTF_HS_GATEWAY_IN,	/* the gateway read it -> its upstream request was written */
+	TTF_HS_GATEWAY_IN,	/* the gateway read it -> its (first) upstream request was written */
+	/*
+	 * Disaggregated prefill and decode (docs/design.md D13): a prefill call
+	 * the proxy makes first, whose answer it reads to the end before its
+	 * decode call. 0 for a chain without one (ttf_hop_chain.pd.seen).
+	 */
+	TTF_HS_PREFILL_CALL,	/* prefill call written -> its response read to the end */
+	TTF_HS_HANDOFF,		/* that response read -> the decode call written */
 	TTF_HS_UPSTREAM,	/* upstream request written -> the upstream's first token left it */
 	TTF_HS_UPSTREAM_OUT,	/* ... -> the gateway read that token */
 	TTF_HS_GATEWAY_OUT,	/* the gateway read it -> began writing it to the client */
@@ -68,6 +75,16 @@ struct ttf_hop_chain {
 	int buffering;			/* the gateway held tokens back (held_reads >= 1 and held > 1 ms) */
 	double itl_in_mean_ns;		/* mean ITL at the gateway's input (upstream reads); -1 */
 	double itl_out_mean_ns;		/* ... at its output (client writes); -1 */
+	/* The prefill call of a disaggregated chain (the upstream above is its decode call). */
+	struct {
+		int seen;		/* 0: no prefill call; its two stages are 0 */
+		uint16_t port;		/* the prefill server's port */
+		uint32_t tgid;		/* the prefill server's process; 0 not traced */
+		char comm[16];
+		uint64_t req_id;	/* its request there; 0 not seen */
+		int64_t server_ns;	/* there: request read -> response end written; -1 */
+		uint32_t tokens;	/* tokens in its response (usage, or events): none reach the client */
+	} pd;
 };
 
 struct hops;
@@ -75,6 +92,7 @@ struct hops;
 struct hops_stats {
 	uint64_t upstream_conns;	/* upstream connections seen */
 	uint64_t joined_exact, joined_inferred;
+	uint64_t joined_pd;		/* chains with a disaggregated prefill call */
 	uint64_t upstream_untraced;	/* joins whose upstream server request was not seen */
 	uint64_t expired;		/* held requests no client request claimed: output alone */
 	uint64_t dropped_oom;		/* could not hold: output alone at once */
@@ -86,6 +104,8 @@ void hops__free(struct hops *h);
 
 /* U was written (read done on its request side): remember its connection. 0 or -ENOMEM. */
 int hops__on_upstream_conn(struct hops *h, const struct ttf_request *u);
+/* A stage a chain has: the prefill stages only with a prefill call. */
+int ttf_hop_stage_present(const struct ttf_hop_chain *c, enum ttf_hop_stage s);
 /* Would hops__hold keep r (an upstream call, or a request over a remembered upstream connection)? */
 int hops__holds(const struct hops *h, const struct ttf_request *r);
 /*
@@ -115,7 +135,10 @@ typedef void (*hops_out_fn)(void *ctx, const struct ttf_request *r,
 void hops__expire(struct hops *h, uint64_t watermark_ns, hops_out_fn fn, void *ctx);
 const struct hops_stats *hops__stats(const struct hops *h);
 
-/* "net_in", "read_wait", "gateway_in", "upstream", "upstream_out", "gateway_out", "net_out" */
+/*
+ * "net_in", "read_wait", "gateway_in", "prefill_call", "handoff", "upstream",
+ * "upstream_out", "gateway_out", "net_out"
+ */
 const char *ttf_hop_stage_name(enum ttf_hop_stage s);
 
 #endif /* TTFTRACE_HOPS_H */
