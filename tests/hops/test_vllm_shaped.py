@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The vLLM-shaped stack (tests/fixtures/vllm_shaped, docs/protocols.md P8):
-a FastAPI/uvicorn frontend and its engine-core child talking msgpack over
-zmq, one output message per engine step.
+"""The vLLM-shaped stack (tests/fixtures/vllm_shaped; docs/protocols.md,
+"vLLM v1 between its processes"): a FastAPI/uvicorn frontend and its
+engine-core child talking msgpack over zmq, one output message per step.
 
 First the stack's own truth log is checked (every hop of every request in
 order, one output message per step with the step's requests, real
