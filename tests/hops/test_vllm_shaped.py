@@ -299,4 +299,8 @@ def test_ttftrace_pid(procs, tmp_path, tracer):
         worst = max(worst, abs(d))
         assert abs(d) <= 2.0, "ttft %.3f ms, frontend %.3f ms + read wait %.3f ms" % (
             rec["ttft_ms"], truth_ms, read_wait_ms)
+        # TPOT: the frontend's first to last token write (check_request's 1 ms)
+        ts = tr["t_token_ns"]
+        truth_tpot = (ts[-1] - ts[0]) / (len(ts) - 1) / 1e6
+        assert abs(rec["tpot_ms"] - truth_tpot) <= 1.0, (rec["tpot_ms"], truth_tpot)
     print("ttftrace -p: %d requests, worst TTFT difference %.3f ms" % (len(recs), worst))
