@@ -229,12 +229,20 @@ def test_truth(procs, tmp_path, transport):
     assert e_warm["cached_tokens"] == n_shared
     assert e_cold["prompt_tokens"] == e_warm["prompt_tokens"] == n_shared + 25
     steps = {s["step"]: s for s in stack.truth("step")}
-    d_cold = steps[e_cold["first_step"]]["t_end_ns"] - steps[e_cold["first_step"]]["t_start_ns"]
-    d_warm = steps[e_warm["first_step"]]["t_end_ns"] - steps[e_warm["first_step"]]["t_start_ns"]
+    s_cold, s_warm = steps[e_cold["first_step"]], steps[e_warm["first_step"]]
     saved_ns = n_shared * PREFILL_US * 1e3
+    assert s_cold["planned_ns"] - s_warm["planned_ns"] == saved_ns
+    d_cold = s_cold["t_end_ns"] - s_cold["t_start_ns"]
+    d_warm = s_warm["t_end_ns"] - s_warm["t_start_ns"]
     print("prefill step: cold %.3f ms, prefix hit %.3f ms (%d tokens cached, %.3f ms planned less)"
           % (d_cold / 1e6, d_warm / 1e6, n_shared, saved_ns / 1e6))
-    assert d_warm < d_cold
+    # The measured steps, when both kept their plan (a loaded machine can
+    # wake the engine late; check_truth holds every step to its plan or more)
+    late_ms = max(d - s["planned_ns"] for d, s in ((d_cold, s_cold), (d_warm, s_warm))) / 1e6
+    if late_ms < 1.0:
+        assert d_cold - d_warm > saved_ns - 1e6
+    else:
+        print("a prefill step ran %.3f ms late: measured durations not compared" % late_ms)
 
     # Concurrency 8: steps hold several requests, prefills are batched, and
     # every later request after SHARED finds it cached.
