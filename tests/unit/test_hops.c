@@ -240,6 +240,87 @@ static void test_body_hash_decides(void **state)
 	hops__free(h);
 }
 
+/*
+ * Disaggregated prefill/decode (D13): r read at 10 ms (body hash 0x11); the
+ * prefill call P (body 0x22) written at 10.2 ms, answered at 310 ms; the
+ * decode call D (body 0x33) written at 311 ms, its first token read at
+ * 441 ms, r's write at 441.1 ms. Another request's prefill call Q, written
+ * on another thread at 12 ms and answered at 305 ms, fits the window too:
+ * r's thread decides.
+ */
+static void test_pd_chain(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, p, q, d;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 441100000, 451100000 }, pt[] = { 310 * MS };
+	const uint64_t qt[] = { 305 * MS }, dt[] = { 441 * MS, 451 * MS };
+	int64_t sum = 0;
+
+	(void)state;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 2);
+	r.arrival_first_ns = r.arrival_last_ns = 9 * MS;
+	r.body_hash = 0x11;
+	r.rx_tid = 101;
+	addr(&r.addr, 8080, 50000);
+	req(&p, 2, GW, 10200000, 10200000, pt, 1);
+	p.flags = TTF_REQ_UPSTREAM | TTF_REQ_USAGE;
+	p.usage_completion_tokens = 1;
+	p.body_hash = 0x22;
+	p.rx_tid = 101;
+	addr(&p.addr, 40000, 8001);
+	req(&q, 3, GW, 12 * MS, 12 * MS, qt, 1);
+	q.flags = TTF_REQ_UPSTREAM;
+	q.body_hash = 0x44;
+	q.rx_tid = 102;
+	addr(&q.addr, 40002, 8001);
+	req(&d, 4, GW, 311 * MS, 311 * MS, dt, 2);
+	d.flags |= TTF_REQ_UPSTREAM;
+	d.body_hash = 0x33;
+	d.rx_tid = 101;
+	addr(&d.addr, 40001, 8002);
+	for (struct ttf_request *x = &p; x; x = x == &p ? &q : x == &q ? &d : NULL) {
+		assert_int_equal(hops__on_upstream_conn(h, x), 0);
+		compute(x, &m, &a);
+		assert_int_equal(hops__hold(h, x, &m, &a), 1);
+	}
+	compute(&r, &m, &a);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	for (int i = 0; i < TTF_HS__MAX; i++)
+		sum += c.stage_ns[i];
+	assert_int_equal(sum, m.ttft_ns);
+	assert_int_equal(c.pd.seen, 1);
+	assert_int_equal(c.pd.port, 8001);
+	assert_int_equal(c.pd.tokens, 1);
+	assert_int_equal(c.stage_ns[TTF_HS_GATEWAY_IN], 200000);
+	assert_int_equal(c.stage_ns[TTF_HS_PREFILL_CALL], 310 * MS - 10200000);
+	assert_int_equal(c.stage_ns[TTF_HS_HANDOFF], 1 * MS);
+	assert_int_equal(c.stage_ns[TTF_HS_UPSTREAM], 130 * MS);
+	assert_int_equal(c.up_port, 8002);
+	assert_int_equal(c.exact, 0);
+	assert_non_null(strstr(c.why, "on its thread"));
+	assert_int_equal(hops__stats(h)->joined_pd, 1);
+	/* Q is not r's: still held */
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 0);
+	hops__free(h);
+}
+
+/* Without a prefill call the two stages are absent: 0, and not present. */
+static void test_pd_stages_absent(void **state)
+{
+	struct ttf_hop_chain c = { 0 };
+
+	(void)state;
+	assert_false(ttf_hop_stage_present(&c, TTF_HS_PREFILL_CALL));
+	assert_false(ttf_hop_stage_present(&c, TTF_HS_HANDOFF));
+	assert_true(ttf_hop_stage_present(&c, TTF_HS_UPSTREAM));
+	c.pd.seen = 1;
+	assert_true(ttf_hop_stage_present(&c, TTF_HS_HANDOFF));
+	assert_string_equal(ttf_hop_stage_name(TTF_HS_PREFILL_CALL), "prefill_call");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -247,6 +328,8 @@ int main(void)
 		cmocka_unit_test(test_buffering_inferred_untraced),
 		cmocka_unit_test(test_no_gateway),
 		cmocka_unit_test(test_body_hash_decides),
+		cmocka_unit_test(test_pd_chain),
+		cmocka_unit_test(test_pd_stages_absent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

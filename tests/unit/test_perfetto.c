@@ -219,8 +219,11 @@ static void test_hop_slices(void **state)
 				     .n_tokens = 1, .grade = '-', .t_start_ns = 1 * MS,
 				     .t_end_ns = 1 * MS + 20 * US };
 	struct ttf_hop_chain c = { .gw_tgid = 300, .up_tgid = 400, .up_req_id = 10, .exact = 1,
-				   .stage_ns = { 0, 1 * US, 2 * US, 15 * US, 1 * US, 1 * US,
-						 0 } };
+				   .stage_ns = { [TTF_HS_READ_WAIT] = 1 * US,
+						 [TTF_HS_GATEWAY_IN] = 2 * US,
+						 [TTF_HS_UPSTREAM] = 15 * US,
+						 [TTF_HS_UPSTREAM_OUT] = 1 * US,
+						 [TTF_HS_GATEWAY_OUT] = 1 * US } };
 	struct ttf_attrib a = { .valid = 1, .hops = &c };
 	struct ttf_sink s;
 	static const char phs[] = "stf";

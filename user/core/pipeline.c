@@ -7,6 +7,7 @@
 #include <string.h>
 #include "user/core/pipeline.h"
 #include "user/model/hops.h"
+#include "user/model/loop_busy.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
 
@@ -48,6 +49,7 @@ struct pipeline {
 	struct sched_view *sched;
 	struct gpu_store *gpu;
 	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
+	struct loop_busy *busy;		/* request windows per serving thread (with sched) */
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
 	size_t n_q, cap_q;
@@ -109,6 +111,7 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	if (p->sched) {
 		src.overlay = sched__attrib_overlay;
 		src.overlay_ctx = p->sched;
+		src.busy = p->busy;
 	}
 	have_m = ttf_metrics__compute(r, &m) == 0;
 	have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
@@ -209,6 +212,8 @@ static void on_first_token(void *ctx, const struct ttf_request *r)
 	if (p->tl)
 		timeline__on_first_token(p->tl, r->id, ev->write_start_ns ? ev->write_start_ns :
 								ev->write_ns);
+	loop_busy__add(p->busy, r->id, r->rx_tid, r->read_done_ns,
+		       ev->write_start_ns ? ev->write_start_ns : ev->write_ns);
 }
 
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
@@ -234,9 +239,12 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);
+	if (opts->sched && opts->attribution)
+		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
 	if (!p->conns || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
+	    (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
 		errno = ENOMEM;
@@ -261,6 +269,7 @@ void pipeline__free(struct pipeline *p)
 	timeline__free(p->tl);
 	hops__free(p->hops);
 	sched__free(p->sched);
+	loop_busy__free(p->busy);
 	gpu_store__free(p->gpu);
 	free(p);
 }
@@ -412,6 +421,9 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("hop_held_unclaimed", hs->expired);
 		C("hop_hold_dropped_oom", hs->dropped_oom);
 	}
+	/* only once it happened: recordings of fewer requests keep their counters */
+	if (p->busy && loop_busy__stats(p->busy)->overwritten)
+		C("loop_windows_overwritten", loop_busy__stats(p->busy)->overwritten);
 	if (p->sched) {
 		struct sched_stats ss;
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "user/model/attrib.h"
+#include "user/model/loop_busy.h"
 #include "user/model/gpu_join.h"
 #include "user/model/vocab.h"
 #include "user/lib/log.h"
@@ -89,6 +90,7 @@ static void outlier_cause(const struct ttf_request *r, const struct ttf_req_metr
 	const struct ttf_token_event *ev0 = &r->events[i], *ev1 = &r->events[i + 1];
 	uint64_t t0 = ttf_metrics__event_time(ev0), t1 = ttf_metrics__event_time(ev1);
 	double excess = itl_ns - (m->itl_mean_ns > 0 ? m->itl_mean_ns : 0);
+	uint64_t other, overlap;
 	struct ttf_overlay ov;
 
 	if (src->tl) {
@@ -115,6 +117,16 @@ static void outlier_cause(const struct ttf_request *r, const struct ttf_req_metr
 				snprintf(out, n, "runqueue wait");
 				return;
 			}
+		}
+		/* its writer ran other work: an event loop busy with another request (D14) */
+		if (src->busy && r->tx_tid &&
+		    !src->overlay(src->overlay_ctx, r->tx_tid, t0, t1, &ov) &&
+		    ov.on_cpu_ns > excess / 2 &&
+		    !loop_busy__who(src->busy, r->tx_tid, t0, t1, r->id, &other, &overlap) &&
+		    overlap > excess / 2) {
+			snprintf(out, n, "frontend loop busy with request %llu",
+				 (unsigned long long)other);
+			return;
 		}
 		if (k && k->step_tid &&
 		    !src->overlay(src->overlay_ctx, k->step_tid, t0, t1, &ov) &&

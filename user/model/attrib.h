@@ -111,6 +111,7 @@ struct ttf_step_span {
 };
 
 struct ttf_hop_chain;
+struct loop_busy;
 
 struct ttf_attrib {
 	int valid;			/* 0: no TTFT, nothing attributed */
@@ -143,6 +144,7 @@ struct attrib_sources {
 	ttf_overlay_fn overlay;		/* NULL: no scheduler view */
 	void *overlay_ctx;
 	struct gpu_store *gpu;		/* NULL: no CUPTI collector */
+	const struct loop_busy *busy;	/* NULL: no request windows (loop_busy.h) */
 	double link_gbps;		/* PCIe path rate for copy comparisons; <= 0 unknown */
 };
 
