@@ -19,7 +19,8 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
       liburing-dev	# tests/uring: the io_uring fixture server
       curl python3-starlette python3-uvicorn	# tests/proto: gzip'd SSE, Expect: 100-continue
-      python3-hypercorn python3-h2 python3-grpcio)	# tests/proto: HTTP/2 and gRPC servers and clients
+      python3-hypercorn python3-h2 python3-grpcio	# tests/proto: HTTP/2 and gRPC servers and clients
+      python3-zmq python3-msgpack)	# tests/proto/test_zmtp.py, tests/unit/zmtp_capture.py: real pyzmq
 
 missing=()
 for p in "${PKGS[@]}"; do
