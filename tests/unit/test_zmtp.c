@@ -159,6 +159,7 @@ static void check_push_pull_conn(const struct out *o, int dir)
 	assert_int_equal(d->bytes, o->m[0].bytes + o->m[1].bytes + o->m[2].bytes + o->m[3].bytes);
 	assert_string_equal(d->socket_type, "PUSH");
 	assert_string_equal(r->socket_type, "PULL");
+	assert_int_equal(d->identity_bytes + r->identity_bytes, 0);
 	assert_string_equal(d->mechanism, "NULL");
 	assert_int_equal(d->minor, 1);
 	assert_int_equal(d->commands, 1);
@@ -405,6 +406,8 @@ static void test_dealer_router(void **state)
 	assert_int_equal(o.m[1].bytes, 2 + 0x28);
 	assert_string_equal(o.z.dir[ZMTP_DIR_OUT].socket_type, "DEALER");
 	assert_string_equal(o.z.dir[ZMTP_DIR_IN].socket_type, "ROUTER");
+	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].identity_bytes, 8);	/* "engine-0" */
+	assert_int_equal(o.z.dir[ZMTP_DIR_IN].identity_bytes, 0);
 	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].pings, 5);	/* PING */
 	assert_int_equal(o.z.dir[ZMTP_DIR_IN].pings, 5);	/* PONG */
 	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].commands, 6);

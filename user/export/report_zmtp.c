@@ -46,6 +46,7 @@ static void dir_json(cJSON *o, const struct zmtp_dir_stats *d, const char *key, 
 	else
 		*err |= !cJSON_AddNullToObject(s, "minor");
 	*err |= !cJSON_AddStringToObject(s, "socket_type", d->socket_type);
+	num(s, "identity_bytes", d->identity_bytes, err);
 	*err |= !cJSON_AddStringToObject(s, "mechanism", d->mechanism);
 }
 

@@ -18,6 +18,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "user/lib/hash.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/zmtp.h"
@@ -167,7 +168,10 @@ static uint32_t be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* READY's properties: name-size, name, 4-byte value-size, value (23/ZMTP). */
+/*
+ * READY's properties: name-size, name, 4-byte value-size, value (23/ZMTP;
+ * names compared without case). Of Identity only its length is kept.
+ */
 static void ready(struct zmtp_dir_stats *ds, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
@@ -180,13 +184,15 @@ static void ready(struct zmtp_dir_stats *ds, const unsigned char *p, size_t n)
 		vl = be32(p + i + nl);
 		if (vl > n - i - nl - 4)
 			return;
-		if (nl == 11 && !memcmp(p + i, "Socket-Type", 11) && vl < sizeof(ds->socket_type)) {
+		if (nl == 11 && !strncasecmp((const char *)p + i, "Socket-Type", 11) && vl < sizeof(ds->socket_type)) {
 			memcpy(ds->socket_type, p + i + nl + 4, vl);
 			ds->socket_type[vl] = 0;
 			for (size_t k = 0; k < vl; k++)
 				if (ds->socket_type[k] < 'A' || ds->socket_type[k] > 'Z')
 					ds->socket_type[k] = '?';
 		}
+		if (nl == 8 && !strncasecmp((const char *)p + i, "Identity", 8))
+			ds->identity_bytes = vl;
 		i += nl + 4 + vl;
 	}
 }

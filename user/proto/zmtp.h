@@ -65,6 +65,7 @@ struct zmtp_dir_stats {
 	uint64_t cut;		/* 1 when a message was in progress at close */
 	uint8_t minor;		/* ZMTP minor version in the greeting; 0xff unknown */
 	char socket_type[12];	/* READY's Socket-Type (the sender's), "" unknown */
+	uint32_t identity_bytes;/* READY's Identity length (ROUTER peers), 0 none: never its bytes */
 	char mechanism[21];	/* the greeting's security mechanism, "" unknown */
 };
 
