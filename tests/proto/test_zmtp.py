@@ -5,6 +5,7 @@ traced with `ttftrace -p PID`. Both sockets are the process's: the PUSH
 connection shows every message leaving, the PULL connection every message
 arriving, each with the request ids its msgpack body names; no request
 objects, and no payload text in the output."""
+import json
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from conftest import needs_root  # noqa: E402
+from conftest import TTFTRACE, needs_root  # noqa: E402
 from proto_helpers import HERE  # noqa: E402
 
 pytest.importorskip("zmq")
@@ -26,12 +27,13 @@ def rid(i):
     return "chatcmpl-%032x" % (0xfeed0000000000000000000000000000 + i)
 
 
-def test_zmtp_push_pull(procs, tracer):
+def test_zmtp_push_pull(procs, tracer, tmp_path):
     app = procs.add(subprocess.Popen(
         ["/usr/bin/python3", os.path.join(HERE, "zmtp_app.py"), str(N)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     assert b"listening" in app.stdout.readline(), app.stderr.read()
-    tr = tracer("-p", app.pid)
+    rec = str(tmp_path / "zmtp.rec")
+    tr = tracer("-p", app.pid, "--record", rec)
     app.stdin.write(b"go\n")   # connect now: the tracer sees the greetings
     app.stdin.close()
     line = app.stdout.readline()
@@ -67,3 +69,9 @@ def test_zmtp_push_pull(procs, tracer):
     assert c["zmtp_request_ids"] == 2 * 2 * N, c
     text = open(tr.out_path).read()
     assert "secret" not in text and "temperature" not in text
+    # a replay of the recording says the same of both connections
+    out = str(tmp_path / "replay.ndjson")
+    subprocess.run([TTFTRACE, "replay", rec, "--json", "-q", "-o", out], check=True, timeout=60)
+    with open(out) as f:
+        again = [json.loads(x) for x in f if '"type":"zmtp"' in x]
+    assert again == z
