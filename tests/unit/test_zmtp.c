@@ -388,6 +388,33 @@ static void test_seq_gap(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * A frame body longer than the 4096 bytes walked for ids, all captured:
+ * not partial (only bytes not captured make a message partial).
+ */
+static void test_body_past_walk(void **state)
+{
+	static unsigned char big[9 + 5000];
+	struct out o;
+	struct conn_table *t = mktable(&o);
+
+	(void)state;
+	feed_all(t, cap_push_pull, 5, false);
+	big[0] = 0x02;				/* LONG, last frame */
+	big[7] = 5000 >> 8;
+	big[8] = 5000 & 0xff;
+	big[9] = 0xc5;				/* bin 16: 4997 bytes */
+	big[10] = 4997 >> 8;
+	big[11] = 4997 & 0xff;
+	feed(t, TTF_EV_SEND, big, sizeof(big), sizeof(big));
+	close_(t);
+	assert_int_equal(o.n, 2);
+	assert_int_equal(o.m[1].bytes, 9 + 5000);
+	assert_int_equal(o.m[1].flags & ZMTP_MSG_PARTIAL, 0);
+	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].partial, 0);
+	conn_table__free(t);
+}
+
 /* DEALER (identity, heartbeats) <-> ROUTER, traced on the DEALER. */
 static void test_dealer_router(void **state)
 {
@@ -547,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_push_pull_every_capture_len),
 		cmocka_unit_test(test_gap_inside_long_frame),
 		cmocka_unit_test(test_seq_gap),
+		cmocka_unit_test(test_body_past_walk),
 		cmocka_unit_test(test_dealer_router),
 		cmocka_unit_test(test_cut_at_finish),
 		cmocka_unit_test(test_detect),

@@ -45,7 +45,7 @@ struct zdir {
 	uint64_t size, left;		/* the frame body's size, bytes still to come */
 	unsigned char body[BODY_KEEP];
 	size_t body_n;			/* captured prefix of the body kept */
-	bool body_gap;			/* a gap came inside the body: body_n is final */
+	bool body_gap;			/* bytes of the body were not captured: body_n is final */
 	struct ttf_zmtp_msg msg;	/* the message in progress */
 	bool in_msg;
 	uint64_t seq;
@@ -238,7 +238,7 @@ static void frame_end(struct zmtp *s, int dir)
 	m->frames++;
 	m->bytes += 1 + (d->size_w) + d->size;
 	m->body_bytes += d->size;
-	if (d->body_n < d->size)
+	if (d->body_gap)	/* not captured; past BODY_KEEP is only not walked */
 		m->flags |= ZMTP_MSG_PARTIAL;
 	zmtp_msgpack_strs(d->body, d->body_n, found_str, &ic);
 	if (d->flags & F_MORE)
