@@ -20,7 +20,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       liburing-dev	# tests/uring: the io_uring fixture server
       curl python3-starlette python3-uvicorn	# tests/proto: gzip'd SSE, Expect: 100-continue
       python3-hypercorn python3-h2 python3-grpcio	# tests/proto: HTTP/2 and gRPC servers and clients
-      python3-fastapi python3-zmq python3-msgpack)	# tests/hops/test_vllm_shaped.py: the vLLM-shaped stack (with python3-uvicorn)
+      python3-fastapi python3-zmq python3-msgpack)	# tests/hops/test_vllm_shaped.py (vLLM-shaped stack), tests/proto/test_zmtp.py and tests/unit/zmtp_capture.py (real pyzmq)
 
 missing=()
 for p in "${PKGS[@]}"; do

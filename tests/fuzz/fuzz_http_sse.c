@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: the connection tracker (user/proto/conn.c, with user/proto/http.c
- * and user/proto/sse.c behind it) and the per-request metrics (user/model/metrics.c) on
- * record sequences built from the input.
+ * libFuzzer harness: the connection tracker (user/proto/conn.c, with user/proto/http.c,
+ * user/proto/sse.c and user/proto/zmtp.c behind it) and the per-request metrics
+ * (user/model/metrics.c) on record sequences built from the input.
  *
  * Input: a list of records, each a 12-byte header then payload:
  *   [0] type (low 3 bits: 1 RECV 2 SEND 3 XMIT 4 CLOSE 5 EXIT 6 FORK, 0/7 junk)
@@ -51,10 +51,35 @@ static void check_read(void *ctx, const struct ttf_request *r)
 		abort();
 }
 
+/* A ZMTP message: its ids NUL-terminated and id-like, its sizes consistent. */
+static void check_zmtp_msg(void *ctx, const struct ttf_zmtp_msg *m)
+{
+	(void)ctx;
+	if (m->n_ids > ZMTP_MSG_IDS || m->dir >= ZMTP_DIR__N || !m->frames ||
+	    m->bytes < m->body_bytes + 2ull * m->frames)
+		abort();
+	for (unsigned int i = 0; i < m->n_ids; i++)
+		if (!memchr(m->ids[i], 0, ZMTP_ID_BYTES) || !zmtp_id_like(m->ids[i], strlen(m->ids[i])))
+			abort();
+}
+
+static void check_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
+{
+	(void)ctx;
+	if (z->n_ids > ZMTP_CONN_IDS || z->n_ids > z->ids_seen)
+		abort();
+	for (int d = 0; d < ZMTP_DIR__N; d++)
+		if (!memchr(z->dir[d].socket_type, 0, sizeof(z->dir[d].socket_type)) ||
+		    !memchr(z->dir[d].mechanism, 0, sizeof(z->dir[d].mechanism)) ||
+		    z->dir[d].partial > z->dir[d].msgs)
+			abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct conn_table_opts opts = {
 		.sz = sizeof(opts), .on_request = check_request, .on_request_read = check_read,
+		.on_zmtp_msg = check_zmtp_msg, .on_zmtp_conn = check_zmtp_conn,
 	};
 	struct conn_table *t;
 	struct ttf_net_event *e;

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Write the seed corpora of fuzz_http_sse, fuzz_sse, fuzz_hpack_h2 and fuzz_grpc
-(tests/fuzz/corpus/<harness>/).
+(tests/fuzz/corpus/<harness>/). fuzz_http_sse's zmtp_* seeds are the pyzmq
+bytes of tests/unit/zmtp_captures.h (tests/unit/zmtp_capture.py).
 fuzz_cupti_decode's seeds come from make_cupti_seeds.c (needs the CUPTI headers)."""
 import json
 import os
+import re
 import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -145,7 +147,49 @@ def grpc_seeds():
           lp(msg([4, 5])))
 
 
+def zmtp_captures():
+    """{name: [(dir, bytes)]} from tests/unit/zmtp_captures.h."""
+    path = os.path.join(HERE, "..", "unit", "zmtp_captures.h")
+    out, cur = {}, None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"static const struct zmtp_chunk (\w+)\[\]", line)
+            if m:
+                cur = out.setdefault(m.group(1), [])
+                continue
+            m = re.match(r'\s*\{ (\d), (\d+), \(const unsigned char \*\)"(.*)" \},', line)
+            if m and cur is not None:
+                b = bytes(int(h, 16) for h in re.findall(r"\\x([0-9a-f]{2})", m.group(3)))
+                assert len(b) == int(m.group(2))
+                cur.append((int(m.group(1)), b))
+    return out
+
+
+def zmtp_seeds():
+    caps = zmtp_captures()
+    for name, chunks in caps.items():
+        for binder in (False, True):
+            seq, out, gapped = 5000, [], []
+            for d, b in chunks:
+                typ = SEND if (d == 0) != binder else RECV
+                if typ == SEND:
+                    seq += len(b)
+                out.append(rec(typ, b, seq=seq if typ == SEND else 0))
+                # the same, with a long frame's write captured 100 bytes
+                cut = b[:100] if len(b) > 300 else b
+                gapped.append(rec(typ, cut, gap=len(b) - len(cut),
+                                  seq=seq if typ == SEND else 0))
+            out.append(rec(CLOSE))
+            gapped.append(rec(CLOSE))
+            side = "bind" if binder else "connect"
+            write("http_sse", "zmtp_%s_%s" % (name[4:], side), b"\x02" + b"".join(out))
+            if gapped != out:
+                write("http_sse", "zmtp_%s_%s_gap" % (name[4:], side),
+                      b"\x02" + b"".join(gapped))
+
+
 def main():
+    zmtp_seeds()
     h2_seeds()
     grpc_seeds()
     write("http_sse", "chat_stream", chat_stream())

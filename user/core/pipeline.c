@@ -10,6 +10,7 @@
 #include "user/model/loop_busy.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
+#include "user/model/zmtp_log.h"
 
 /* Steps are kept this long for outlier causes of long streams. */
 #define TIMELINE_HORIZON_NS (120ull * 1000000000ull)
@@ -50,6 +51,7 @@ struct pipeline {
 	struct gpu_store *gpu;
 	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
 	struct loop_busy *busy;		/* request windows per serving thread (with sched) */
+	struct zmtp_log *zmtp;		/* the ZMTP messages of open connections */
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
 	size_t n_q, cap_q;
@@ -216,13 +218,35 @@ static void on_first_token(void *ctx, const struct ttf_request *r)
 		       ev->write_start_ns ? ev->write_start_ns : ev->write_ns);
 }
 
+static void on_zmtp_msg(void *ctx, const struct ttf_zmtp_msg *m)
+{
+	struct pipeline *p = ctx;
+
+	zmtp_log__add(p->zmtp, m);	/* a drop is counted there */
+}
+
+static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
+{
+	struct pipeline *p = ctx;
+	struct ttf_zmtp_conn c = *z;
+	size_t n;
+
+	zmtp_log__msgs(p->zmtp, z->sock_cookie, &n, &c.msgs_dropped);
+	c.msgs_kept = n;
+	for (int i = 0; i < p->n_sinks; i++)
+		if (p->sinks[i].zmtp_conn)
+			p->sinks[i].zmtp_conn(p->sinks[i].ctx, &c);
+	zmtp_log__close(p->zmtp, z->sock_cookie);
+}
+
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
 	struct conn_table_opts co = { .sz = sizeof(co), .on_request = on_request,
 				      .on_request_read = on_request_read,
 				      .on_response_begin = on_response_begin,
-				      .on_first_token = on_first_token };
+				      .on_first_token = on_first_token,
+				      .on_zmtp_msg = on_zmtp_msg, .on_zmtp_conn = on_zmtp_conn };
 
 	if (!p)
 		return NULL;
@@ -233,6 +257,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	co.grpc_profile = opts->sz >= offsetof(struct pipeline_opts, grpc_profile) +
 				       sizeof(opts->grpc_profile) ? opts->grpc_profile : NULL;
 	p->conns = conn_table__new(&co);
+	p->zmtp = zmtp_log__new();
 	if (opts->attribution) {
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
 		p->hops = hops__new();
@@ -243,7 +268,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
+	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
 	    (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
@@ -266,6 +291,7 @@ void pipeline__free(struct pipeline *p)
 	free(p->recorded);
 	free(p->recorded_names);
 	conn_table__free(p->conns);
+	zmtp_log__free(p->zmtp);
 	timeline__free(p->tl);
 	hops__free(p->hops);
 	sched__free(p->sched);
@@ -394,6 +420,13 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("hpack_errors", cs->hpack_errors);
 	C("grpc_messages_lost", cs->grpc_lost);
 	C("traceparent_invalid", cs->traceparent_invalid);
+	C("zmtp_connections", cs->zmtp_conns);
+	C("zmtp_messages_in", cs->zmtp_msgs_in);
+	C("zmtp_messages_out", cs->zmtp_msgs_out);
+	C("zmtp_messages_partial", cs->zmtp_partial);
+	C("zmtp_request_ids", cs->zmtp_ids);
+	C("zmtp_lost_sync", cs->zmtp_lost_sync);
+	C("zmtp_messages_dropped", zmtp_log__stats(p->zmtp)->dropped);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {
 		const struct timeline_stats *ts = timeline__stats(p->tl);

@@ -16,6 +16,7 @@
 #include "user/export/report.h"
 #include "user/export/report_hops.h"
 #include "user/export/report_stages.h"
+#include "user/export/report_zmtp.h"
 #include "user/export/sink.h"
 #include "user/lib/stats.h"
 
@@ -710,6 +711,20 @@ static void sink_rejected(void *ctx, const struct ttf_request *r)
 	report__rejected(ctx, r);
 }
 
+static void sink_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
+{
+	struct report *rp = ctx;
+
+	if (rp->opts.json) {
+		cJSON *o = report_zmtp__json(z);
+
+		print_json_line(rp, o);
+		cJSON_Delete(o);
+	} else {
+		report_zmtp__text(rp->opts.out, z);
+	}
+}
+
 static int sink_finish(void *ctx, const struct report_counter *c, int n)
 {
 	struct report *rp = ctx;
@@ -721,7 +736,8 @@ static int sink_finish(void *ctx, const struct report_counter *c, int n)
 void report__sink(struct report *rp, struct ttf_sink *out)
 {
 	*out = (struct ttf_sink){ .name = "report", .ctx = rp, .request = sink_request,
-				  .rejected = sink_rejected, .finish = sink_finish };
+				  .rejected = sink_rejected, .zmtp_conn = sink_zmtp_conn,
+				  .finish = sink_finish };
 }
 
 int report__summary_error(const struct report *rp)

@@ -17,6 +17,7 @@
 #include "user/model/attrib.h"
 #include "user/model/metrics.h"
 #include "user/proto/request.h"
+#include "user/proto/zmtp.h"
 
 struct ttf_sink {
 	const char *name;
@@ -36,6 +37,11 @@ struct ttf_sink {
 			const struct ttf_attrib *a);
 	/* a finished request whose metrics were refused (malformed): counted, not shown */
 	void (*rejected)(void *ctx, const struct ttf_request *r);
+	/*
+	 * a ZMTP connection closed or tracing stopped: its summary
+	 * (user/proto/zmtp.h), with msgs_kept/msgs_dropped from the pipeline
+	 */
+	void (*zmtp_conn)(void *ctx, const struct ttf_zmtp_conn *z);
 	/* about every 10 ms from the main loop (CLOCK_MONOTONIC ns) */
 	void (*tick)(void *ctx, uint64_t now_ns);
 	/* about every second: the current drop and health counters (cumulative) */

@@ -640,8 +640,39 @@ void track_count(struct track_conn *tc, enum track_counter k, uint64_t n)
 	case TRACK_CNT_HPACK_ERRORS: st->hpack_errors += n; break;
 	case TRACK_CNT_GRPC_LOST: st->grpc_lost += n; break;
 	case TRACK_CNT_TRACEPARENT_INVALID: st->traceparent_invalid += n; break;
+	case TRACK_CNT_ZMTP_LOST_SYNC: st->zmtp_lost_sync += n; break;
+	case TRACK_CNT_ZMTP_PARTIAL: st->zmtp_partial += n; break;
+	case TRACK_CNT_ZMTP_IDS: st->zmtp_ids += n; break;
 	default: break;
 	}
+}
+
+void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m)
+{
+	struct conn *c = conn_of(tc);
+
+	m->sock_cookie = c->cookie;
+	m->tgid = c->cur ? c->cur->tgid : c->tgid;
+	m->tid = c->cur ? c->cur->tid : 0;
+	m->ts_ns = c->cur ? c->cur->ts_ns : 0;
+	if (m->dir == ZMTP_DIR_IN)
+		c->t->stats.zmtp_msgs_in++;
+	else
+		c->t->stats.zmtp_msgs_out++;
+	if (c->t->opts.on_zmtp_msg)
+		c->t->opts.on_zmtp_msg(c->t->opts.ctx, m);
+}
+
+void track_zmtp_conn(struct track_conn *tc, struct ttf_zmtp_conn *z)
+{
+	struct conn *c = conn_of(tc);
+
+	z->sock_cookie = c->cookie;
+	z->tgid = c->tgid;
+	z->addr = c->addr;
+	c->t->stats.zmtp_conns++;
+	if (c->t->opts.on_zmtp_conn)
+		c->t->opts.on_zmtp_conn(c->t->opts.ctx, z);
 }
 
 const struct grpc_profile *track_grpc_profile(const struct track_conn *tc)

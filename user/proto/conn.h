@@ -17,6 +17,7 @@
 #include <linux/types.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
+#include "user/proto/zmtp.h"
 
 struct conn_table;
 struct grpc_profile;
@@ -54,6 +55,13 @@ struct conn_table_opts {
 	 * TTF_REQ_TRUNCATED. 0: seq_end only pairs SEND with XMIT.
 	 */
 	int send_seq_exact;
+	/*
+	 * Optional: every complete ZMTP message (user/proto/zmtp.h); *m is
+	 * valid only during the call. With on_zmtp_conn, once per ZMTP
+	 * connection, when it closes or tracing stops.
+	 */
+	void (*on_zmtp_msg)(void *ctx, const struct ttf_zmtp_msg *m);
+	void (*on_zmtp_conn)(void *ctx, const struct ttf_zmtp_conn *z);
 	/* Optional: where gRPC response messages hold their tokens (grpc.h); NULL: chunks. */
 	const struct grpc_profile *grpc_profile;
 };
@@ -74,6 +82,12 @@ struct conn_stats {
 	uint64_t hpack_errors;      /* header blocks that could not be decoded */
 	uint64_t grpc_lost;         /* gRPC messages whose framing was lost */
 	uint64_t traceparent_invalid; /* requests with an invalid traceparent header (ignored) */
+	uint64_t zmtp_conns;        /* ZMTP connections summarized */
+	uint64_t zmtp_msgs_in;      /* ZMTP messages read by traced processes */
+	uint64_t zmtp_msgs_out;     /* ... written */
+	uint64_t zmtp_partial;      /* ZMTP messages with body bytes not captured */
+	uint64_t zmtp_ids;          /* request ids found in ZMTP messages */
+	uint64_t zmtp_lost_sync;    /* ZMTP directions whose framing was lost */
 };
 
 /* Returns NULL with errno set on failure. */

@@ -3,6 +3,7 @@
 #include "user/proto/recognizer.h"
 
 const struct proto_recognizer *const proto_recognizers[] = {
+	&proto_zmtp,	/* first: a first byte other than 0xFF rules it out */
 	&proto_http1,
 	&proto_http2,	/* after HTTP/1.1: its preface reads as text there, never as a request */
 };

@@ -82,5 +82,7 @@ extern const unsigned int proto_n_recognizers;
 extern const struct proto_recognizer proto_http1;
 /* HTTP/2 cleartext: streams as requests, SSE and gRPC bodies (http2.c). */
 extern const struct proto_recognizer proto_http2;
+/* ZMTP 3.x (ZeroMQ): messages and request ids, no requests (zmtp.c, zmtp.h). */
+extern const struct proto_recognizer proto_zmtp;
 
 #endif /* TTFTRACE_RECOGNIZER_H */

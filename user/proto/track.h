@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
+#include "user/proto/zmtp.h"
 
 struct track_conn;
 struct track_req;
@@ -144,6 +145,22 @@ void track_resp_cut(struct track_conn *tc, struct track_req *q);
 /* Bytes of a response cut short. */
 void track_resp_bytes(struct track_req *q, uint64_t bytes);
 
+/* ---- messages (protocols without requests: ZMTP) ---- */
+
+/*
+ * A ZMTP message ended in the current record (its last byte captured or
+ * in the record's gap): the tracker fills m->sock_cookie, tgid, tid and
+ * ts_ns from that record (0 during close), counts it, and calls
+ * conn_table_opts.on_zmtp_msg.
+ */
+void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m);
+/*
+ * A ZMTP connection's summary, once, from proto_recognizer.close: the
+ * tracker fills z->sock_cookie, tgid and addr and calls
+ * conn_table_opts.on_zmtp_conn.
+ */
+void track_zmtp_conn(struct track_conn *tc, struct ttf_zmtp_conn *z);
+
 /* ---- flags and counters ---- */
 
 /* OR enum ttf_req_flags into q (TTF_REQ_TRUNCATED, _UNKNOWN, _ERROR, _DONE_MARKER ...). */
@@ -161,6 +178,9 @@ enum track_counter {
 	TRACK_CNT_HPACK_ERRORS,		/* header blocks that could not be decoded */
 	TRACK_CNT_GRPC_LOST,		/* gRPC messages whose framing was lost */
 	TRACK_CNT_TRACEPARENT_INVALID,	/* requests whose traceparent header was invalid (ignored) */
+	TRACK_CNT_ZMTP_LOST_SYNC,	/* ZMTP directions whose framing was lost (never guessed) */
+	TRACK_CNT_ZMTP_PARTIAL,		/* ZMTP messages with body bytes not captured */
+	TRACK_CNT_ZMTP_IDS,		/* request ids found in ZMTP messages (one per message and id) */
 	TRACK_CNT__N,
 };
 void track_count(struct track_conn *tc, enum track_counter c, uint64_t n);

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * ZMTP 3.x (ZeroMQ over tcp://) as the recognizer in zmtp.c sees it: the
+ * messages crossing one traced socket, and a summary of the connection.
+ * vLLM's API server talks to its engine core, SGLang's tokenizer manager to
+ * its scheduler, through pyzmq sockets (PUSH/PULL, ROUTER/DEALER); these
+ * shapes make those hops visible. Only ids, sizes and times: no payload
+ * text leaves the recognizer but the request-id strings accepted by
+ * zmtp_id_like() (docs/protocols.md, "ZMTP").
+ */
+#ifndef TTFTRACE_ZMTP_H
+#define TTFTRACE_ZMTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "user/proto/request.h"
+
+#define ZMTP_MSG_IDS 4		/* request ids kept per message */
+#define ZMTP_ID_BYTES 64	/* an id's room, NUL included: longer strings are no ids */
+#define ZMTP_CONN_IDS 16	/* distinct ids listed per connection summary */
+
+/* Which way a message crossed the traced socket. */
+enum zmtp_dir {
+	ZMTP_DIR_IN,		/* the traced process read it (RECV records) */
+	ZMTP_DIR_OUT,		/* the traced process wrote it (SEND records) */
+	ZMTP_DIR__N,
+};
+
+/* struct ttf_zmtp_msg.flags */
+enum zmtp_msg_flags {
+	ZMTP_MSG_PARTIAL = 1 << 0,	/* some body bytes were not captured: ids may be missing */
+	ZMTP_MSG_IDS_MORE = 1 << 1,	/* more than ZMTP_MSG_IDS ids were found (the first kept) */
+};
+
+/*
+ * One complete message (all its frames, the last without MORE). The
+ * tracker fills sock_cookie, tgid, tid and ts_ns from the record that
+ * carried the message's last byte (captured or not); the recognizer the rest.
+ */
+struct ttf_zmtp_msg {
+	uint64_t sock_cookie;
+	uint32_t tgid;
+	uint32_t tid;
+	uint64_t ts_ns;		/* CLOCK_MONOTONIC: that record's timestamp */
+	uint64_t seq;		/* 0, 1, ... per connection and direction */
+	uint64_t bytes;		/* wire bytes: every frame's flags, size and body */
+	uint64_t body_bytes;	/* frame bodies only */
+	uint32_t frames;
+	uint8_t dir;		/* enum zmtp_dir */
+	uint8_t n_ids;		/* ids[0 .. n_ids), NUL-terminated, in the order found */
+	uint16_t flags;		/* enum zmtp_msg_flags */
+	char ids[ZMTP_MSG_IDS][ZMTP_ID_BYTES];
+};
+
+/* Per direction of a connection (index enum zmtp_dir). */
+struct zmtp_dir_stats {
+	uint64_t msgs;		/* complete messages */
+	uint64_t bytes;		/* their wire bytes */
+	uint64_t partial;	/* ... of them with body bytes not captured */
+	uint64_t commands;	/* command frames (READY, PING, PONG, ERROR, ...) */
+	uint64_t pings;		/* PING and PONG commands (ZMTP 3.1 heartbeats) */
+	uint64_t lost_sync;	/* 1 when framing was lost: nothing after it was parsed */
+	uint64_t bytes_unparsed;/* bytes after the loss, or after a greeting not understood */
+	uint64_t cut;		/* 1 when a message was in progress at close */
+	uint8_t minor;		/* ZMTP minor version in the greeting; 0xff unknown */
+	char socket_type[12];	/* READY's Socket-Type (the sender's), "" unknown */
+	uint32_t identity_bytes;/* READY's Identity length (ROUTER peers), 0 none: never its bytes */
+	char mechanism[21];	/* the greeting's security mechanism, "" unknown */
+};
+
+/*
+ * The summary of a ZMTP connection, reported once when it closes or
+ * tracing stops. The tracker fills sock_cookie, tgid and addr.
+ */
+struct ttf_zmtp_conn {
+	uint64_t sock_cookie;
+	uint32_t tgid;
+	struct ttf_conn_addr addr;
+	struct zmtp_dir_stats dir[ZMTP_DIR__N];
+	uint64_t ids_seen;	/* distinct request ids seen, both directions */
+	uint64_t ids_untracked;	/* ids not counted as distinct: the set was full */
+	uint32_t n_ids;		/* ids[0 .. n_ids): the first distinct ones */
+	char ids[ZMTP_CONN_IDS][ZMTP_ID_BYTES];
+	/* filled by whoever keeps the messages (user/model/zmtp_log.h); 0 here */
+	uint64_t msgs_kept, msgs_dropped;
+};
+
+/*
+ * Does the msgpack str s (n bytes, not NUL-terminated) look like a request
+ * id? 16 .. ZMTP_ID_BYTES-1 bytes of [A-Za-z0-9._:-] holding 32 hex digits
+ * in a row or a canonical UUID (8-4-4-4-12 hex): vLLM's cmpl-/chatcmpl-
+ * ids with their uuid4().hex, SGLang's uuid4().hex rids.
+ */
+bool zmtp_id_like(const char *s, size_t n);
+
+/*
+ * Call found(ctx, s, n) for each str value of the msgpack byte string
+ * buf[0 .. len), walking it as a flat sequence of values (containers are
+ * headers followed by their elements, so no nesting is tracked); bin and
+ * ext payloads are skipped unread. Stops at a byte that starts no msgpack
+ * value (0xc1), at a value cut by len, or after 65536 values.
+ */
+void zmtp_msgpack_strs(const unsigned char *buf, size_t len,
+		       void (*found)(void *ctx, const char *s, size_t n), void *ctx);
+
+#endif /* TTFTRACE_ZMTP_H */
