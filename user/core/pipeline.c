@@ -8,6 +8,7 @@
 #include "user/core/pipeline.h"
 #include "user/model/hops.h"
 #include "user/model/loop_busy.h"
+#include "user/model/msg_hops.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
 #include "user/model/zmtp_log.h"
@@ -51,6 +52,7 @@ struct pipeline {
 	struct gpu_store *gpu;
 	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
 	struct loop_busy *busy;		/* request windows per serving thread (with sched) */
+	struct msg_hops *msg;		/* ZMQ message hops by request id (with attribution) */
 	struct zmtp_log *zmtp;		/* the ZMTP messages of open connections */
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
@@ -108,6 +110,7 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
 	struct ttf_hop_chain chain;
+	struct ttf_msg_chain mchain;
 	int have_m, have_a;
 
 	if (p->sched) {
@@ -117,8 +120,12 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	}
 	have_m = ttf_metrics__compute(r, &m) == 0;
 	have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
-	if (have_a)
+	if (have_a) {
 		a.hops = NULL;
+		a.msg = NULL;
+		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain))
+			a.msg = &mchain;
+	}
 	/* A gateway's upstream call and its upstream's request wait for their client request. */
 	if (p->hops && have_m && hops__hold(p->hops, r, &m, have_a ? &a : NULL) == 1)
 		goto release;
@@ -223,6 +230,8 @@ static void on_zmtp_msg(void *ctx, const struct ttf_zmtp_msg *m)
 	struct pipeline *p = ctx;
 
 	zmtp_log__add(p->zmtp, m);	/* a drop is counted there */
+	if (p->msg && m->n_ids)
+		msg_hops__on_msg(p->msg, m);	/* ENOMEM: counted there */
 }
 
 static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
@@ -261,6 +270,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 	if (opts->attribution) {
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
 		p->hops = hops__new();
+		p->msg = msg_hops__new();
 	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);
@@ -268,7 +278,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
+	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops || !p->msg)) || (opts->sched && !p->sched) ||
 	    (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
@@ -296,6 +306,7 @@ void pipeline__free(struct pipeline *p)
 	hops__free(p->hops);
 	sched__free(p->sched);
 	loop_busy__free(p->busy);
+	msg_hops__free(p->msg);
 	gpu_store__free(p->gpu);
 	free(p);
 }
@@ -453,6 +464,13 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("hop_upstream_untraced", hs->upstream_untraced);
 		C("hop_held_unclaimed", hs->expired);
 		C("hop_hold_dropped_oom", hs->dropped_oom);
+	}
+	if (p->msg && msg_hops__stats(p->msg)->ids) {	/* only with message hops */
+		const struct msg_hops_stats *ms = msg_hops__stats(p->msg);
+
+		C("msg_hop_joins", ms->joined);
+		C("msg_hop_unjoined", ms->unjoined);
+		C("msg_hop_ids_evicted", ms->ids_evicted);
 	}
 	/* only once it happened: recordings of fewer requests keep their counters */
 	if (p->busy && loop_busy__stats(p->busy)->overwritten)

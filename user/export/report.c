@@ -15,6 +15,7 @@
 #include "user/model/vocab.h"
 #include "user/export/report.h"
 #include "user/export/report_hops.h"
+#include "user/export/report_msg_hops.h"
 #include "user/export/report_stages.h"
 #include "user/export/report_zmtp.h"
 #include "user/export/sink.h"
@@ -56,6 +57,7 @@ struct report {
 	uint64_t n_in_tokens;    /* ... of that many requests */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	struct hop_stats *hops;     /* through a gateway (report_hops.h) */
+	struct msg_hop_stats *msg_hops; /* across a ZMQ hop to an engine (report_msg_hops.h) */
 	int header_done;
 };
 
@@ -98,6 +100,7 @@ void report__free(struct report *rp)
 		stats__free(rp->st[i]);
 	stage_stats__free(rp->stages);
 	hop_stats__free(rp->hops);
+	msg_hop_stats__free(rp->msg_hops);
 	free(rp);
 }
 
@@ -472,6 +475,10 @@ void report__request(struct report *rp, const struct ttf_request *r,
 			rp->hops = hop_stats__new();
 		if (a->hops && (!rp->hops || hop_stats__add(rp->hops, a)))
 			rp->samples_lost++;
+		if (a->msg && !a->hops && !rp->msg_hops)
+			rp->msg_hops = msg_hop_stats__new();
+		if (a->msg && !a->hops && (!rp->msg_hops || msg_hop_stats__add(rp->msg_hops, a)))
+			rp->samples_lost++;
 	}
 	if (rp->opts.json) {
 		cJSON *o = request_json(r, m);
@@ -481,6 +488,7 @@ void report__request(struct report *rp, const struct ttf_request *r,
 			report_stages__json(o, a, &err);
 			report_stages__json_causes(o, a, &err);
 			report_hops__json(o, a, &err);
+			report_msg_hops__json(o, a, &err);
 		}
 		if (err) {
 			cJSON_Delete(o);
@@ -492,6 +500,7 @@ void report__request(struct report *rp, const struct ttf_request *r,
 		print_text(rp, r, m);
 		report_stages__text_line(rp->opts.out, a, rp->opts.verbose);
 		report_hops__text_line(rp->opts.out, a);
+		report_msg_hops__text_line(rp->opts.out, a);
 	}
 }
 
@@ -562,6 +571,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 
 	report_stages__summary_text(out, rp->stages);
 	report_hops__summary_text(out, rp->hops);
+	report_msg_hops__summary_text(out, rp->msg_hops);
 	fprintf(out, "Drops and health:\n");
 	for (i = 0; i < n_counters; i++) {
 		if (!counters[i].value)
@@ -658,6 +668,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	err |= !sub;
 	report_stages__summary_json(o, rp->stages, &err);
 	report_hops__summary_json(o, rp->hops, &err);
+	report_msg_hops__summary_json(o, rp->msg_hops, &err);
 	sub = cJSON_AddObjectToObject(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)

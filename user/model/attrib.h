@@ -111,6 +111,7 @@ struct ttf_step_span {
 };
 
 struct ttf_hop_chain;
+struct ttf_msg_chain;
 struct loop_busy;
 
 struct ttf_attrib {
@@ -118,6 +119,7 @@ struct ttf_attrib {
 	int64_t stage_ns[TTF_ST__ALL];	/* -1: not observed / merged away */
 	uint64_t bound_ns[TTF_ST__MAX + 1];	/* valid: the stages' boundaries (ns), clamped monotonic */
 	const struct ttf_hop_chain *hops;	/* NULL: not through a gateway (user/model/hops.h) */
+	const struct ttf_msg_chain *msg;	/* NULL: no message hop to an engine (msg_hops.h) */
 	int have_overlay[TTF_ST__MAX];
 	struct ttf_overlay overlay[TTF_ST__MAX];
 	enum ttf_attrib_kind kind;

@@ -402,6 +402,16 @@ void track_req_model(struct track_req *tq, const char *model)
 	snprintf(q->r.model, sizeof(q->r.model), "%s", model);
 }
 
+void track_resp_id(struct track_req *tq, const char *id, size_t len)
+{
+	struct creq *q = creq_of(tq);
+
+	if (len < sizeof(q->r.resp_id)) {
+		memcpy(q->r.resp_id, id, len);
+		q->r.resp_id[len] = '\0';
+	}
+}
+
 void track_req_body(struct track_req *tq, uint64_t body_bytes, uint32_t body_hash)
 {
 	struct creq *q = creq_of(tq);

@@ -209,6 +209,13 @@ static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
 	else
 		sse_classify(data, len, &info);
 	usage_of(q, &info);
+	/* the response id, from the stream's first events only (message hops) */
+	if (!s->ndjson && !track_req_info(q)->resp_id[0] && track_req_info(q)->n_sse_events < 2) {
+		char id[sizeof(track_req_info(q)->resp_id)];
+
+		if (!sse_response_id(data, len, id, sizeof(id)))
+			track_resp_id(q, id, strlen(id));
+	}
 	switch (info.kind) {
 	case SSE_EV_TOKEN:
 		cur = track_cur(s->tc);

@@ -111,6 +111,12 @@ struct ttf_request {
 	uint32_t n_events;
 	uint32_t cap_events;
 	uint32_t n_sse_events;          /* all SSE events, tokens or not */
+	/*
+	 * The stream's response id (an OpenAI chunk's "id", when it looks like a
+	 * request id: zmtp_id_like()); "" unknown. Only joins message hops
+	 * (user/model/msg_hops.h); never output.
+	 */
+	char resp_id[64];
 
 	uint32_t usage_completion_tokens; /* valid when flags & TTF_REQ_USAGE */
 	uint32_t usage_prompt_tokens;

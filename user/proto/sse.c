@@ -13,6 +13,7 @@
 #include "user/proto/sse.h"
 #include "user/proto/sse_events.h"
 #include "user/proto/sse_json.h"
+#include "user/proto/zmtp.h"
 
 /* An event larger than this is dropped and counted lost (bounds memory per connection). */
 #define SSE_MAX_EVENT_BYTES (256u * 1024)
@@ -440,4 +441,31 @@ void sse_splitter__reset(struct sse_splitter *s)
 uint64_t sse_splitter__lost(const struct sse_splitter *s)
 {
 	return s->lost;
+}
+
+int sse_response_id(const char *data, size_t len, char *out, size_t out_len)
+{
+	cJSON *root, *id;
+	size_t n;
+	int ret = -ENOENT;
+
+	while (len && (*data == ' ' || *data == '\t')) {
+		data++;
+		len--;
+	}
+	if (!len || *data != '{')
+		return -ENOENT;
+	root = cJSON_ParseWithLength(data, len);
+	id = root ? cJSON_GetObjectItemCaseSensitive(root, "id") : NULL;
+	if (cJSON_IsString(id) && id->valuestring) {
+		n = strlen(id->valuestring);
+		if (n + 1 > out_len) {
+			ret = -ENOSPC;
+		} else if (zmtp_id_like(id->valuestring, n)) {
+			memcpy(out, id->valuestring, n + 1);
+			ret = 0;
+		}
+	}
+	cJSON_Delete(root);
+	return ret;
 }

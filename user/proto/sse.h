@@ -36,6 +36,14 @@ struct sse_event_info {
 	int is_final;               /* finish_reason set / llama.cpp "stop": true */
 };
 
+/*
+ * The top-level "id" string of one event's JSON payload when it looks like a
+ * request id (zmtp_id_like(), docs/protocols.md P8): OpenAI-style servers
+ * (vLLM, SGLang) send the request id as every chunk's "id". 0 with out
+ * (NUL-terminated) filled, -ENOENT none or not an id, -ENOSPC too long.
+ */
+int sse_response_id(const char *data, size_t len, char *out, size_t out_len);
+
 /* Classify one complete event's joined data payload (without "data: " prefixes). */
 void sse_classify(const char *data, size_t len, struct sse_event_info *out);
 

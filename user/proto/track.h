@@ -165,6 +165,8 @@ void track_zmtp_conn(struct track_conn *tc, struct ttf_zmtp_conn *z);
 
 /* OR enum ttf_req_flags into q (TTF_REQ_TRUNCATED, _UNKNOWN, _ERROR, _DONE_MARKER ...). */
 void track_req_flag(struct track_req *q, uint32_t flags);
+/* The response's id (len bytes, not NUL-terminated; kept when it fits ttf_request.resp_id). */
+void track_resp_id(struct track_req *q, const char *id, size_t len);
 /* The parser lost the byte stream (conn_stats.lost_sync). */
 void track_lost_sync(struct track_conn *tc);
 /* An allocation failed: an event or request is lost (conn_stats.events_dropped_oom). */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Message hops by request id (user/model/msg_hops.h, docs/design.md D15). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "user/model/msg_hops.h"
+
+#define MS 1000000ull
+#define FE 100
+#define ENG 200
+#define ID_A "cmpl-0123456789abcdef0123456789abcdef"
+#define ID_B "cmpl-fedcba9876543210fedcba9876543210"
+
+static void msg(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, const char *a,
+		const char *b)
+{
+	struct ttf_zmtp_msg m = { .tgid = tgid, .dir = dir, .ts_ns = ts };
+
+	if (a)
+		snprintf(m.ids[m.n_ids++], ZMTP_ID_BYTES, "%s", a);
+	if (b)
+		snprintf(m.ids[m.n_ids++], ZMTP_ID_BYTES, "%s", b);
+	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
+}
+
+/*
+ * Request A read at 10 ms; its message leaves the frontend at 11, reaches
+ * the engine at 11.1; the engine's step for B ends (output naming B) at 15;
+ * A's first output at 25 reaches the frontend at 25.2; A's first token write
+ * at 26, its token time 26.05.
+ */
+static void test_split(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct ttf_token_event ev = { .write_ns = 26 * MS, .n_tokens = 1 };
+	struct ttf_request r = { .id = 1, .tgid = FE, .n_events = 1, .events = &ev };
+	struct ttf_req_metrics m = { .t_start_ns = 9 * MS, .t_first_token_ns = 26050000,
+				     .ttft_ns = 17050000 };
+	struct ttf_attrib a = { .valid = 1 };
+	struct ttf_msg_chain c;
+	int64_t sum = 0;
+
+	(void)state;
+	a.bound_ns[1] = 9500000;
+	a.bound_ns[2] = 10 * MS;
+	snprintf(r.resp_id, sizeof(r.resp_id), "%s", ID_A);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, ID_A, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, ID_A, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, ID_A, ID_B);
+	msg(mh, ENG, ZMTP_DIR_OUT, 30 * MS, ID_A, ID_B);
+	msg(mh, FE, ZMTP_DIR_IN, 25200000, ID_A, ID_B);
+	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 1);
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		sum += c.stage_ns[i];
+	assert_int_equal(sum, m.ttft_ns);
+	assert_int_equal(c.eng_tgid, ENG);
+	assert_int_equal(c.stage_ns[TTF_MS_READ_WAIT], 500000);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
+	assert_int_equal(c.stage_ns[TTF_MS_NET_OUT], 50000);
+	assert_int_equal(c.out_msgs, 2);
+	/* joined once: the id is forgotten */
+	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 0);
+	assert_int_equal(msg_hops__stats(mh)->joined, 1);
+	msg_hops__free(mh);
+}
+
+/* An id whose engine side was not seen: not split, counted. */
+static void test_incomplete(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct ttf_token_event ev = { .write_ns = 26 * MS, .n_tokens = 1 };
+	struct ttf_request r = { .id = 1, .tgid = FE, .n_events = 1, .events = &ev };
+	struct ttf_req_metrics m = { .t_start_ns = 9 * MS, .t_first_token_ns = 26 * MS,
+				     .ttft_ns = 17 * MS };
+	struct ttf_attrib a = { .valid = 1 };
+	struct ttf_msg_chain c;
+
+	(void)state;
+	snprintf(r.resp_id, sizeof(r.resp_id), "%s", ID_A);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, ID_A, NULL);
+	msg(mh, FE, ZMTP_DIR_IN, 25 * MS, ID_A, NULL);
+	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 0);
+	assert_int_equal(msg_hops__stats(mh)->unjoined, 1);
+	r.resp_id[0] = '\0';
+	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 0);
+	msg_hops__free(mh);
+}
+
+/* Bounded: the oldest ids go first, counted. */
+static void test_bounded(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	char id[64];
+
+	(void)state;
+	for (int i = 0; i < MSG_HOPS_IDS + 5; i++) {
+		snprintf(id, sizeof(id), "cmpl-%032x", i);
+		msg(mh, FE, ZMTP_DIR_OUT, (uint64_t)i, id, NULL);
+	}
+	assert_int_equal(msg_hops__stats(mh)->ids_evicted, 5);
+	assert_int_equal(msg_hops__stats(mh)->ids, MSG_HOPS_IDS + 5);
+	msg_hops__free(mh);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_incomplete),
+		cmocka_unit_test(test_bounded),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

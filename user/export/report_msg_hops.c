@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Message hops in the report (report_msg_hops.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include "user/export/report_msg_hops.h"
+#include "user/lib/stats.h"
+#include "user/model/msg_hops.h"
+
+struct msg_hop_stats {
+	struct stats *st[TTF_MS__MAX];
+	uint64_t n;
+};
+
+static const double pcts[] = { 50, 95, 99 };
+static const char *const pct_keys[] = { "p50", "p95", "p99" };
+
+static double ms(int64_t ns)
+{
+	return round(ns / 1e3) / 1e3;
+}
+
+struct msg_hop_stats *msg_hop_stats__new(void)
+{
+	struct msg_hop_stats *hs = calloc(1, sizeof(*hs));
+
+	for (int i = 0; hs && i < TTF_MS__MAX; i++) {
+		hs->st[i] = stats__new();
+		if (!hs->st[i]) {
+			msg_hop_stats__free(hs);
+			return NULL;
+		}
+	}
+	return hs;
+}
+
+void msg_hop_stats__free(struct msg_hop_stats *hs)
+{
+	if (!hs)
+		return;
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		stats__free(hs->st[i]);
+	free(hs);
+}
+
+int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
+{
+	const struct ttf_msg_chain *c = a ? a->msg : NULL;
+	int err = 0;
+
+	if (!c)
+		return 0;
+	hs->n++;
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		err |= stats__add(hs->st[i], c->stage_ns[i] / 1e6);
+	return err ? -ENOMEM : 0;
+}
+
+static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
+{
+	cJSON *h = cJSON_CreateObject();
+
+	if (!h || !cJSON_AddItemToArray(arr, h)) {
+		cJSON_Delete(h);
+		*err = 1;
+		return NULL;
+	}
+	*err |= !cJSON_AddStringToObject(h, "hop", name);
+	*err |= !cJSON_AddNumberToObject(h, "pid", pid);
+	return h;
+}
+
+void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
+{
+	const struct ttf_msg_chain *c = a ? a->msg : NULL;
+	cJSON *arr, *h, *st;
+
+	if (!c || a->hops)	/* behind a gateway: the gateway's chain is the record's */
+		return;
+	arr = cJSON_AddArrayToObject(o, "hops");
+	*err |= !arr;
+	if (arr) {
+		hop(arr, "frontend", c->fe_tgid, err);
+		h = hop(arr, "engine", c->eng_tgid, err);
+		if (h) {
+			*err |= !cJSON_AddStringToObject(h, "join", "exact");
+			*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "
+							 "messages of both processes");
+			*err |= !cJSON_AddStringToObject(h, "split", "inferred");
+			*err |= !cJSON_AddStringToObject(h, "inferred_by", "one output message per "
+							 "engine step");
+			*err |= !cJSON_AddNumberToObject(h, "output_messages", c->out_msgs);
+		}
+	}
+	st = cJSON_AddObjectToObject(o, "hop_stages_ms");
+	*err |= !st;
+	for (int i = 0; st && i < TTF_MS__MAX; i++)
+		*err |= !cJSON_AddNumberToObject(st, ttf_msg_stage_name(i), ms(c->stage_ns[i]));
+}
+
+void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
+{
+	const struct ttf_msg_chain *c = a ? a->msg : NULL;
+
+	if (!c || a->hops)
+		return;
+	fprintf(out, "    hops(ms): frontend %.2f | ipc_in %.2f | engine pid %u queue %.2f "
+		"prefill %.2f | ipc_out %.2f | emit %.2f [join exact, queue/prefill inferred]\n",
+		c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6, c->eng_tgid,
+		c->stage_ns[TTF_MS_QUEUE] / 1e6, c->stage_ns[TTF_MS_PREFILL] / 1e6,
+		c->stage_ns[TTF_MS_IPC_OUT] / 1e6, c->stage_ns[TTF_MS_EMIT] / 1e6);
+}
+
+/* The stage with the largest P95. */
+static int tail_stage(const struct msg_hop_stats *hs)
+{
+	int best = -1;
+	double v = -1;
+
+	for (int i = 0; i < TTF_MS__MAX; i++) {
+		double p = stats__percentile(hs->st[i], 95);
+
+		if (p > v) {
+			v = p;
+			best = i;
+		}
+	}
+	return best;
+}
+
+void report_msg_hops__summary_text(FILE *out, const struct msg_hop_stats *hs)
+{
+	int t;
+
+	if (!hs || !hs->n)
+		return;
+	fprintf(out, "Message hops: %llu requests split across their frontend and engine "
+		"(joined by request id; queue/prefill inferred from output messages):\n",
+		(unsigned long long)hs->n);
+	for (int i = 0; i < TTF_MS__MAX; i++) {
+		fprintf(out, "  %-13s", ttf_msg_stage_name(i));
+		for (size_t k = 0; k < 3; k++)
+			fprintf(out, " %s %9.3f", pct_keys[k], stats__percentile(hs->st[i], pcts[k]));
+		fputc('\n', out);
+	}
+	t = tail_stage(hs);
+	if (t >= 0)
+		fprintf(out, "  the tail (P95) is longest in: %s\n", ttf_msg_stage_name(t));
+}
+
+void report_msg_hops__summary_json(cJSON *o, const struct msg_hop_stats *hs, int *err)
+{
+	cJSON *h, *st;
+	int t;
+
+	if (!hs || !hs->n)
+		return;
+	h = cJSON_AddObjectToObject(o, "msg_hops");
+	*err |= !h;
+	if (!h)
+		return;
+	*err |= !cJSON_AddNumberToObject(h, "requests", (double)hs->n);
+	st = cJSON_AddObjectToObject(h, "stages_ms");
+	*err |= !st;
+	for (int i = 0; st && i < TTF_MS__MAX; i++) {
+		cJSON *s = cJSON_AddObjectToObject(st, ttf_msg_stage_name(i));
+
+		*err |= !s;
+		for (size_t k = 0; s && k < 3; k++)
+			*err |= !cJSON_AddNumberToObject(s, pct_keys[k], round(1e3 *
+				stats__percentile(hs->st[i], pcts[k])) / 1e3);
+	}
+	t = tail_stage(hs);
+	*err |= !cJSON_AddStringToObject(h, "tail_stage", t >= 0 ? ttf_msg_stage_name(t) : "");
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Message hops (docs/design.md D15): an API server that hands each request
+ * to an engine process over ZMQ (vLLM: ROUTER/DEALER for requests,
+ * PUSH/PULL for one output message per engine step; SGLang alike).
+ *
+ * Every ZMTP message the recognizer reports (user/proto/zmtp.h) with
+ * request ids is indexed by id: for each id, the first time each traced
+ * process wrote (OUT) and read (IN) a message naming it, where the message
+ * crossed the socket (libzmq's I/O threads do the socket I/O: a crossing is
+ * not when the application took it from ZMQ's queue). A client request
+ * whose SSE stream names the same id (ttf_request.resp_id) is then split:
+ *
+ *   frontend  its read -> the frontend wrote the engine request message
+ *   ipc_in    -> the engine process read it
+ *   queue     -> the engine's previous output message (a step ended; the
+ *                step that gave the first token began then), or 0
+ *   prefill   -> the engine wrote the first output message naming it
+ *   ipc_out   -> the frontend read that message
+ *   emit      -> the frontend began writing the first token
+ * after net_in and read_wait and before net_out: disjoint, summing to TTFT.
+ * The join is exact (the id); queue/prefill are inferred from the output
+ * cadence (one message per step).
+ *
+ * Bounded: MSG_HOPS_IDS ids (the oldest forgotten first, counted) and the
+ * newest MSG_HOPS_OUTS output-message times per process.
+ */
+#ifndef TTFTRACE_MSG_HOPS_H
+#define TTFTRACE_MSG_HOPS_H
+
+#include <stdint.h>
+#include "user/model/attrib.h"
+#include "user/model/metrics.h"
+#include "user/proto/request.h"
+#include "user/proto/zmtp.h"
+
+#define MSG_HOPS_IDS 16384
+#define MSG_HOPS_OUTS 4096
+
+enum ttf_msg_stage {
+	TTF_MS_NET_IN = 0,
+	TTF_MS_READ_WAIT,
+	TTF_MS_FRONTEND,
+	TTF_MS_IPC_IN,
+	TTF_MS_QUEUE,
+	TTF_MS_PREFILL,
+	TTF_MS_IPC_OUT,
+	TTF_MS_EMIT,
+	TTF_MS_NET_OUT,
+	TTF_MS__MAX,
+};
+
+struct ttf_msg_chain {
+	uint32_t fe_tgid;		/* the frontend (the client request's process) */
+	uint32_t eng_tgid;		/* the engine process that read the request message */
+	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT */
+	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
+};
+
+struct msg_hops_stats {
+	uint64_t ids;			/* ids indexed */
+	uint64_t ids_evicted;		/* forgotten before any request claimed them */
+	uint64_t joined;		/* client requests split by their id */
+	uint64_t unjoined;		/* requests with an id the messages did not complete */
+};
+
+struct msg_hops;
+
+/* NULL on ENOMEM. */
+struct msg_hops *msg_hops__new(void);
+void msg_hops__free(struct msg_hops *mh);
+/* One ZMTP message (only its ids and crossing are kept). 0 or -ENOMEM (counted as evicted). */
+int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m);
+/*
+ * r (a client request whose response named r->resp_id, with metrics m and
+ * attribution a): fill *out and forget the id. 1 split, 0 not (no id, or
+ * its messages incomplete).
+ */
+int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
+		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
+		   struct ttf_msg_chain *out);
+const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
+/* "net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit", "net_out" */
+const char *ttf_msg_stage_name(enum ttf_msg_stage s);
+
+#endif /* TTFTRACE_MSG_HOPS_H */
