@@ -17,6 +17,7 @@
 #include "user/export/report_hops.h"
 #include "user/export/report_stages.h"
 #include "user/export/sink.h"
+#include "user/lib/json_print.h"
 #include "user/lib/stats.h"
 
 enum { ST_TTFT, ST_TTFV, ST_TTFB, ST_TTFE, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
@@ -55,6 +56,7 @@ struct report {
 	uint64_t n_in_tokens;    /* ... of that many requests */
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	struct hop_stats *hops;     /* through a gateway (report_hops.h) */
+	struct json_buf line;       /* NDJSON line being printed, kept between lines */
 	int header_done;
 };
 
@@ -97,6 +99,7 @@ void report__free(struct report *rp)
 		stats__free(rp->st[i]);
 	stage_stats__free(rp->stages);
 	hop_stats__free(rp->hops);
+	json_buf__free(&rp->line);
 	free(rp);
 }
 
@@ -446,15 +449,13 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 /* Returns 0 or -ENOMEM (the line is counted as lost). */
 static int print_json_line(struct report *rp, cJSON *o)
 {
-	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-
-	if (!s) {
+	rp->line.len = 0;
+	if (!o || json_print__append(&rp->line, o) || !rp->line.len) {
 		rp->lines_lost++;
 		return -ENOMEM;
 	}
-	fputs(s, rp->opts.out);
-	fputc('\n', rp->opts.out);
-	cJSON_free(s);
+	rp->line.p[rp->line.len++] = '\n'; /* json_buf keeps a byte for the NUL */
+	fwrite(rp->line.p, 1, rp->line.len, rp->opts.out);
 	return 0;
 }
 
