@@ -25,9 +25,9 @@ static int reserve(struct json_buf *b, size_t more)
 	return 0;
 }
 
-static int put(struct json_buf *b, const char *s, size_t n)
+static inline int put(struct json_buf *b, const char *s, size_t n)
 {
-	if (reserve(b, n))
+	if (b->len + n + 1 > b->cap && reserve(b, n))
 		return -ENOMEM;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
@@ -55,8 +55,8 @@ static int utoa(char *out, uint64_t v)
  * double nearest that decimal (IEEE division rounds correctly, and k and
  * 10^4 are exact), which has at most 15 significant digits and a decimal
  * exponent in [-4, 15), so "%1.15g" prints exactly that decimal without
- * trailing zeros, and it reads back as d. Returns the length, or 0 when d is
- * not such a number.
+ * trailing zeros, and it reads back as d. So is +0 ("0" in every cJSON).
+ * Returns the length, or 0 when d is not such a number.
  */
 static int short_decimal(char *out, double d)
 {
@@ -65,6 +65,10 @@ static int short_decimal(char *out, double d)
 	int n = 0, i;
 	char frac[4];
 
+	if (d == 0 && !signbit(d)) {
+		out[0] = '0';	/* -0 is left to cJSON (1.7.15 prints "-0") */
+		return 1;
+	}
 	if (!(a >= 1e-4 && a < 1e11))
 		return 0;
 	k = nearbyint(a * 1e4);
@@ -207,6 +211,15 @@ int json_print__append(struct json_buf *b, const cJSON *item)
 			b->p[at] = '\0';
 	}
 	return err;
+}
+
+cJSON *json_add__item(cJSON *o, const char *k, cJSON *item)
+{
+	if (!o || !item || !cJSON_AddItemToObjectCS(o, k, item)) {
+		cJSON_Delete(item);
+		return NULL;
+	}
+	return item;
 }
 
 void json_buf__free(struct json_buf *b)

@@ -36,4 +36,19 @@ int json_print__number(char *out, const cJSON *item);
 
 void json_buf__free(struct json_buf *b);
 
+/*
+ * cJSON_Add*ToObject with the key not copied (cJSON_AddItemToObjectCS): k
+ * must outlive o (a literal or a static name table). One allocation per
+ * member instead of two. Each returns the new item, or NULL (nothing added)
+ * when o is NULL or memory ran out.
+ */
+cJSON *json_add__item(cJSON *o, const char *k, cJSON *item);
+#define json_add__num(o, k, v) json_add__item(o, k, cJSON_CreateNumber(v))
+#define json_add__null(o, k) json_add__item(o, k, cJSON_CreateNull())
+#define json_add__bool(o, k, b) json_add__item(o, k, cJSON_CreateBool(b))
+#define json_add__str(o, k, s) json_add__item(o, k, cJSON_CreateString(s))
+#define json_add__raw(o, k, s) json_add__item(o, k, cJSON_CreateRaw(s))
+#define json_add__obj(o, k) json_add__item(o, k, cJSON_CreateObject())
+#define json_add__arr(o, k) json_add__item(o, k, cJSON_CreateArray())
+
 #endif /* TTFTRACE_JSON_PRINT_H */
