@@ -9,11 +9,12 @@
 # process (user + sys from wait4's rusage, start-up and summary included),
 # the ratio to the goal of 2 million, and the peak RSS (goal: bounded, under
 # 64 MiB at every size). No root.
-# Usage: bench/replay_scale.sh [ROUNDS [SIZE...]]   (best of ROUNDS, default 1)
+# Usage: bench/replay_scale.sh [ROUNDS [SIZE...]]   (best of ROUNDS, default 3: the
+# machine may be shared, and one short run can lose a third of its CPU time to that)
 # TTFTRACE=PATH replays with another build; KEEP=DIR keeps (and reuses) the recordings there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS=${1:-1}
+ROUNDS=${1:-3}
 shift || true
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(2000 20000 200000)
@@ -40,8 +41,9 @@ done
 import os, re, subprocess, sys, time
 ttf, d, rounds, sizes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 GOAL = 2e6
-print("%s, %s, load average %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-      os.uname().nodename, " ".join(open("/proc/loadavg").read().split()[:3])))
+print("%s, %s, %s, load average %s; best of %d round(s) each" % (
+      time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.uname().nodename, ttf,
+      " ".join(open("/proc/loadavg").read().split()[:3]), rounds))
 print("%8s %5s %10s %8s %8s %11s %6s %9s" % ("requests", "mode", "records", "cpu_s",
       "wall_s", "M rec/CPU-s", "ratio", "peak_MiB"))
 fails = 0
