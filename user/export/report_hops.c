@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include "user/export/report_hops.h"
-#include "user/lib/json_print.h"
 #include "user/lib/stats.h"
 #include "user/model/hops.h"
 #include "user/model/vocab.h"
@@ -69,12 +68,12 @@ int hop_stats__add(struct hop_stats *hs, const struct ttf_attrib *a)
 
 static void add_ms(cJSON *o, const char *k, int64_t ns, int *err)
 {
-	*err |= !(ns >= 0 ? json_add__num(o, k, ms(ns)) : json_add__null(o, k));
+	*err |= !(ns >= 0 ? cJSON_AddNumberToObject(o, k, ms(ns)) : cJSON_AddNullToObject(o, k));
 }
 
 static void add_str(cJSON *o, const char *k, const char *v, int *err)
 {
-	*err |= !(v && v[0] ? json_add__str(o, k, v) : json_add__null(o, k));
+	*err |= !(v && v[0] ? cJSON_AddStringToObject(o, k, v) : cJSON_AddNullToObject(o, k));
 }
 
 static void gateway_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
@@ -86,19 +85,19 @@ static void gateway_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
 		*err = 1;
 		return;
 	}
-	*err |= !json_add__str(h, "hop", "gateway");
-	*err |= !json_add__str(h, "comm", c->gw_comm);
-	*err |= !json_add__num(h, "pid", c->gw_tgid);
-	*err |= !json_add__str(h, "join", c->exact ? "exact" : "inferred");
-	*err |= !json_add__str(h, "join_why", c->why);
-	st = json_add__obj(h, "stages_ms");
+	*err |= !cJSON_AddStringToObject(h, "hop", "gateway");
+	*err |= !cJSON_AddStringToObject(h, "comm", c->gw_comm);
+	*err |= !cJSON_AddNumberToObject(h, "pid", c->gw_tgid);
+	*err |= !cJSON_AddStringToObject(h, "join", c->exact ? "exact" : "inferred");
+	*err |= !cJSON_AddStringToObject(h, "join_why", c->why);
+	st = cJSON_AddObjectToObject(h, "stages_ms");
 	*err |= !st;
 	if (st) {
 		add_ms(st, "gateway_in", c->stage_ns[TTF_HS_GATEWAY_IN], err);
 		add_ms(st, "gateway_out", c->stage_ns[TTF_HS_GATEWAY_OUT], err);
 	}
-	*err |= !json_add__bool(h, "buffering", c->buffering);
-	*err |= !json_add__num(h, "held_reads", c->held_reads);
+	*err |= !cJSON_AddBoolToObject(h, "buffering", c->buffering);
+	*err |= !cJSON_AddNumberToObject(h, "held_reads", c->held_reads);
 	add_ms(h, "held_ms", c->held_ns, err);
 	add_ms(h, "itl_in_mean_ms", c->itl_in_mean_ns >= 0 ? (int64_t)c->itl_in_mean_ns : -1, err);
 	add_ms(h, "itl_out_mean_ms", c->itl_out_mean_ns >= 0 ? (int64_t)c->itl_out_mean_ns : -1,
@@ -114,24 +113,24 @@ static void upstream_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
 		*err = 1;
 		return;
 	}
-	*err |= !json_add__str(h, "hop", "upstream");
-	*err |= !json_add__num(h, "port", c->up_port);
-	*err |= !json_add__num(h, "gateway_port", c->gw_port);
+	*err |= !cJSON_AddStringToObject(h, "hop", "upstream");
+	*err |= !cJSON_AddNumberToObject(h, "port", c->up_port);
+	*err |= !cJSON_AddNumberToObject(h, "gateway_port", c->gw_port);
 	if (!c->up_tgid) {
-		*err |= !json_add__null(h, "pid");
-		*err |= !json_add__null(h, "join");
-		*err |= !json_add__str(h, "merged_why", c->up_why);
+		*err |= !cJSON_AddNullToObject(h, "pid");
+		*err |= !cJSON_AddNullToObject(h, "join");
+		*err |= !cJSON_AddStringToObject(h, "merged_why", c->up_why);
 		return;
 	}
-	*err |= !json_add__str(h, "comm", c->up_comm);
-	*err |= !json_add__num(h, "pid", c->up_tgid);
-	*err |= !json_add__num(h, "request_id", (double)c->up_req_id);
-	*err |= !json_add__str(h, "join", "exact");
-	*err |= !json_add__str(h, "join_why", "the same TCP connection, seen from both ends");
-	*err |= !json_add__str(h, "attribution", ttf_attrib_kind_name(c->up_kind));
+	*err |= !cJSON_AddStringToObject(h, "comm", c->up_comm);
+	*err |= !cJSON_AddNumberToObject(h, "pid", c->up_tgid);
+	*err |= !cJSON_AddNumberToObject(h, "request_id", (double)c->up_req_id);
+	*err |= !cJSON_AddStringToObject(h, "join", "exact");
+	*err |= !cJSON_AddStringToObject(h, "join_why", "the same TCP connection, seen from both ends");
+	*err |= !cJSON_AddStringToObject(h, "attribution", ttf_attrib_kind_name(c->up_kind));
 	add_str(h, "inferred_by", c->up_inferred_by, err);
 	add_str(h, "merged", c->up_merged, err);
-	st = json_add__obj(h, "stages_ms");
+	st = cJSON_AddObjectToObject(h, "stages_ms");
 	*err |= !st;
 	for (size_t i = 0; st && i < sizeof(up_order) / sizeof(up_order[0]); i++)
 		add_ms(st, ttf_stage_name(up_order[i]), c->up_stage_ns[up_order[i]], err);
@@ -144,13 +143,13 @@ void report_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 
 	if (!c)
 		return;
-	arr = json_add__arr(o, "hops");
+	arr = cJSON_AddArrayToObject(o, "hops");
 	*err |= !arr;
 	if (arr) {
 		gateway_json(arr, c, err);
 		upstream_json(arr, c, err);
 	}
-	st = json_add__obj(o, "hop_stages_ms");
+	st = cJSON_AddObjectToObject(o, "hop_stages_ms");
 	*err |= !st;
 	for (int i = 0; st && i < TTF_HS__MAX; i++)
 		add_ms(st, ttf_hop_stage_name(i), c->stage_ns[i], err);
@@ -227,24 +226,24 @@ void report_hops__summary_json(cJSON *o, const struct hop_stats *hs, int *err)
 
 	if (!hs || !hs->n)
 		return;
-	h = json_add__obj(o, "hops");
+	h = cJSON_AddObjectToObject(o, "hops");
 	*err |= !h;
 	if (!h)
 		return;
-	*err |= !json_add__num(h, "requests", (double)hs->n);
-	*err |= !json_add__num(h, "joined_exact", (double)hs->exact);
-	*err |= !json_add__num(h, "upstream_traced", (double)hs->upstream_seen);
-	*err |= !json_add__num(h, "buffered", (double)hs->buffering);
-	st = json_add__obj(h, "stages_ms");
+	*err |= !cJSON_AddNumberToObject(h, "requests", (double)hs->n);
+	*err |= !cJSON_AddNumberToObject(h, "joined_exact", (double)hs->exact);
+	*err |= !cJSON_AddNumberToObject(h, "upstream_traced", (double)hs->upstream_seen);
+	*err |= !cJSON_AddNumberToObject(h, "buffered", (double)hs->buffering);
+	st = cJSON_AddObjectToObject(h, "stages_ms");
 	*err |= !st;
 	for (int i = 0; st && i < TTF_HS__MAX; i++) {
-		cJSON *s = json_add__obj(st, ttf_hop_stage_name(i));
+		cJSON *s = cJSON_AddObjectToObject(st, ttf_hop_stage_name(i));
 
 		*err |= !s;
 		for (size_t k = 0; s && k < 3; k++)
-			*err |= !json_add__num(s, pct_keys[k], round(1e3 *
+			*err |= !cJSON_AddNumberToObject(s, pct_keys[k], round(1e3 *
 				stats__percentile(hs->st[i], pcts[k])) / 1e3);
 	}
 	t = tail_stage(hs);
-	*err |= !json_add__str(h, "tail_stage", t >= 0 ? ttf_hop_stage_name(t) : "");
+	*err |= !cJSON_AddStringToObject(h, "tail_stage", t >= 0 ? ttf_hop_stage_name(t) : "");
 }
