@@ -19,6 +19,7 @@
 #include "user/export/report_stages.h"
 #include "user/export/report_zmtp.h"
 #include "user/export/sink.h"
+#include "user/lib/json_print.h"
 #include "user/lib/stats.h"
 
 enum { ST_TTFT, ST_TTFV, ST_TTFB, ST_TTFE, ST_TPOT, ST_ITL, ST_E2E, ST_TOKENS, ST_NR };
@@ -58,6 +59,7 @@ struct report {
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	struct hop_stats *hops;     /* through a gateway (report_hops.h) */
 	struct msg_hop_stats *msg_hops; /* across a ZMQ hop to an engine (report_msg_hops.h) */
+	struct json_buf line;       /* NDJSON line being printed, kept between lines */
 	int header_done;
 };
 
@@ -101,6 +103,7 @@ void report__free(struct report *rp)
 	stage_stats__free(rp->stages);
 	hop_stats__free(rp->hops);
 	msg_hop_stats__free(rp->msg_hops);
+	json_buf__free(&rp->line);
 	free(rp);
 }
 
@@ -292,14 +295,14 @@ static void print_text(struct report *rp, const struct ttf_request *r,
 /* cJSON adders that remember an allocation failure instead of returning it. */
 static void j_ms(cJSON *o, const char *k, double ns, int *err)
 {
-	cJSON *it = ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ns_to_ms(ns));
+	cJSON *it = ns < 0 ? json_add__null(o, k) : json_add__num(o, k, ns_to_ms(ns));
 
 	*err |= !it;
 }
 
 static void j_num(cJSON *o, const char *k, double v, int *err)
 {
-	*err |= !cJSON_AddNumberToObject(o, k, v);
+	*err |= !json_add__num(o, k, v);
 }
 
 /* Exact 64-bit integers (cookies, ns timestamps exceed a double's 53 bits); 0 -> null. */
@@ -308,23 +311,23 @@ static void j_u64(cJSON *o, const char *k, uint64_t v, int null_if_zero, int *er
 	char buf[24];
 
 	if (null_if_zero && !v) {
-		*err |= !cJSON_AddNullToObject(o, k);
+		*err |= !json_add__null(o, k);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%" PRIu64, v);
-	*err |= !cJSON_AddRawToObject(o, k, buf);
+	*err |= !json_add__raw(o, k, buf);
 }
 
 static void j_str(cJSON *o, const char *k, const char *s, int *err)
 {
-	*err |= !(s ? cJSON_AddStringToObject(o, k, s) : cJSON_AddNullToObject(o, k));
+	*err |= !(s ? json_add__str(o, k, s) : json_add__null(o, k));
 }
 
 static void j_itls(cJSON *o, const struct ttf_request *r, const struct ttf_req_metrics *m,
 		   int *err)
 {
-	cJSON *itls = cJSON_AddArrayToObject(o, "itl_ms");
-	cJSON *outl = cJSON_AddArrayToObject(o, "outliers");
+	cJSON *itls = json_add__arr(o, "itl_ms");
+	cJSON *outl = json_add__arr(o, "outliers");
 	uint32_t i, n = ttf_metrics__itl(r, NULL, 0);
 
 	if (!itls || !outl) {
@@ -376,7 +379,7 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	if (r->status > 0)
 		j_num(o, "status", r->status, &err);
 	else
-		err |= !cJSON_AddNullToObject(o, "status");
+		err |= !json_add__null(o, "status");
 	j_str(o, "api", ttf_api_name(r->api), &err);
 	j_str(o, "model", r->model[0] ? r->model : NULL, &err);
 
@@ -392,38 +395,38 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	if (m->itl_cv >= 0)
 		j_num(o, "itl_cv", round(m->itl_cv * 1e4) / 1e4, &err);
 	else
-		err |= !cJSON_AddNullToObject(o, "itl_cv");
+		err |= !json_add__null(o, "itl_cv");
 	buf[0] = m->grade;
 	buf[1] = '\0';
 	j_str(o, "grade", buf, &err);
 	if (r->flags & TTF_REQ_OPAQUE) {
 		/* an unreadable body: no counts rather than wrong ones */
-		err |= !cJSON_AddNullToObject(o, "tokens");
-		err |= !cJSON_AddNullToObject(o, "token_events");
+		err |= !json_add__null(o, "tokens");
+		err |= !json_add__null(o, "token_events");
 	} else {
 		j_num(o, "tokens", m->n_tokens, &err);
 		j_num(o, "token_events", m->n_events, &err);
 	}
 	if (r->flags & TTF_REQ_OPAQUE)
-		err |= !cJSON_AddNullToObject(o, "stream_events");
+		err |= !json_add__null(o, "stream_events");
 	else
 		j_num(o, "stream_events", r->n_sse_events, &err);
 	if (r->interim_write_ns && m->t_start_ns && r->interim_write_ns >= m->t_start_ns)
 		j_ms(o, "interim_ms", (double)(r->interim_write_ns - m->t_start_ns), &err);
 	else
-		err |= !cJSON_AddNullToObject(o, "interim_ms");
+		err |= !json_add__null(o, "interim_ms");
 	j_ms(o, "expect_wait_ms", r->expect_wait_known ? (double)r->expect_wait_ns : -1, &err);
 	if (m->tokens_per_event >= 0)
 		j_num(o, "tokens_per_event", round(m->tokens_per_event * 1e3) / 1e3, &err);
 	else
-		err |= !cJSON_AddNullToObject(o, "tokens_per_event");
+		err |= !json_add__null(o, "tokens_per_event");
 	j_str(o, "token_source", ttf_token_source_name(m->tokens_from_usage), &err);
 	if (r->flags & TTF_REQ_USAGE)
 		j_num(o, "prompt_tokens", r->usage_prompt_tokens, &err);
 	else
-		err |= !cJSON_AddNullToObject(o, "prompt_tokens");
+		err |= !json_add__null(o, "prompt_tokens");
 
-	fa = cJSON_AddArrayToObject(o, "flags");
+	fa = json_add__arr(o, "flags");
 	err |= !fa;
 	nf = flag_names(r, m, flags);
 	for (i = 0; fa && i < nf; i++) {
@@ -435,9 +438,9 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 	j_u64(o, "t_first_token_ns", m->t_first_token_ns, 1, &err);
 	j_u64(o, "t_end_ns", m->t_end_ns, 1, &err);
 	if (m->ttft_ns >= 0)
-		err |= !cJSON_AddBoolToObject(o, "tcp_nodelay", !!(r->flags & TTF_REQ_NODELAY));
+		err |= !json_add__bool(o, "tcp_nodelay", !!(r->flags & TTF_REQ_NODELAY));
 	else
-		err |= !cJSON_AddNullToObject(o, "tcp_nodelay");
+		err |= !json_add__null(o, "tcp_nodelay");
 	j_u64(o, "req_bytes", r->req_bytes, 0, &err);
 	j_u64(o, "resp_bytes", r->resp_bytes, 0, &err);
 	if (err) {
@@ -450,15 +453,13 @@ static cJSON *request_json(const struct ttf_request *r, const struct ttf_req_met
 /* Returns 0 or -ENOMEM (the line is counted as lost). */
 static int print_json_line(struct report *rp, cJSON *o)
 {
-	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-
-	if (!s) {
+	rp->line.len = 0;
+	if (!o || json_print__append(&rp->line, o) || !rp->line.len) {
 		rp->lines_lost++;
 		return -ENOMEM;
 	}
-	fputs(s, rp->opts.out);
-	fputc('\n', rp->opts.out);
-	cJSON_free(s);
+	rp->line.p[rp->line.len++] = '\n'; /* json_buf keeps a byte for the NUL */
+	fwrite(rp->line.p, 1, rp->line.len, rp->opts.out);
 	return 0;
 }
 
@@ -591,7 +592,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 
 static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
 {
-	cJSON *so = cJSON_AddObjectToObject(o, k);
+	cJSON *so = json_add__obj(o, k);
 	size_t i, n = stats__count(s);
 
 	if (!so) {
@@ -604,7 +605,7 @@ static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
 			j_num(so, pct_keys[i], round(stats__percentile(s, pct_vals[i]) * 1e3) / 1e3,
 			      err);
 		else
-			*err |= !cJSON_AddNullToObject(so, pct_keys[i]);
+			*err |= !json_add__null(so, pct_keys[i]);
 	}
 	if (n) {
 		j_num(so, "mean", round(stats__mean(s) * 1e3) / 1e3, err);
@@ -612,10 +613,10 @@ static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
 		j_num(so, "max", round(stats__max(s) * 1e3) / 1e3, err);
 		j_num(so, "std", round(stats__stddev(s) * 1e3) / 1e3, err);
 	} else {
-		*err |= !cJSON_AddNullToObject(so, "mean");
-		*err |= !cJSON_AddNullToObject(so, "min");
-		*err |= !cJSON_AddNullToObject(so, "max");
-		*err |= !cJSON_AddNullToObject(so, "std");
+		*err |= !json_add__null(so, "mean");
+		*err |= !json_add__null(so, "min");
+		*err |= !json_add__null(so, "max");
+		*err |= !json_add__null(so, "std");
 	}
 }
 
@@ -643,33 +644,33 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 			j_num(o, "output_token_throughput", round(rp->out_tokens / d * 1e3) / 1e3,
 			      &err);
 		} else {
-			err |= !cJSON_AddNullToObject(o, "duration_s");
-			err |= !cJSON_AddNullToObject(o, "request_throughput");
-			err |= !cJSON_AddNullToObject(o, "output_token_throughput");
+			err |= !json_add__null(o, "duration_s");
+			err |= !json_add__null(o, "request_throughput");
+			err |= !json_add__null(o, "output_token_throughput");
 		}
 		j_u64(o, "total_output_tokens", rp->out_tokens, 0, &err);
 		j_u64(o, "total_input_tokens", rp->in_tokens, 0, &err);
 	}
-	sub = cJSON_AddObjectToObject(o, "outcomes");
+	sub = json_add__obj(o, "outcomes");
 	for (i = 0; sub && i < TTF_OC__MAX; i++)
 		j_u64(sub, ttf_outcome_name(i), rp->outcomes[i], 0, &err);
 	err |= !sub;
 	for (i = 0; i < ST_NR; i++)
 		j_stat(o, stat_names[i].json, rp->st[i], &err);
-	sub = cJSON_AddObjectToObject(o, "ttft_end");
+	sub = json_add__obj(o, "ttft_end");
 	err |= !sub;
 	if (sub) {
 		j_u64(sub, ttf_ttft_end_name(1), rp->n_ttft_xmit, 0, &err);
 		j_u64(sub, ttf_ttft_end_name(0), rp->n_ttft_write, 0, &err);
 	}
-	sub = cJSON_AddObjectToObject(o, "grades");
+	sub = json_add__obj(o, "grades");
 	for (i = 0; sub && i < 4; i++)
 		j_u64(sub, grade_keys[i], rp->grades[i], 0, &err);
 	err |= !sub;
 	report_stages__summary_json(o, rp->stages, &err);
 	report_hops__summary_json(o, rp->hops, &err);
 	report_msg_hops__summary_json(o, rp->msg_hops, &err);
-	sub = cJSON_AddObjectToObject(o, "counters");
+	sub = json_add__obj(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)
 		j_u64(sub, counters[i].name, counters[i].value, 0, &err);

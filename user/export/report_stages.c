@@ -7,6 +7,7 @@
 #include "user/model/copy_stats.h"
 #include "user/model/vocab.h"
 #include "user/lib/fit.h"
+#include "user/lib/json_print.h"
 #include "user/lib/stats.h"
 
 struct row {
@@ -243,7 +244,7 @@ pick:
 
 static void add_ms(cJSON *o, const char *k, int64_t ns, int *err)
 {
-	*err |= !(ns < 0 ? cJSON_AddNullToObject(o, k) : cJSON_AddNumberToObject(o, k, ms(ns)));
+	*err |= !(ns < 0 ? json_add__null(o, k) : json_add__num(o, k, ms(ns)));
 }
 
 static const char *copy_dir(uint8_t kind)
@@ -264,7 +265,7 @@ static void gpu_json(cJSON *o, const struct ttf_gpu_part *g, int *err)
 
 	if (!g->have)
 		return;
-	x = cJSON_AddObjectToObject(o, "gpu");
+	x = json_add__obj(o, "gpu");
 	if (!x) {
 		*err = 1;
 		return;
@@ -272,11 +273,11 @@ static void gpu_json(cJSON *o, const struct ttf_gpu_part *g, int *err)
 	add_ms(x, "prefill_gpu_ms", g->compute_ns, err);
 	add_ms(x, "copy_ms", g->copy_ns, err);
 	add_ms(x, "host_gap_ms", g->host_gap_ns, err);
-	*err |= !cJSON_AddNumberToObject(x, "kernels", g->kernels);
-	*err |= !(g->link_gbps > 0 ? cJSON_AddNumberToObject(x, "link_gbps",
+	*err |= !json_add__num(x, "kernels", g->kernels);
+	*err |= !(g->link_gbps > 0 ? json_add__num(x, "link_gbps",
 							     round(g->link_gbps * 100) / 100)
-				   : cJSON_AddNullToObject(x, "link_gbps"));
-	arr = cJSON_AddArrayToObject(x, "copies");
+				   : json_add__null(x, "link_gbps"));
+	arr = json_add__arr(x, "copies");
 	if (!arr) {
 		*err = 1;
 		return;
@@ -290,13 +291,13 @@ static void gpu_json(cJSON *o, const struct ttf_gpu_part *g, int *err)
 			*err = 1;
 			continue;
 		}
-		*err |= !cJSON_AddStringToObject(it, "dir", copy_dir(c->copy_kind));
-		*err |= !cJSON_AddNumberToObject(it, "bytes", (double)c->bytes);
+		*err |= !json_add__str(it, "dir", copy_dir(c->copy_kind));
+		*err |= !json_add__num(it, "bytes", (double)c->bytes);
 		add_ms(it, "ms", c->dur_ns, err);
-		*err |= !cJSON_AddNumberToObject(it, "gbps", round(c->gbps * 100) / 100);
-		*err |= !cJSON_AddBoolToObject(it, "pageable", c->pageable);
+		*err |= !json_add__num(it, "gbps", round(c->gbps * 100) / 100);
+		*err |= !json_add__bool(it, "pageable", c->pageable);
 		if (g->link_gbps > 0)
-			*err |= !cJSON_AddNumberToObject(it, "share_of_link",
+			*err |= !json_add__num(it, "share_of_link",
 							 round(c->gbps / g->link_gbps * 1000) / 1000);
 	}
 }
@@ -308,7 +309,7 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 
 	if (!a || !a->valid)
 		return;
-	st = cJSON_AddObjectToObject(o, "stages_ms");
+	st = json_add__obj(o, "stages_ms");
 	if (!st) {
 		*err = 1;
 		return;
@@ -329,23 +330,23 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	/* net_in's part that was the client waiting for 100-continue (docs/metrics.md M18) */
 	add_ms(o, "net_in_expect_wait_ms", a->expect_wait_ns, err);
 	gpu_json(o, &a->gpu, err);
-	*err |= !cJSON_AddStringToObject(o, "attribution", ttf_attrib_kind_name(a->kind));
-	*err |= !(a->inferred_by[0] ? cJSON_AddStringToObject(o, "inferred_by", a->inferred_by)
-				    : cJSON_AddNullToObject(o, "inferred_by"));
-	*err |= !(a->merged[0] ? cJSON_AddStringToObject(o, "merged", a->merged)
-			       : cJSON_AddNullToObject(o, "merged"));
-	*err |= !cJSON_AddNumberToObject(o, "prefill_steps", a->prefill_steps);
-	*err |= !cJSON_AddNumberToObject(o, "prefill_tokens", (double)a->prefill_tokens);
+	*err |= !json_add__str(o, "attribution", ttf_attrib_kind_name(a->kind));
+	*err |= !(a->inferred_by[0] ? json_add__str(o, "inferred_by", a->inferred_by)
+				    : json_add__null(o, "inferred_by"));
+	*err |= !(a->merged[0] ? json_add__str(o, "merged", a->merged)
+			       : json_add__null(o, "merged"));
+	*err |= !json_add__num(o, "prefill_steps", a->prefill_steps);
+	*err |= !json_add__num(o, "prefill_tokens", (double)a->prefill_tokens);
 	*err |= !(a->cached_tokens >= 0 ?
-		  cJSON_AddNumberToObject(o, "cached_tokens", (double)a->cached_tokens) :
-		  cJSON_AddNullToObject(o, "cached_tokens"));
-	*err |= !cJSON_AddNumberToObject(o, "prefill_shared_with", a->prefill_shared_with);
+		  json_add__num(o, "cached_tokens", (double)a->cached_tokens) :
+		  json_add__null(o, "cached_tokens"));
+	*err |= !json_add__num(o, "prefill_shared_with", a->prefill_shared_with);
 	*err |= !(a->prefill_token_share >= 0 ?
-		  cJSON_AddNumberToObject(o, "prefill_token_share",
+		  json_add__num(o, "prefill_token_share",
 					  round(a->prefill_token_share * 1e4) / 1e4) :
-		  cJSON_AddNullToObject(o, "prefill_token_share"));
+		  json_add__null(o, "prefill_token_share"));
 	add_ms(o, "queued_behind_aborted_ms", a->queued_behind_aborted_ns, err);
-	ov = cJSON_AddObjectToObject(o, "overlay");
+	ov = json_add__obj(o, "overlay");
 	if (!ov) {
 		*err = 1;
 		return;
@@ -355,7 +356,7 @@ void report_stages__json(cJSON *o, const struct ttf_attrib *a, int *err)
 
 		if (!a->have_overlay[s])
 			continue;
-		x = cJSON_AddObjectToObject(ov, ttf_stage_name(s));
+		x = json_add__obj(ov, ttf_stage_name(s));
 		if (!x) {
 			*err = 1;
 			continue;
@@ -380,7 +381,7 @@ void report_stages__json_causes(cJSON *o, const struct ttf_attrib *a, int *err)
 		for (uint32_t i = 0; idx && i < a->n_causes; i++)
 			if (a->causes[i].index == (uint32_t)idx->valuedouble)
 				cause = a->causes[i].cause;
-		*err |= !cJSON_AddStringToObject(it, "cause", cause);
+		*err |= !json_add__str(it, "cause", cause);
 	}
 }
 
@@ -501,7 +502,7 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 	if (!ss || !ss->n)
 		return;
 	copy_stats__json(o, ss->copies, err);
-	st = cJSON_AddObjectToObject(o, "stages_ms");
+	st = json_add__obj(o, "stages_ms");
 	if (!st) {
 		*err = 1;
 		return;
@@ -512,69 +513,69 @@ void report_stages__summary_json(cJSON *o, const struct stage_stats *ss, int *er
 
 		if (!stats__count(s))
 			continue;
-		x = cJSON_AddObjectToObject(st, ttf_stage_name(ttf_stage_order[i]));
+		x = json_add__obj(st, ttf_stage_name(ttf_stage_order[i]));
 		if (!x) {
 			*err = 1;
 			continue;
 		}
-		*err |= !cJSON_AddNumberToObject(x, "n", stats__count(s));
+		*err |= !json_add__num(x, "n", stats__count(s));
 		for (int p = 0; p < 3; p++)
-			*err |= !cJSON_AddNumberToObject(
+			*err |= !json_add__num(
 				x, pct_keys[p], round(stats__percentile(s, pcts[p]) * 1e3) / 1e3);
 	}
 	{
-		cJSON *ak = cJSON_AddObjectToObject(o, "attribution");
+		cJSON *ak = json_add__obj(o, "attribution");
 		uint64_t attributed = ss->n_kind[0] + ss->n_kind[1] + ss->n_kind[2];
 
 		*err |= !ak;
 		for (int k = 0; ak && k <= TTF_ATTR_MERGED; k++)
-			*err |= !cJSON_AddNumberToObject(ak, ttf_attrib_kind_name(k),
+			*err |= !json_add__num(ak, ttf_attrib_kind_name(k),
 							 (double)ss->n_kind[k]);
 		if (ak) {
-			*err |= !cJSON_AddNumberToObject(ak, "exact_share", attributed ?
+			*err |= !json_add__num(ak, "exact_share", attributed ?
 				round(1e4 * ss->n_kind[TTF_ATTR_EXACT] / attributed) / 1e4 : 0);
-			*err |= !cJSON_AddNumberToObject(ak, "shared_prefill", (double)ss->n_shared);
+			*err |= !json_add__num(ak, "shared_prefill", (double)ss->n_shared);
 			if (stats__count(ss->share)) {
-				*err |= !cJSON_AddNumberToObject(ak, "shared_token_share_min",
+				*err |= !json_add__num(ak, "shared_token_share_min",
 					round(100 * stats__min(ss->share)) / 1e4);
-				*err |= !cJSON_AddNumberToObject(ak, "shared_token_share_p50",
+				*err |= !json_add__num(ak, "shared_token_share_p50",
 					round(100 * stats__percentile(ss->share, 50)) / 1e4);
 			}
 		}
 	}
 	if (ss->n_cache_known) {
-		cJSON *pc = cJSON_AddObjectToObject(o, "prefix_cache");
+		cJSON *pc = json_add__obj(o, "prefix_cache");
 
 		*err |= !pc;
 		if (pc) {
-			*err |= !cJSON_AddNumberToObject(pc, "requests", (double)ss->n_cache_known);
-			*err |= !cJSON_AddNumberToObject(pc, "hits", (double)ss->n_cache_hit);
-			*err |= !cJSON_AddNumberToObject(pc, "hit_share",
+			*err |= !json_add__num(pc, "requests", (double)ss->n_cache_known);
+			*err |= !json_add__num(pc, "hits", (double)ss->n_cache_hit);
+			*err |= !json_add__num(pc, "hit_share",
 				round(1e4 * ss->n_cache_hit / ss->n_cache_known) / 1e4);
-			*err |= !cJSON_AddNumberToObject(pc, "cached_tokens", (double)ss->cached_tokens);
-			*err |= !cJSON_AddNumberToObject(pc, "computed_tokens",
+			*err |= !json_add__num(pc, "cached_tokens", (double)ss->cached_tokens);
+			*err |= !json_add__num(pc, "computed_tokens",
 							 (double)ss->computed_tokens);
 		}
 	}
 	tail = stage_stats__tail_stage(ss);
-	*err |= !(tail >= 0 ? cJSON_AddStringToObject(o, "tail_stage", ttf_stage_name(tail))
-			    : cJSON_AddNullToObject(o, "tail_stage"));
+	*err |= !(tail >= 0 ? json_add__str(o, "tail_stage", ttf_stage_name(tail))
+			    : json_add__null(o, "tail_stage"));
 	{
 		double a, b, r2;
 		cJSON *f;
 
 		if (linfit__solve(&ss->prefill_fit, &a, &b, &r2)) {
-			*err |= !cJSON_AddNullToObject(o, "prefill_fit");
+			*err |= !json_add__null(o, "prefill_fit");
 			return;
 		}
-		f = cJSON_AddObjectToObject(o, "prefill_fit");
+		f = json_add__obj(o, "prefill_fit");
 		if (!f) {
 			*err = 1;
 			return;
 		}
-		*err |= !cJSON_AddNumberToObject(f, "intercept_ms", round(a * 1e3) / 1e3);
-		*err |= !cJSON_AddNumberToObject(f, "ms_per_token", round(b * 1e6) / 1e6);
-		*err |= !cJSON_AddNumberToObject(f, "r2", round(r2 * 1e4) / 1e4);
-		*err |= !cJSON_AddNumberToObject(f, "n", ss->prefill_fit.n);
+		*err |= !json_add__num(f, "intercept_ms", round(a * 1e3) / 1e3);
+		*err |= !json_add__num(f, "ms_per_token", round(b * 1e6) / 1e6);
+		*err |= !json_add__num(f, "r2", round(r2 * 1e4) / 1e4);
+		*err |= !json_add__num(f, "n", ss->prefill_fit.n);
 	}
 }

@@ -953,12 +953,42 @@ static void check_first_token(struct timeline *tl, struct tl_ticket *k)
 	}
 }
 
+/*
+ * Pending calls by start, stable (equal starts keep their order, as glibc's
+ * merge-sort qsort keeps them). The list is short and mostly in order
+ * already (the kept ones are sorted, new ones come in end order): an
+ * insertion sort moves only what is out of place; a long list goes to qsort.
+ */
+#define PENDING_INSERTION_MAX 64
+
+static void sort_pending(struct timeline *tl)
+{
+	struct call *v = tl->pending, tmp;
+
+	if (tl->n_pending > PENDING_INSERTION_MAX) {
+		qsort(v, tl->n_pending, sizeof(*v), cmp_call);
+		return;
+	}
+	for (size_t i = 1; i < tl->n_pending; i++) {
+		size_t j = i;
+
+		if (v[i].s.start_ns >= v[i - 1].s.start_ns)
+			continue;
+		tmp = v[i];
+		while (j > 0 && v[j - 1].s.start_ns > tmp.s.start_ns) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = tmp;
+	}
+}
+
 /* Process the pending calls that ended by watermark_ns, in start order. */
 static void process_pending(struct timeline *tl, uint64_t watermark_ns)
 {
 	size_t keep = 0;
 
-	qsort(tl->pending, tl->n_pending, sizeof(*tl->pending), cmp_call);
+	sort_pending(tl);
 	for (size_t i = 0; i < tl->n_pending; i++) {
 		struct call *c = &tl->pending[i];
 

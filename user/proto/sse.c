@@ -384,6 +384,16 @@ static int line_append(struct sse_splitter *s, const char *src, size_t n)
 	return buf_append(&s->line, &s->line_len, &s->line_cap, src, n);
 }
 
+/* The first '\n' or '\r' at or after i, or len (two memchr passes: SIMD, not a byte loop). */
+static size_t line_end(const char *buf, size_t i, size_t len)
+{
+	const char *nl = memchr(buf + i, '\n', len - i);
+	size_t stop = nl ? (size_t)(nl - buf) : len;
+	const char *cr = memchr(buf + i, '\r', stop - i);
+
+	return cr ? (size_t)(cr - buf) : stop;
+}
+
 int sse_splitter__feed(struct sse_splitter *s, const char *buf, size_t len, uint64_t tag)
 {
 	size_t i = 0, j;
@@ -394,8 +404,7 @@ int sse_splitter__feed(struct sse_splitter *s, const char *buf, size_t len, uint
 		i = 1;
 	s->last_cr = false;
 	while (i < len) {
-		for (j = i; j < len && buf[j] != '\n' && buf[j] != '\r'; j++)
-			;
+		j = line_end(buf, i, len);
 		if (line_append(s, buf + i, j - i) < 0) {
 			s->oversize = true;
 			s->skip_line = true;

@@ -263,7 +263,8 @@ static bool walk(struct scan *s, const char *const *keys, int n_keys, member_cb 
 		if (memchr(k, '\\', klen))
 			s->escaped_key = true;
 		for (int i = 0; i < n_keys; i++)
-			if (strlen(keys[i]) == klen && !memcmp(k, keys[i], klen)) {
+			if (klen && keys[i][0] == k[0] && !strncmp(keys[i], k, klen) &&
+			    !keys[i][klen]) {
 				hit = i;
 				break;
 			}
