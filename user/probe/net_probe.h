@@ -73,6 +73,9 @@ struct net_probe_opts {
 struct net_probe_status {
 	enum net_source source;	/* SOCK or SYSCALL: what was loaded */
 	int raw_tp;		/* syscall: the raw_tp pair of sys_enter/sys_exit attached */
+	int sys_enter_tps;	/* sock: the syscall arguments come from the per-syscall
+				 * tracepoints syscalls:sys_enter_X (tracefs), not from
+				 * raw sys_enter (docs/kernel.md B1.5) */
 	int n_attached;
 	int n_failed;
 	int recv_send;		/* the must-haves: sock_{recv,send}_length, or sys_enter/exit */
