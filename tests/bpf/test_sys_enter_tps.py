@@ -6,9 +6,13 @@ programs out forces the fallback; both must give the same records on every
 read and write syscall variant, with no payload missing.
 """
 import os
+import shutil
+import subprocess
 import sys
 
-from conftest import needs_root
+import pytest
+
+from conftest import TTFTRACE, needs_root
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_net_source import ITL_MS, TTFT_MS, check_run, trace_run  # noqa: E402
@@ -39,3 +43,20 @@ def test_tracepoints_and_raw_sys_enter_agree(sse_server, tracer):
     for a, b in zip(runs["tp"], runs["raw"]):
         assert a["tokens"] == b["tokens"] and a["token_events"] == b["token_events"], (a, b)
         assert a["path"] == b["path"] and a["status"] == b["status"]
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare (util-linux)")
+def test_mounts_tracefs_when_missing_and_unmounts_it():
+    """In a mount namespace of its own without tracefs, ttftrace mounts it,
+    uses the tracepoints, and leaves no tracefs mounted behind it."""
+    script = (
+        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug/tracing 2>/dev/null; "
+        "test -e /sys/kernel/tracing/events && exit 9; "
+        "%s -p $$ -d 1 --no-sched --no-profile --json -o /dev/null; rc=$?; "
+        "grep -c ' tracefs ' /proc/self/mounts; exit $rc" % TTFTRACE)
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert "Net source: sock, socket tracepoints sock_recv_length/sock_send_length, " \
+        + TPS in r.stderr, r.stderr
+    assert r.stdout.split() == ["0"], r.stdout
