@@ -11,6 +11,9 @@ per round so that drift of a noisy machine hits all alike:
   T    ttftrace, default probes (network, scheduler, the llama.cpp profile)
   Tns  ttftrace --no-sched
   Tnu  ttftrace --no-profile (no engine uprobes)
+  Tr   T with the sock source's syscall arguments from raw sys_enter, not
+       the per-syscall tracepoints syscalls:sys_enter_X (TTFTRACE_SKIP_PROGS
+       leaves enter_read out; not in the default --configs)
   B    bench/bpftrace_baseline.bt plus the same engine uprobes, in bpftrace
 
 Per round and per streamed token (loadgen's token count) it measures:
@@ -53,8 +56,10 @@ LLAMA_BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
 MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
 THREADS = min(2, os.cpu_count() or 1)
 CONFIGS = ["N", "T", "Tns", "Tnu", "B"]
+EXTRA_CONFIGS = ["Tr"]
 ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
-TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"]}
+TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"], "Tr": []}
+TT_ENV = {"Tr": {"TTFTRACE_SKIP_PROGS": "enter_read"}}
 
 
 def die(msg, hint=None):
@@ -205,7 +210,8 @@ def start_tracer(cfg, srv, work, tag):
         return p
     p = subprocess.Popen([TTFTRACE, "--port", str(srv.port), "--json", "-o",
                           os.path.join(work, tag + ".ndjson")] + TT_ARGS[cfg],
-                         stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+                         stdout=subprocess.DEVNULL, stderr=open(log, "w"),
+                         env=dict(os.environ, **TT_ENV.get(cfg, {})))
     if not wait_line(log, "Hit Ctrl-C to end", 60, p):
         die("ttftrace did not start: " + open(log).read()[-500:])
     if cfg != "Tnu":
@@ -292,20 +298,24 @@ def report(target, rounds, cfgs):
     if "T" in cfgs and "B" in cfgs:
         print("T/B total cost per token (median of per-round ratios): %.2f" %
               med([t / b if b else None for t, b in zip(totals["T"], totals["B"])]))
-    if "T" in cfgs:
-        print("\nBPF programs of T (medians): runs/token, ns/run, us/token")
-        names = sorted({k for r in rounds for k in r["T"]["progs"]})
-        rows = []
-        for k in names:
-            cnt = [r["T"]["progs"].get(k, [0, 0])[0] / r["T"]["tokens"] for r in rounds]
-            ns = [r["T"]["progs"][k][1] / r["T"]["progs"][k][0]
-                  if r["T"]["progs"].get(k, [0, 0])[0] else None for r in rounds]
-            us = [r["T"]["progs"].get(k, [0, 0])[1] / r["T"]["tokens"] / 1000 for r in rounds]
-            rows.append((med(us), k, med(cnt), med(ns)))
-        for us, k, cnt, ns in sorted(rows, reverse=True):
-            if cnt > 0:
-                print("  %-28s %8.2f %9.0f %8.3f" % (k, cnt, ns, us))
+    for c in ("T", "Tr"):
+        if c in cfgs:
+            prog_table(c, rounds)
 
+
+def prog_table(c, rounds):
+    print("\nBPF programs of %s (medians): runs/token, ns/run, us/token" % c)
+    names = sorted({k for r in rounds for k in r[c]["progs"]})
+    rows = []
+    for k in names:
+        cnt = [r[c]["progs"].get(k, [0, 0])[0] / r[c]["tokens"] for r in rounds]
+        ns = [r[c]["progs"][k][1] / r[c]["progs"][k][0]
+              if r[c]["progs"].get(k, [0, 0])[0] else None for r in rounds]
+        us = [r[c]["progs"].get(k, [0, 0])[1] / r[c]["tokens"] / 1000 for r in rounds]
+        rows.append((med(us), k, med(cnt), med(ns)))
+    for us, k, cnt, ns in sorted(rows, reverse=True):
+        if cnt > 0:
+            print("  %-28s %8.2f %9.0f %8.3f" % (k, cnt, ns, us))
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -325,8 +335,8 @@ def main():
             rounds = json.load(f)
         report(os.path.basename(args.report_only).split(".")[0], rounds, cfgs)
         return
-    if "N" not in cfgs or any(c not in CONFIGS for c in cfgs):
-        die("--configs: N and any of %s" % ",".join(CONFIGS))
+    if "N" not in cfgs or any(c not in CONFIGS + EXTRA_CONFIGS for c in cfgs):
+        die("--configs: N and any of %s" % ",".join(CONFIGS + EXTRA_CONFIGS))
     if os.geteuid() != 0:
         die("the benchmark loads BPF programs and must run as root", "sudo bench/cost.sh")
     for b in (TTFTRACE, LOADGEN):

@@ -3,9 +3,11 @@
  * Network probes, socket-tracepoint source ("sock"): what traced processes
  * read from and write to TCP sockets, when those bytes arrived in the
  * kernel, and when written bytes reached the device. Only tracepoints
- * (tp_btf), so no tracefs and no kprobes are needed.
+ * (tp_btf; the per-syscall sys_enter_X ones through tracefs where it has
+ * them), so no kprobes are needed.
  *
  *   sys_enter           remember the user buffer of read/write-like syscalls
+ *                       (raw sys_enter, or syscalls:sys_enter_X per syscall)
  *   sock_recv_length    RECV record + payload prefix (fires after the copy-out)
  *   sock_send_length    SEND record + payload prefix + tcp write_seq
  *   io_uring_submit_req remember the buffer of an io_uring send/recv on a
@@ -68,6 +70,35 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 		remember_args(regs, id);
 	return 0;
 }
+
+/*
+ * The same per payload syscall, on its own syscalls:sys_enter_X tracepoint
+ * (tracefs event, CONFIG_FTRACE_SYSCALLS): only these eight syscalls run a
+ * program, the arguments come in the context (no probe reads). User space
+ * loads either these eight or handle_sys_enter (user/probe/net_probe.c),
+ * never both; compat (32-bit) syscalls reach none of the eight
+ * (docs/kernel.md B1.5). Names fit the kernel's 15 characters.
+ */
+#define SYSCALL_ENTER_TP(name)                                                  \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                             \
+	int enter_##name(struct trace_event_raw_sys_enter *ctx)                \
+	{                                                                       \
+		/* copied: the verifier refuses loads through ctx + 16 */   \
+		unsigned long args[4] = { ctx->args[0], ctx->args[1],           \
+					  ctx->args[2], ctx->args[3] };         \
+									        \
+		remember_call(NULL, args, NR_##name);                           \
+		return 0;                                                       \
+	}
+
+SYSCALL_ENTER_TP(read)
+SYSCALL_ENTER_TP(write)
+SYSCALL_ENTER_TP(readv)
+SYSCALL_ENTER_TP(writev)
+SYSCALL_ENTER_TP(recvfrom)
+SYSCALL_ENTER_TP(sendto)
+SYSCALL_ENTER_TP(recvmsg)
+SYSCALL_ENTER_TP(sendmsg)
 
 /*
  * io_uring send/recv requests on sockets, remembered at submission until the

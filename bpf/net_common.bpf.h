@@ -398,11 +398,36 @@ static __always_inline bool payload_syscall(long id)
 }
 
 /*
+ * Argument i (0 to 3) of the current syscall: from regs, the task's user
+ * registers (one probe read each), or with regs NULL from args, the argument
+ * array of a syscalls:sys_enter_X tracepoint's context. The callers pass a
+ * constant i and a constant NULL or not, so each inlined copy is one read.
+ */
+static __always_inline __u64 syscall_arg(struct pt_regs *regs, const unsigned long *args, int i)
+{
+	if (!regs)
+		return args[i];
+	switch (i) {
+	case 0:
+		return PT_REGS_PARM1_CORE_SYSCALL(regs);
+	case 1:
+		return PT_REGS_PARM2_CORE_SYSCALL(regs);
+	case 2:
+		return PT_REGS_PARM3_CORE_SYSCALL(regs);
+	default:
+		return PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+}
+
+/*
  * Remember the arguments of a payload syscall of a traced thread: its fd,
- * user buffer (flat buffer, iovec array or msghdr), flags and entry time.
+ * user buffer (flat buffer, iovec array or msghdr), flags and entry time,
+ * read from regs, or with regs NULL from args (a syscalls:sys_enter_X
+ * context).
  * A slot only ever holds its thread's last such syscall (see the callers).
  */
-static __always_inline void remember_args(struct pt_regs *regs, long id)
+static __always_inline void remember_call(struct pt_regs *regs, const unsigned long *args,
+					  long id)
 {
 	struct sys_args a = {};
 	__u64 pid_tgid;
@@ -418,7 +443,7 @@ static __always_inline void remember_args(struct pt_regs *regs, long id)
 	case NR_recvfrom:
 		a.kind = BUF_FLAT;
 		a.dir = DIR_RECV;
-		a.flags = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		a.flags = syscall_arg(regs, args, 3);
 		break;
 	case NR_write:
 	case NR_sendto:
@@ -436,7 +461,7 @@ static __always_inline void remember_args(struct pt_regs *regs, long id)
 	case NR_recvmsg:
 		a.kind = BUF_MSG;
 		a.dir = DIR_RECV;
-		a.flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		a.flags = syscall_arg(regs, args, 2);
 		break;
 	case NR_sendmsg:
 		a.kind = BUF_MSG;
@@ -451,10 +476,16 @@ static __always_inline void remember_args(struct pt_regs *regs, long id)
 	}
 	a.nr = id;
 	a.enter_ns = bpf_ktime_get_ns();
-	a.fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	a.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	a.fd = syscall_arg(regs, args, 0);
+	a.buf = syscall_arg(regs, args, 1);
+	a.len = syscall_arg(regs, args, 2);
 	bpf_map_update_elem(&sys_args, &pid_tgid, &a, BPF_ANY);
+}
+
+/* remember_call() from the task's user registers (raw sys_enter). */
+static __always_inline void remember_args(struct pt_regs *regs, long id)
+{
+	remember_call(regs, NULL, id);
 }
 
 /* ---- payload capture ----------------------------------------------------- */

@@ -290,7 +290,11 @@ static int resolve_targets(struct tracer *t)
 static void print_net_source(const struct tracer *t, enum net_source asked)
 {
 	const char *how = t->st.source == NET_SOURCE_SOCK ?
-		"socket tracepoints sock_recv_length/sock_send_length" :
+		t->st.sys_enter_tps ?
+		"socket tracepoints sock_recv_length/sock_send_length, syscall arguments from "
+		"the per-syscall tracepoints syscalls:sys_enter_X" :
+		"socket tracepoints sock_recv_length/sock_send_length, syscall arguments from "
+		"raw sys_enter" :
 		t->st.raw_tp ? "raw syscall tracepoints sys_enter/sys_exit (raw_tp)" :
 			       "raw syscall tracepoints sys_enter/sys_exit (tp_btf)";
 	const char *why = asked != NET_SOURCE_AUTO ? "--net-source" :

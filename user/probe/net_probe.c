@@ -11,8 +11,9 @@
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
 #include "user/probe/tp_check.h"
+#include "user/probe/tracefs.h"
 
-#define MAX_LINKS 32
+#define MAX_LINKS 48
 
 struct net_probe {
 	struct net_bpf *sock;		/* one of sock, sys is open */
@@ -25,6 +26,7 @@ struct net_probe {
 	net_event_cb on_event;
 	void *ctx;
 	struct net_probe_status st;	/* as attach found it */
+	int tracefs_mounted;		/* attach mounted tracefs: unmount at destroy */
 };
 
 static const char *const counter_names[TTF_CNT__MAX] = {
@@ -216,6 +218,107 @@ fail:
 	return NULL;
 }
 
+/*
+ * The payload syscalls whose syscalls:sys_enter_X tracepoint has a program
+ * enter_X in bpf/net.bpf.c: the eight that its handle_sys_enter takes.
+ */
+static const char *const enter_syscalls[] = {
+	"read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg",
+};
+#define N_ENTER (sizeof(enter_syscalls) / sizeof(enter_syscalls[0]))
+
+static int is_sys_enter_prog(const char *name)
+{
+	return !strcmp(name, "handle_sys_enter") || !strncmp(name, "enter_", strlen("enter_"));
+}
+
+static void keep_link(struct net_probe *np, struct bpf_link *link)
+{
+	if (np->n_links < MAX_LINKS)
+		np->links[np->n_links++] = link;
+}
+
+/*
+ * Why the eight syscalls:sys_enter_X programs cannot all attach, into why;
+ * attaches them into links when they can. Returns 0 (all attached) or -1.
+ */
+static int attach_enter_tps(struct net_probe *np, struct bpf_link **links, char *why,
+			    size_t why_len)
+{
+	size_t n = 0;
+	int m = tracefs__ensure();
+
+	if (m < 0) {
+		snprintf(why, why_len, "tracefs is not mounted and mounting it failed (%s)",
+			 strerror(-m));
+		return -1;
+	}
+	np->tracefs_mounted = m == 1;
+	for (; n < N_ENTER; n++) {
+		char prog[32], ev[32];
+		struct bpf_program *p;
+
+		snprintf(prog, sizeof(prog), "enter_%s", enter_syscalls[n]);
+		snprintf(ev, sizeof(ev), "sys_enter_%s", enter_syscalls[n]);
+		p = net_probe__program(np, prog);
+		if (!p) {
+			snprintf(why, why_len, "%s is not loaded", prog);
+			break;
+		}
+		if (!tracefs__has_event("syscalls", ev)) {
+			snprintf(why, why_len, "tracefs has no syscalls/%s (CONFIG_FTRACE_SYSCALLS)",
+				 ev);
+			break;
+		}
+		links[n] = bpf_program__attach(p);
+		if (!links[n]) {
+			snprintf(why, why_len, "attaching %s failed (%s)", prog, strerror(errno));
+			break;
+		}
+	}
+	if (n == N_ENTER)
+		return 0;
+	while (n--)
+		bpf_link__destroy(links[n]);
+	return -1;
+}
+
+/*
+ * sock: remember the syscall arguments with the per-syscall tracepoints
+ * syscalls:sys_enter_X where all eight attach (only those syscalls run a
+ * program), else with raw sys_enter, which runs for every syscall of the
+ * machine (docs/kernel.md B1.5). Sets st->sys_enter_tps; returns 1 when one
+ * of the two attached, else 0.
+ */
+static int attach_sys_enter(struct net_probe *np, struct net_probe_status *st)
+{
+	struct bpf_link *links[N_ENTER], *link;
+	struct bpf_program *raw;
+	char why[160];
+
+	if (!attach_enter_tps(np, links, why, sizeof(why))) {
+		for (size_t i = 0; i < N_ENTER; i++)
+			keep_link(np, links[i]);
+		st->n_attached += N_ENTER;
+		st->sys_enter_tps = 1;
+		return 1;
+	}
+	raw = net_probe__program(np, "handle_sys_enter");
+	ttf_info("syscall arguments taken at raw sys_enter (every syscall of the machine runs "
+		 "it): %s", why);
+	if (!raw)
+		return 0;
+	link = bpf_program__attach(raw);
+	if (!link) {
+		st->n_failed++;
+		ttf_warn("could not attach handle_sys_enter (%s)", strerror(errno));
+		return 0;
+	}
+	st->n_attached++;
+	keep_link(np, link);
+	return 1;
+}
+
 /* The two programs of a source without which there are no RECV/SEND records. */
 static int must_have(const struct net_probe *np, const char *name)
 {
@@ -241,6 +344,8 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 		/* the TLS library uprobes name no target: user/probe/tls_probe.c places them */
 		if (!strncmp(name, "tls_", 4))
 			continue;
+		if (np->sock && is_sys_enter_prog(name))
+			continue;	/* attach_sys_enter's, below */
 		link = bpf_program__attach(prog);
 		if (!link) {
 			st->n_failed++;
@@ -249,8 +354,7 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 		}
 		st->n_attached++;
 		ttf_debug("attached %s", name);
-		if (np->n_links < MAX_LINKS)
-			np->links[np->n_links++] = link;
+		keep_link(np, link);
 		if (must_have(np, name))
 			st->recv_send++;
 		else if (!strcmp(name, "handle_tcp_probe"))
@@ -267,6 +371,9 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 			 !strcmp(name, "handle_exit_live"))
 			st->follow++;
 	}
+	/* without its syscall arguments sock's records have no payload: a must-have too */
+	if (np->sock && !attach_sys_enter(np, st))
+		st->recv_send = 0;
 	st->recv_send = st->recv_send == 2;
 	st->follow = st->follow == 2;
 	np->st = *st;
@@ -325,6 +432,8 @@ void net_probe__destroy(struct net_probe *np)
 	ring_buffer__free(np->rb);
 	net_bpf__destroy(np->sock);
 	net_syscall_bpf__destroy(np->sys);
+	if (np->tracefs_mounted)
+		tracefs__unmount();
 	free(np);
 }
 

@@ -59,7 +59,9 @@ struct net_probe_opts {
 	int no_tls;			/* 1: do not load the TLS uprobes (bpf/tls.bpf.h) */
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
-	 * it. Required by sock: sys_enter, sock_recv_length, sock_send_length;
+	 * it. Required by sock: sys_enter (its program is the fallback of the
+	 * per-syscall syscalls:sys_enter_X ones, which need tracefs, not BTF;
+	 * net_probe__attach picks), sock_recv_length, sock_send_length;
 	 * by syscall: none (sys_enter/sys_exit go through raw_tp when their
 	 * typedefs are missing). Any other missing tracepoint only leaves its
 	 * program out; without sk_data_ready, tcp_probe stands in for it.
@@ -73,6 +75,9 @@ struct net_probe_opts {
 struct net_probe_status {
 	enum net_source source;	/* SOCK or SYSCALL: what was loaded */
 	int raw_tp;		/* syscall: the raw_tp pair of sys_enter/sys_exit attached */
+	int sys_enter_tps;	/* sock: the syscall arguments come from the per-syscall
+				 * tracepoints syscalls:sys_enter_X (tracefs), not from
+				 * raw sys_enter (docs/kernel.md B1.5) */
 	int n_attached;
 	int n_failed;
 	int recv_send;		/* the must-haves: sock_{recv,send}_length, or sys_enter/exit */
@@ -92,7 +97,14 @@ struct net_probe_status {
  */
 struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *err,
 				       char *missing_tp, size_t missing_len);
-/* Attach every loaded program; fills *st. Returns 0, or -ENOENT when recv/send did not attach. */
+/*
+ * Attach every loaded program; fills *st. sock: the syscall arguments from
+ * syscalls:sys_enter_X when tracefs has the eight events (mounting tracefs
+ * at /sys/kernel/tracing when missing, unmounted by net_probe__destroy) and
+ * all attach, else raw sys_enter (st->sys_enter_tps says which). Returns 0,
+ * or -ENOENT when recv/send (or, for sock, both kinds of sys_enter) did not
+ * attach.
+ */
 int net_probe__attach(struct net_probe *np, struct net_probe_status *st);
 /* Add a process / listening port to the in-kernel filters. */
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
