@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Network probes, socket-tracepoint source ("sock"): what traced processes
- * read from and write to TCP sockets, when those bytes arrived in the
+ * read from and write to TCP and unix stream sockets, when those bytes arrived in the
  * kernel, and when written bytes reached the device. Only tracepoints
  * (tp_btf), so no tracefs and no kprobes are needed.
  *
- *   sys_enter           remember the user buffer of read/write-like syscalls
+ *   sys_enter           remember the user buffer of read/write-like syscalls;
+ *                       close(2) of a unix stream socket: CLOSE record (B10)
  *   sock_recv_length    RECV record + payload prefix (fires after the copy-out)
  *   sock_send_length    SEND record + payload prefix + tcp write_seq
  *   io_uring_submit_req remember the buffer of an io_uring send/recv on a
@@ -66,6 +67,8 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 {
 	if (payload_syscall(id))
 		remember_args(regs, id);
+	else if (id == NR_close)
+		on_close_fd(regs);	/* a unix stream connection's end (B10) */
 	return 0;
 }
 
@@ -158,7 +161,7 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 		return 0;
 	a.fd = BPF_CORE_READ(req, cqe.fd);
 	sk = sock_from_fd(a.fd);
-	if (!sk || !sk_is_tcp(sk))
+	if (!sk || !sk_is_stream(sk))
 		return 0;
 	if (is_rw) {
 		a.buf = BPF_CORE_READ(rw, addr);
@@ -209,6 +212,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 			key.sk = (__u64)(unsigned long)sk;
 			key.dir = dir;
 			bpf_map_delete_elem(&uring_args, &key);
+			/* ... and, on a unix stream socket, the connection (B10) */
+			if (type == TTF_EV_RECV && sk_is_unix_stream(sk))
+				unix_conn_end(sk, bpf_get_socket_cookie(sk));
 		}
 		return 0;
 	}
