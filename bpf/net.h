@@ -76,9 +76,12 @@ enum ttf_event_flags {
  * address that names a connection, so a record carries inode numbers (the
  * N of socket:[N] in /proc/PID/fd and the Inode column of /proc/net/unix):
  * laddr[0..7] the socket's own, raddr[0..7] its peer's (unix_sk(sk)->peer;
- * 0 once the peer's file is closed), both native-endian __u64, the rest of
- * laddr/raddr zero; lport and rport 0. The two ends of one connection carry
- * the same pair swapped. ttf_unix_ino() reads one back.
+ * 0 before the server accepted, and once the peer's file is closed);
+ * laddr[8..15] and raddr[8..15] the inode of the file their path names
+ * (the listener's socket file, stat(2) st_ino; 0 unnamed or abstract: the
+ * connecting end's own). All native-endian __u64; lport and rport 0. The
+ * two ends of one connection carry the same pairs swapped. ttf_unix_ino()
+ * reads the socket inode back, ttf_unix_path_ino() the path's.
  */
 #ifndef __VMLINUX_H__
 #include <string.h>
@@ -87,6 +90,14 @@ static inline __u64 ttf_unix_ino(const __u8 addr[16])
 	__u64 ino;
 
 	memcpy(&ino, addr, sizeof(ino));
+	return ino;
+}
+
+static inline __u64 ttf_unix_path_ino(const __u8 addr[16])
+{
+	__u64 ino;
+
+	memcpy(&ino, addr + 8, sizeof(ino));
 	return ino;
 }
 #endif

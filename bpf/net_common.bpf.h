@@ -218,17 +218,29 @@ static __always_inline __u64 sk_ino(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
 }
 
-/* A unix stream socket's addresses: its inode and its peer's (bpf/net.h layout). */
+/*
+ * The inode of the file a unix socket's path names (unix_sk(sk)->path: the
+ * bound listener's, copied to each socket it accepts, even before the
+ * accept, B10); 0 for an unnamed or abstract socket.
+ */
+static __always_inline __u64 unix_path_ino(const struct sock *sk)
+{
+	return BPF_CORE_READ((struct unix_sock *)sk, path.dentry, d_inode, i_ino);
+}
+
+/* A unix stream socket's addresses: its inodes and its peer's (bpf/net.h layout). */
 #define FILL_UNIX_ADDR(e, sk)                                                              \
 	do {                                                                               \
 		struct sock *peer_ = BPF_CORE_READ((struct unix_sock *)(sk), peer);        \
-		__u64 ino_ = sk_ino(sk), pino_ = peer_ ? sk_ino(peer_) : 0;                \
+		__u64 a_[2] = { sk_ino(sk), unix_path_ino(sk) }, b_[2] = { 0, 0 };         \
+		if (peer_) {                                                               \
+			b_[0] = sk_ino(peer_);                                             \
+			b_[1] = unix_path_ino(peer_);                                      \
+		}                                                                          \
 		(e)->lport = 0;                                                            \
 		(e)->rport = 0;                                                            \
-		__builtin_memset((e)->laddr, 0, sizeof((e)->laddr));                       \
-		__builtin_memset((e)->raddr, 0, sizeof((e)->raddr));                       \
-		__builtin_memcpy((e)->laddr, &ino_, sizeof(ino_));                         \
-		__builtin_memcpy((e)->raddr, &pino_, sizeof(pino_));                       \
+		__builtin_memcpy((e)->laddr, a_, sizeof(a_));                              \
+		__builtin_memcpy((e)->raddr, b_, sizeof(b_));                              \
 	} while (0)
 
 /* The addresses of sk into any struct with family, lport, rport, laddr, raddr fields. */
