@@ -99,10 +99,10 @@ struct tracer {
 	} hops[64];
 	int n_hops;
 	struct {
-		char path[108];		/* its listening path ("" unnamed: by peer inode) */
-		uint64_t ino;		/* the peer inode last looked up */
-		uint32_t tgid;		/* one process found holding it; 0 none */
-		uint64_t looked_ns;	/* when (event time): at most once a second per path */
+		uint64_t key;		/* the inode of the listener's path file; 0: by peer */
+		uint64_t peer;		/* by peer (no path): the peer socket's inode */
+		uint32_t tgid;		/* one process found there; 0 none */
+		uint64_t looked_ns;	/* when (event time): at most once a second per key */
 	} unix_hops[64];
 	int n_unix_hops;
 };
@@ -167,27 +167,27 @@ static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_req
 }
 
 /*
- * Hop discovery over a unix stream socket (docs/design.md D11): the process
- * holding the peer end of u's connection (socket:[PEER] in /proc/PID/fd) is
- * traced too. The peer's path (/proc/net/unix: an accepted socket shows its
- * listener's) keys what was looked up, at most once a second per path, and
- * again only when the process found there is gone; an unnamed peer (a
- * socketpair) is looked up by its inode.
+ * Hop discovery over a unix stream socket (docs/design.md D11): who listens
+ * on the path the gateway connected to (the record carries the inode of its
+ * file, bpf/net.h) is traced too, like a TCP port's listener; a peer without
+ * a path (a socketpair) by the process holding the peer socket (its inode
+ * from the record, or from sock_diag when the write came before the
+ * accept). Looked up at most once a second per path, and again only when
+ * the process found there is gone.
  */
 static void on_upstream_unix(struct tracer *t, const struct ttf_request *u)
 {
-	uint64_t peer = ttf_unix_ino(u->addr.raddr);
+	uint64_t peer = ttf_unix_ino(u->addr.raddr), key = ttf_unix_path_ino(u->addr.raddr);
 	struct target_set now = { 0 };
 	char path[108], where[160];
-	int i;
+	int i, err;
 
-	/* written before the server accepted: the peer had no inode then */
-	if (!peer)
+	if (!key && !peer)
 		target__unix_peer(ttf_unix_ino(u->addr.laddr), &peer);
-	if (!peer || target__unix_path(peer, path, sizeof(path)))
-		return;	/* not accepted yet (the next call looks again), gone, or in another netns */
+	if (!key && !peer)
+		return;	/* not accepted yet or gone: the next call looks again */
 	for (i = 0; i < t->n_unix_hops; i++)
-		if (path[0] ? !strcmp(t->unix_hops[i].path, path) : t->unix_hops[i].ino == peer)
+		if (key ? t->unix_hops[i].key == key : t->unix_hops[i].peer == peer)
 			break;
 	if (i < t->n_unix_hops) {
 		if (u->read_first_ns < t->unix_hops[i].looked_ns + 1000000000ull)
@@ -199,18 +199,22 @@ static void on_upstream_unix(struct tracer *t, const struct ttf_request *u)
 		if (t->n_unix_hops == (int)(sizeof(t->unix_hops) / sizeof(t->unix_hops[0])))
 			return;
 		t->n_unix_hops++;
-		snprintf(t->unix_hops[i].path, sizeof(t->unix_hops[i].path), "%s", path);
 	}
-	t->unix_hops[i].ino = peer;
+	t->unix_hops[i].key = key;
+	t->unix_hops[i].peer = peer;
 	t->unix_hops[i].tgid = 0;
 	t->unix_hops[i].looked_ns = u->read_first_ns;
-	if (!target__by_socket_inode(&now, peer)) {
+	if (key)
+		err = target__by_unix_path_ino(&now, key, path, sizeof(path));
+	else
+		err = target__by_socket_inode(&now, peer);
+	if (!err) {
 		t->unix_hops[i].tgid = now.tgids[0];
-		if (path[0])
+		if (key)
 			snprintf(where, sizeof(where), "unix:%s", path);
 		else
 			snprintf(where, sizeof(where), "unix:socket:[%llu]", (unsigned long long)peer);
-		trace_found(t, &now, u, where, "holds its peer socket");
+		trace_found(t, &now, u, where, key ? "listens there" : "holds its peer socket");
 	}
 	target_set__free(&now);
 }

@@ -96,8 +96,8 @@ static int same_conn(const struct ttf_conn_addr *a, const struct ttf_conn_addr *
 static int reversed(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
 {
 	if (a->family == TTF_AF_UNIX && b->family == TTF_AF_UNIX)
-		return (ttf_unix_ino(a->laddr) && !memcmp(a->laddr, b->raddr, sizeof(a->laddr))) ||
-		       (ttf_unix_ino(b->laddr) && !memcmp(b->laddr, a->raddr, sizeof(a->laddr)));
+		return (ttf_unix_ino(a->laddr) && ttf_unix_ino(a->laddr) == ttf_unix_ino(b->raddr)) ||
+		       (ttf_unix_ino(b->laddr) && ttf_unix_ino(b->laddr) == ttf_unix_ino(a->raddr));
 	return a->family == b->family && a->lport == b->rport && a->rport == b->lport &&
 	       !memcmp(a->laddr, b->raddr, sizeof(a->laddr)) &&
 	       !memcmp(a->raddr, b->laddr, sizeof(a->raddr));

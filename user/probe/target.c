@@ -298,33 +298,44 @@ int target__by_socket_inode(struct target_set *ts, uint64_t ino)
 	return socket_owners(ts, inodes, 1);
 }
 
+/* /proc/net/unix Flags of a listening socket (__SO_ACCEPTCON, include/linux/net.h) */
+#define UNIX_ACCEPTCON 0x10000
+
 /*
  * /proc/net/unix lines: "Num RefCount Protocol Flags Type St Inode [Path]"
- * (proc(5)); an accepted socket shows its listener's path, an abstract
- * one "@name", an unnamed one none.
+ * (proc(5)); a listener's path as it was bound, "@name" when abstract.
  */
-int target__unix_path(uint64_t ino, char *path, size_t len)
+int target__by_unix_path_ino(struct target_set *ts, uint64_t path_ino, char *path, size_t len)
 {
+	unsigned long inodes[64];
 	char line[512];
+	size_t n = 0;
 	FILE *f = fopen("/proc/net/unix", "re");
-	int err = -ESRCH;
 
 	if (!f)
 		return -errno;
 	path[0] = '\0';
-	while (err && fgets(line, sizeof(line), f)) {
+	while (fgets(line, sizeof(line), f) && n < 64) {
 		unsigned long long inode;
+		unsigned int flags;
+		struct stat st;
 		int end = 0;
+		char *p;
 
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %llu%n", &inode, &end) != 1 ||
-		    inode != ino)
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %llu%n", &flags, &inode, &end) != 2 ||
+		    !(flags & UNIX_ACCEPTCON))
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, len, "%s", line + end + strspn(line + end, " "));
-		err = 0;
+		p = line + end + strspn(line + end, " ");
+		if (*p != '/' || stat(p, &st) || !S_ISSOCK(st.st_mode) || st.st_ino != path_ino)
+			continue;
+		snprintf(path, len, "%s", p);
+		inodes[n++] = inode;
 	}
 	fclose(f);
-	return err;
+	if (!n)
+		return -ESRCH;
+	return socket_owners(ts, inodes, n);
 }
 
 /*

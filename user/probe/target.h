@@ -31,10 +31,12 @@ int target__by_port(struct target_set *ts, uint16_t port);
 /* Processes holding socket:[ino] in /proc/PID/fd (a unix socket's owners). -ESRCH when none. */
 int target__by_socket_inode(struct target_set *ts, uint64_t ino);
 /*
- * The path of unix socket ino from /proc/net/unix (of this network
- * namespace) into path ("" when it has none). -ESRCH when ino is not there.
+ * Owners of the unix sockets listening on the path whose file has inode
+ * path_ino (stat(2) st_ino; bpf/net.h): /proc/net/unix's listeners with an
+ * absolute path, stat'ed from this mount namespace. path: the path found.
+ * -ESRCH when none.
  */
-int target__unix_path(uint64_t ino, char *path, size_t len);
+int target__by_unix_path_ino(struct target_set *ts, uint64_t path_ino, char *path, size_t len);
 /*
  * The peer inode of unix socket ino (sock_diag UNIX_DIAG_PEER) into *peer;
  * 0 when it has none (yet). -ESRCH when ino is not a unix socket here.
