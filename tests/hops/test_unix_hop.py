@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import Client, conn_client_port, free_port, needs_root
+from conftest import TTFTRACE, Client, conn_client_port, free_port, needs_root
 from test_gateway import CONF as GATEWAY_CONF, chain_sum_ok, wait_stderr
 
 pytestmark = needs_root
@@ -142,10 +142,11 @@ def truth_by_id(path):
 
 
 @pytest.mark.parametrize("clients,source", [(1, "sock"), (8, "sock"), (1, "syscall")])
-def test_nginx_to_uvicorn_over_unix(uvicorn_uds, nginx_unix, tracer, clients, source):
+def test_nginx_to_uvicorn_over_unix(uvicorn_uds, nginx_unix, tracer, tmp_path, clients, source):
     uv, sock, truth_path = uvicorn_uds
     ng, port = nginx_unix
-    tr = tracer("-p", ng.pid, "--net-source", source)
+    rec = str(tmp_path / "run.rec")
+    tr = tracer("-p", ng.pid, "--net-source", source, "--record", rec)
     one_request(port, 0)            # the first upstream call names the peer: discovery
     wait_stderr(tr, "tracing PID %d" % uv.pid)
     assert "calls unix:%s: tracing PID %d, which listens there" % (sock, uv.pid) \
@@ -179,6 +180,12 @@ def test_nginx_to_uvicorn_over_unix(uvicorn_uds, nginx_unix, tracer, clients, so
     s = tr.summary()
     assert s["hops"]["requests"] >= 24
     assert s["counters"]["hop_held_unclaimed"] == 0
+    # the recording gives the same chains again, without /proc
+    out = str(tmp_path / "replay.ndjson")
+    subprocess.run([TTFTRACE, "replay", rec, "--json", "-q", "-o", out], check=True, timeout=60)
+    again = [json.loads(l) for l in open(out) if '"type":"request"' in l]
+    assert [(r["id"], r["conn"], r.get("hops"), r.get("hop_stages_ms")) for r in again] == \
+        [(r["id"], r["conn"], r.get("hops"), r.get("hop_stages_ms")) for r in tr.requests()]
 
 
 def test_unix_peer_not_traced_with_no_hops(uvicorn_uds, nginx_unix, tracer):
