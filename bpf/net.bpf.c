@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Network probes, socket-tracepoint source ("sock"): what traced processes
- * read from and write to TCP sockets, when those bytes arrived in the
+ * read from and write to TCP and unix stream sockets, when those bytes arrived in the
  * kernel, and when written bytes reached the device. Only tracepoints
  * (tp_btf; the per-syscall sys_enter_X ones through tracefs where it has
  * them), so no kprobes are needed.
  *
  *   sys_enter           remember the user buffer of read/write-like syscalls
- *                       (raw sys_enter, or syscalls:sys_enter_X per syscall)
+ *                       (raw sys_enter, or syscalls:sys_enter_X per syscall);
+ *                       close(2) of a unix stream socket: CLOSE record (B10)
  *   sock_recv_length    RECV record + payload prefix (fires after the copy-out)
  *   sock_send_length    SEND record + payload prefix + tcp write_seq
  *   io_uring_submit_req remember the buffer of an io_uring send/recv on a
@@ -68,6 +69,8 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 {
 	if (payload_syscall(id))
 		remember_args(regs, id);
+	else if (id == NR_close)
+		on_close_fd(PT_REGS_PARM1_CORE_SYSCALL(regs));	/* a unix stream connection's end (B10) */
 	return 0;
 }
 
@@ -99,6 +102,16 @@ SYSCALL_ENTER_TP(recvfrom)
 SYSCALL_ENTER_TP(sendto)
 SYSCALL_ENTER_TP(recvmsg)
 SYSCALL_ENTER_TP(sendmsg)
+
+/* close(2): with the eight, what handle_sys_enter does for it (a unix stream connection's end, B10) */
+SEC("tracepoint/syscalls/sys_enter_close")
+int enter_close(struct trace_event_raw_sys_enter *ctx)
+{
+	unsigned long fd = ctx->args[0];
+
+	on_close_fd(fd);
+	return 0;
+}
 
 /*
  * io_uring send/recv requests on sockets, remembered at submission until the
@@ -189,7 +202,7 @@ static __always_inline int on_uring_submit(struct io_kiocb *req)
 		return 0;
 	a.fd = BPF_CORE_READ(req, cqe.fd);
 	sk = sock_from_fd(a.fd);
-	if (!sk || !sk_is_tcp(sk))
+	if (!sk || !sk_is_stream(sk))
 		return 0;
 	if (is_rw) {
 		a.buf = BPF_CORE_READ(rw, addr);
@@ -240,6 +253,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 			key.sk = (__u64)(unsigned long)sk;
 			key.dir = dir;
 			bpf_map_delete_elem(&uring_args, &key);
+			/* ... and, on a unix stream socket, the connection (B10) */
+			if (type == TTF_EV_RECV && sk_is_unix_stream(sk))
+				unix_conn_end(sk, bpf_get_socket_cookie(sk));
 		}
 		return 0;
 	}

@@ -30,7 +30,7 @@ enum ttf_event_type {
 	TTF_EV_RECV = 1,  /* the application read bytes from a traced socket */
 	TTF_EV_SEND = 2,  /* the application wrote bytes to a traced socket */
 	TTF_EV_XMIT = 3,  /* a TCP segment of a traced socket reached the device */
-	TTF_EV_CLOSE = 4, /* a traced TCP socket left ESTABLISHED (FIN/RST/close) */
+	TTF_EV_CLOSE = 4, /* a traced TCP socket left ESTABLISHED (FIN/RST/close); a unix one ended (EOF, close(2)) */
 	TTF_EV_EXIT = 5,  /* a traced process (thread group) exited */
 	TTF_EV_FORK = 6,  /* a traced process forked a new traced process */
 };
@@ -67,8 +67,40 @@ enum ttf_event_flags {
 };
 
 /* struct sock_common::skc_family values the probes keep */
+#define TTF_AF_UNIX 1
 #define TTF_AF_INET 2
 #define TTF_AF_INET6 10
+
+/*
+ * TTF_AF_UNIX (SOCK_STREAM only, docs/kernel.md B10): a unix socket has no
+ * address that names a connection, so a record carries inode numbers (the
+ * N of socket:[N] in /proc/PID/fd and the Inode column of /proc/net/unix):
+ * laddr[0..7] the socket's own, raddr[0..7] its peer's (unix_sk(sk)->peer;
+ * 0 before the server accepted, and once the peer's file is closed);
+ * laddr[8..15] and raddr[8..15] the inode of the file their path names
+ * (the listener's socket file, stat(2) st_ino; 0 unnamed or abstract: the
+ * connecting end's own). All native-endian __u64; lport and rport 0. The
+ * two ends of one connection carry the same pairs swapped. ttf_unix_ino()
+ * reads the socket inode back, ttf_unix_path_ino() the path's.
+ */
+#ifndef __VMLINUX_H__
+#include <string.h>
+static inline __u64 ttf_unix_ino(const __u8 addr[16])
+{
+	__u64 ino;
+
+	memcpy(&ino, addr, sizeof(ino));
+	return ino;
+}
+
+static inline __u64 ttf_unix_path_ino(const __u8 addr[16])
+{
+	__u64 ino;
+
+	memcpy(&ino, addr + 8, sizeof(ino));
+	return ino;
+}
+#endif
 
 /*
  * One ring-buffer record. For RECV/SEND, cap_len bytes of payload follow the
@@ -84,10 +116,10 @@ struct ttf_net_event {
 	__u32 tgid;             /* process; for FORK the parent */
 	__u32 tid;              /* thread; for FORK the child tgid */
 	__u32 bytes;            /* RECV/SEND: syscall return value (bytes moved); XMIT: TCP payload bytes */
-	__u32 seq_end;          /* SEND: tcp write_seq after the write; XMIT: end seq of the segment */
+	__u32 seq_end;          /* SEND: tcp write_seq after the write (unix: 0); XMIT: end seq of the segment */
 	__u16 cap_len;          /* payload bytes that follow this header */
 	__u8 type;              /* enum ttf_event_type */
-	__u8 family;            /* TTF_AF_INET or TTF_AF_INET6 (0 for non-inet) */
+	__u8 family;            /* TTF_AF_INET, TTF_AF_INET6 or TTF_AF_UNIX (addresses: see above) */
 	__u16 lport;            /* local port, host order */
 	__u16 rport;            /* remote port, host order */
 	__u8 laddr[16];         /* local address: IPv4 in the first 4 bytes, network order */

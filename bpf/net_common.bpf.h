@@ -31,6 +31,12 @@
 #define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
 #define TCP_NEW_SYN_RECV 12
+/* close(2), which ends a unix stream connection (docs/kernel.md B10) */
+#if defined(__TARGET_ARCH_x86)
+#define NR_close 3
+#else
+#define NR_close 57
+#endif
 /* iovecs copied per call (a source may define fewer: net_syscall.bpf.c) */
 #ifndef MAX_IOVS
 #define MAX_IOVS 64
@@ -189,10 +195,62 @@ static __always_inline bool sk_is_tcp(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_protocol) == IPPROTO_TCP;
 }
 
+/* An AF_UNIX SOCK_STREAM socket (docs/kernel.md B10). */
+static __always_inline bool sk_is_unix_stream(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_family) == TTF_AF_UNIX &&
+	       BPF_CORE_READ(sk, sk_type) == SOCK_STREAM;
+}
+
+/* The sockets whose I/O the sources record: TCP and unix stream. */
+static __always_inline bool sk_is_stream(const struct sock *sk)
+{
+	return sk_is_tcp(sk) || sk_is_unix_stream(sk);
+}
+
+/*
+ * The inode number of sk's socket (what /proc/PID/fd shows as socket:[N]
+ * and /proc/net/unix as Inode): sk->sk_socket->file->f_inode->i_ino. 0 once
+ * the socket is orphaned (its file closed: sock_orphan() clears sk_socket).
+ */
+static __always_inline __u64 sk_ino(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_socket, file, f_inode, i_ino);
+}
+
+/*
+ * The inode of the file a unix socket's path names (unix_sk(sk)->path: the
+ * bound listener's, copied to each socket it accepts, even before the
+ * accept, B10); 0 for an unnamed or abstract socket.
+ */
+static __always_inline __u64 unix_path_ino(const struct sock *sk)
+{
+	return BPF_CORE_READ((struct unix_sock *)sk, path.dentry, d_inode, i_ino);
+}
+
+/* A unix stream socket's addresses: its inodes and its peer's (bpf/net.h layout). */
+#define FILL_UNIX_ADDR(e, sk)                                                              \
+	do {                                                                               \
+		struct sock *peer_ = BPF_CORE_READ((struct unix_sock *)(sk), peer);        \
+		__u64 a_[2] = { sk_ino(sk), unix_path_ino(sk) }, b_[2] = { 0, 0 };         \
+		if (peer_) {                                                               \
+			b_[0] = sk_ino(peer_);                                             \
+			b_[1] = unix_path_ino(peer_);                                      \
+		}                                                                          \
+		(e)->lport = 0;                                                            \
+		(e)->rport = 0;                                                            \
+		__builtin_memcpy((e)->laddr, a_, sizeof(a_));                              \
+		__builtin_memcpy((e)->raddr, b_, sizeof(b_));                              \
+	} while (0)
+
 /* The addresses of sk into any struct with family, lport, rport, laddr, raddr fields. */
 #define FILL_ADDR(e, sk)                                                                   \
 	do {                                                                               \
 		(e)->family = BPF_CORE_READ(sk, __sk_common.skc_family);                   \
+		if ((e)->family == TTF_AF_UNIX) {                                          \
+			FILL_UNIX_ADDR(e, sk);                                             \
+			break;                                                             \
+		}                                                                          \
 		/* inet_put_port() zeroes skc_num at TCP_CLOSE, inet_sport stays */    \
 		(e)->lport = BPF_CORE_READ(sk, __sk_common.skc_num);                       \
 		if (!(e)->lport)                                                           \
@@ -555,12 +613,13 @@ static __always_inline __u32 copy_payload(__u8 *dst, const struct sys_args *a, _
 
 /*
  * Should a read or write of ret bytes (recv flags in flags) on sk become a
- * record? TCP only, no MSG_PEEK (counted), the --port filter. The caller has
+ * record? TCP and unix stream only, no MSG_PEEK (counted), the --port
+ * filter (a unix socket has no port: none passes it). The caller has
  * checked that the thread is traced.
  */
 static __always_inline bool io_wanted(struct sock *sk, int ret, int flags, __u8 type)
 {
-	if (ret <= 0 || !sk_is_tcp(sk))
+	if (ret <= 0 || !sk_is_stream(sk))
 		return false;
 	if (type == TTF_EV_RECV && (flags & MSG_PEEK)) {
 		count(TTF_CNT_PEEK_SKIPPED);
@@ -658,12 +717,13 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 			 * rest; a handshake's last record, then the request): bytes
 			 * still unread keep the newest arrival, theirs at the latest.
 			 */
-			if (tls && BPF_CORE_READ(tp, rcv_nxt) != BPF_CORE_READ(tp, copied_seq))
+			if (tls && e->family != TTF_AF_UNIX &&
+			    BPF_CORE_READ(tp, rcv_nxt) != BPF_CORE_READ(tp, copied_seq))
 				arr->first_ns = arr->last_ns;
 			else
 				bpf_map_delete_elem(&arrivals, &cookie);
 		}
-	} else {
+	} else if (e->family != TTF_AF_UNIX) {	/* unix: no sequence numbers, no Nagle */
 		struct tcp_sock *tp = (struct tcp_sock *)sk;
 
 		e->seq_end = BPF_CORE_READ(tp, write_seq);
@@ -705,9 +765,13 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 {
 	__u16 lport;
+	bool unix_sk = false;
 
-	if (!sk_is_tcp(sk))
-		return false;
+	if (!sk_is_tcp(sk)) {
+		if (!sk_is_unix_stream(sk))
+			return false;
+		unix_sk = true;
+	}
 #ifdef TTF_SK_ID_BY_PTR
 	*cookie = sk_id(sk, false);
 	if (*cookie)
@@ -717,10 +781,19 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 	if (bpf_map_lookup_elem(&traced_socks, cookie))
 		return true;
 #endif
-	/* Data can arrive before the server ever reads the new connection. */
-	lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-	if (!bpf_map_lookup_elem(&listen_ports, &lport))
-		return false;
+	/*
+	 * Data can arrive before the server ever reads the new connection. A
+	 * unix socket has no port: its data counts when a traced process sent
+	 * it (sk_data_ready runs in the sender's task for unix, B10).
+	 */
+	if (unix_sk) {
+		if (!tgid_traced(bpf_get_current_pid_tgid() >> 32))
+			return false;
+	} else {
+		lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+		if (!bpf_map_lookup_elem(&listen_ports, &lport))
+			return false;
+	}
 #ifdef TTF_SK_ID_BY_PTR
 	*cookie = sk_id(sk, true);
 	return *cookie != 0;
@@ -840,6 +913,65 @@ int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *de
 	fill_addr(e, sk);
 	submit(e, sizeof(*e));
 	return 0;
+}
+
+/*
+ * The end of a traced unix stream connection, seen from one end (cookie is
+ * its id): its process closed its descriptor, or it read EOF (the peer
+ * closed). No tracepoint marks either in the kernel (B10); the sources call
+ * this from close(2) at sys_enter and from a read that returned 0. A CLOSE
+ * record (bytes, seq_end 0) when the socket was traced.
+ */
+static __always_inline void unix_conn_end(const struct sock *sk, __u64 cookie)
+{
+	struct ttf_net_event *e;
+	__u32 zero = 0;
+	struct scratch *s;
+
+#ifdef TTF_SK_ID_BY_PTR
+	sk_id_forget(sk);
+#endif
+	if (!cookie || !bpf_map_lookup_elem(&traced_socks, &cookie))
+		return;
+	bpf_map_delete_elem(&traced_socks, &cookie);
+	bpf_map_delete_elem(&arrivals, &cookie);
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return;
+	e = &s->ev;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_CLOSE;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->sock_cookie = cookie;
+	e->tgid = bpf_get_current_pid_tgid() >> 32;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->family = TTF_AF_UNIX;
+	FILL_UNIX_ADDR(e, sk);
+	submit(e, sizeof(*e));
+}
+
+/*
+ * close(fd) by a traced process, at sys_enter (the descriptor still names
+ * its file): a unix stream socket's connection ends here. A socket with
+ * several descriptors (dup, fork) ends at the first close (B10).
+ */
+static __always_inline void on_close_fd(__u32 fd)
+{
+	struct sock *sk;
+	__u64 cookie;
+
+	if (!tgid_traced(bpf_get_current_pid_tgid() >> 32))
+		return;
+	sk = sock_from_fd(fd);
+	if (!sk || !sk_is_unix_stream(sk))
+		return;
+#ifdef TTF_SK_ID_BY_PTR
+	cookie = sk_id(sk, false);
+#else
+	/* not a trusted pointer: the cookie bpf_get_socket_cookie() cached (0: never traced) */
+	cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+#endif
+	unix_conn_end(sk, cookie);
 }
 
 SEC("tp_btf/inet_sock_set_state")

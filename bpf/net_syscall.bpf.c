@@ -10,7 +10,9 @@
  *               recvmsg, sendmsg, sendfile)
  *   sys_exit    find the socket behind the fd, and when it is TCP submit the
  *               RECV/SEND record with the payload prefix read now from the
- *               remembered buffer (the bytes are there once the call returns)
+ *               remembered buffer (the bytes are there once the call returns);
+ *               also unix stream sockets, whose end (EOF, close(2)) gives a
+ *               CLOSE record (docs/kernel.md B10)
  *   the rest    bpf/net_common.bpf.h (shared with net.bpf.c)
  *
  * Each hook comes twice, as tp_btf (typed arguments, 5.5+) and raw_tp; user
@@ -56,6 +58,8 @@ static __always_inline void on_enter(struct pt_regs *regs, long id)
 {
 	if (wanted_syscall(id))
 		remember_args(regs, id);
+	else if (id == NR_close)
+		on_close_fd(PT_REGS_PARM1_CORE_SYSCALL(regs));	/* a unix stream connection's end (B10) */
 }
 
 /*
@@ -95,6 +99,9 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 			else
 				emit_io(sk, id, ret, TTF_EV_SEND, a, tls);
 		}
+	} else if (ret == 0 && type == TTF_EV_RECV && (sk = sock_from_fd(a->fd)) &&
+		   sk_is_unix_stream(sk)) {
+		unix_conn_end(sk, sk_id(sk, false));	/* EOF: the peer closed (B10) */
 	}
 	bpf_map_delete_elem(&sys_args, &pid_tgid);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include "bpf/net.h"
 #include "user/model/attrib.h"
 #include "user/model/hops.h"
 #include "user/model/metrics.h"
@@ -112,6 +113,65 @@ static void test_chain_sums_to_ttft(void **state)
 	ttf_request__release(&r);
 	ttf_request__release(&u);
 	ttf_request__release(&e);
+	hops__free(h);
+}
+
+/* A unix stream connection's end (bpf/net.h): own and peer socket inodes. */
+static void unix_addr(struct ttf_conn_addr *a, uint64_t own, uint64_t peer)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = TTF_AF_UNIX;
+	memcpy(a->laddr, &own, sizeof(own));
+	memcpy(a->raddr, &peer, sizeof(peer));
+}
+
+/*
+ * The same chain over a unix socket: U was written before the server
+ * accepted (its peer inode 0), so E (inodes 501 <- 500) joins U (500 <- 0)
+ * by U's own inode alone; E' on another connection (601 <- 600) is not
+ * U's. The join is exact and names the inodes.
+ */
+static void test_unix_join_by_inode(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, u, e, other;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 60200000, 70200000 }, ut[] = { 60100000, 70100000 };
+	const uint64_t et[] = { 60000000, 70000000 };
+
+	(void)state;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 2);
+	addr(&r.addr, 8080, 50000);
+	req(&u, 2, GW, 10200000, 10200000, ut, 2);
+	u.flags |= TTF_REQ_UPSTREAM;
+	unix_addr(&u.addr, 500, 0);
+	req(&e, 3, UP, 10300000, 10500000, et, 2);
+	unix_addr(&e.addr, 501, 500);
+	req(&other, 4, UP, 10300000, 10500000, et, 2);
+	unix_addr(&other.addr, 601, 600);
+
+	assert_int_equal(hops__on_upstream_conn(h, &u), 0);
+	compute(&other, &m, &a);
+	assert_int_equal(hops__hold(h, &other, &m, &a), 0);	/* not over U's connection */
+	compute(&e, &m, &a);
+	assert_int_equal(hops__hold(h, &e, &m, &a), 1);
+	unix_addr(&u.addr, 500, 501);	/* the response's records named the peer */
+	compute(&u, &m, &a);
+	assert_int_equal(hops__hold(h, &u, &m, &a), 1);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	assert_int_equal(c.up_tgid, UP);
+	assert_int_equal(c.up_req_id, 3);
+	assert_int_equal(c.up_unix, 1);
+	assert_int_equal(c.gw_ino, 500);
+	assert_int_equal(c.up_ino, 501);
+	assert_int_equal(c.up_port, 0);
+	ttf_request__release(&r);
+	ttf_request__release(&u);
+	ttf_request__release(&e);
+	ttf_request__release(&other);
 	hops__free(h);
 }
 
@@ -325,6 +385,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_sums_to_ttft),
+		cmocka_unit_test(test_unix_join_by_inode),
 		cmocka_unit_test(test_buffering_inferred_untraced),
 		cmocka_unit_test(test_no_gateway),
 		cmocka_unit_test(test_body_hash_decides),

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include "bpf/net.h"
 #include <cjson/cJSON.h>
 #include "user/export/report.h"
 
@@ -234,6 +235,27 @@ static void test_json_request_fields(void **state)
 	assert_non_null(strstr(c.buf, "\"t_end_ns\":1150000000,"));
 	assert_float_equal(num(j, "req_bytes"), 300, EPS);
 	assert_float_equal(num(j, "resp_bytes"), 2000, EPS);
+	cJSON_Delete(j);
+	cap_close(&c);
+}
+
+/* A unix stream connection: its two socket inodes (bpf/net.h), no ports. */
+static void test_json_unix_conn(void **state)
+{
+	struct capture c;
+	struct ttf_request r = req_c();
+	uint64_t own = 1533473, peer = 1534614;
+	cJSON *j;
+
+	(void)state;
+	r.addr.family = TTF_AF_UNIX;
+	memcpy(r.addr.laddr, &own, sizeof(own));
+	memcpy(r.addr.raddr, &peer, sizeof(peer));
+	cap_open(&c, 1, 0);
+	put(c.rp, &r);
+	fflush(c.f);
+	j = line_json(c.buf, 0);
+	assert_string_equal(str(j, "conn"), "unix:1533473<-unix:1534614");
 	cJSON_Delete(j);
 	cap_close(&c);
 }
@@ -541,6 +563,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_request_fields),
 		cmocka_unit_test(test_json_nulls_ipv6_nonstream),
+		cmocka_unit_test(test_json_unix_conn),
 		cmocka_unit_test(test_json_outliers_and_sanitized_path),
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_text_summary),

@@ -98,6 +98,13 @@ struct tracer {
 		uint64_t looked_ns;	/* when (event time): looked up at most once a second */
 	} hops[64];
 	int n_hops;
+	struct {
+		uint64_t key;		/* the inode of the listener's path file; 0: by peer */
+		uint64_t peer;		/* by peer (no path): the peer socket's inode */
+		uint32_t tgid;		/* one process found there; 0 none */
+		uint64_t looked_ns;	/* when (event time): at most once a second per key */
+	} unix_hops[64];
+	int n_unix_hops;
 };
 
 /* An address of this host's loopback, or the connection's own local address. */
@@ -111,24 +118,20 @@ static int local_peer(const struct ttf_conn_addr *a)
 }
 
 /*
- * Trace whoever listens on TCP port (and their descendants) too: net and
- * scheduler filters, engine probes. hop: the process that called the port
- * (NULL: --port's own listener came back). Returns the processes added.
+ * Trace the processes of now (and their descendants) too: net and scheduler
+ * filters, engine probes. hop: the process that called them, at `where`
+ * ("port P", "unix:PATH"), which they `what` ("listens there", ...); NULL:
+ * --port's own listener came back. Returns the processes added.
  */
-static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_request *hop,
-			   uint32_t *found)
+static int trace_found(struct tracer *t, struct target_set *now, const struct ttf_request *hop,
+		       const char *where, const char *what)
 {
-	struct target_set now = { 0 };
 	int added = 0;
 
-	if (target__by_port(&now, port))
-		goto out;
-	if (found)
-		*found = now.tgids[0];
-	for (size_t i = 0, n = now.n; i < n; i++)
-		target__by_pid(&now, now.tgids[i]);
-	for (size_t i = 0; i < now.n; i++) {
-		uint32_t tgid = now.tgids[i];
+	for (size_t i = 0, n = now->n; i < n; i++)
+		target__by_pid(now, now->tgids[i]);
+	for (size_t i = 0; i < now->n; i++) {
+		uint32_t tgid = now->tgids[i];
 		size_t before = t->targets.n;
 
 		if (target_set__add(&t->targets, tgid) || t->targets.n == before)
@@ -136,15 +139,84 @@ static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_req
 		net_probe__trace_tgid(t->probe, tgid);
 		engine_setup__attach(t->engine, tgid);
 		if (hop)
-			fprintf(stderr, "Hop: PID %u (%s) calls port %u: tracing PID %u, which "
-				"listens there, too.\n", hop->tgid, hop->comm, port, tgid);
+			fprintf(stderr, "Hop: PID %u (%s) calls %s: tracing PID %u, which %s, too.\n",
+				hop->tgid, hop->comm, where, tgid, what);
 		else
-			fprintf(stderr, "Tracing PID %u: it listens on port %u now.\n", tgid, port);
+			fprintf(stderr, "Tracing PID %u: it listens on %s now.\n", tgid, where);
 		added++;
 	}
-out:
+	return added;
+}
+
+/* trace_found for whoever listens on TCP port; *found: one of them (0 none). */
+static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_request *hop,
+			   uint32_t *found)
+{
+	struct target_set now = { 0 };
+	char where[16];
+	int added = 0;
+
+	if (!target__by_port(&now, port)) {
+		if (found)
+			*found = now.tgids[0];
+		snprintf(where, sizeof(where), "port %u", port);
+		added = trace_found(t, &now, hop, where, "listens there");
+	}
 	target_set__free(&now);
 	return added;
+}
+
+/*
+ * Hop discovery over a unix stream socket (docs/design.md D11): who listens
+ * on the path the gateway connected to (the record carries the inode of its
+ * file, bpf/net.h) is traced too, like a TCP port's listener; a peer without
+ * a path (a socketpair) by the process holding the peer socket (its inode
+ * from the record, or from sock_diag when the write came before the
+ * accept). Looked up at most once a second per path, and again only when
+ * the process found there is gone.
+ */
+static void on_upstream_unix(struct tracer *t, const struct ttf_request *u)
+{
+	uint64_t peer = ttf_unix_ino(u->addr.raddr), key = ttf_unix_path_ino(u->addr.raddr);
+	struct target_set now = { 0 };
+	char path[108], where[160];
+	int i, err;
+
+	if (!key && !peer)
+		target__unix_peer(ttf_unix_ino(u->addr.laddr), &peer);
+	if (!key && !peer)
+		return;	/* not accepted yet or gone: the next call looks again */
+	for (i = 0; i < t->n_unix_hops; i++)
+		if (key ? t->unix_hops[i].key == key : t->unix_hops[i].peer == peer)
+			break;
+	if (i < t->n_unix_hops) {
+		if (u->read_first_ns < t->unix_hops[i].looked_ns + 1000000000ull)
+			return;
+		t->unix_hops[i].looked_ns = u->read_first_ns;
+		if (t->unix_hops[i].tgid && target__alive(t->unix_hops[i].tgid))
+			return;
+	} else {
+		if (t->n_unix_hops == (int)(sizeof(t->unix_hops) / sizeof(t->unix_hops[0])))
+			return;
+		t->n_unix_hops++;
+	}
+	t->unix_hops[i].key = key;
+	t->unix_hops[i].peer = peer;
+	t->unix_hops[i].tgid = 0;
+	t->unix_hops[i].looked_ns = u->read_first_ns;
+	if (key)
+		err = target__by_unix_path_ino(&now, key, path, sizeof(path));
+	else
+		err = target__by_socket_inode(&now, peer);
+	if (!err) {
+		t->unix_hops[i].tgid = now.tgids[0];
+		if (key)
+			snprintf(where, sizeof(where), "unix:%s", path);
+		else
+			snprintf(where, sizeof(where), "unix:socket:[%llu]", (unsigned long long)peer);
+		trace_found(t, &now, u, where, key ? "listens there" : "holds its peer socket");
+	}
+	target_set__free(&now);
 }
 
 /*
@@ -160,6 +232,10 @@ static void on_upstream(void *ctx, const struct ttf_request *u)
 
 	int i;
 
+	if (!t->opts->no_hops && u->addr.family == TTF_AF_UNIX) {
+		on_upstream_unix(t, u);
+		return;
+	}
 	if (t->opts->no_hops || !local_peer(&u->addr))
 		return;
 	for (i = 0; i < t->n_hops; i++)

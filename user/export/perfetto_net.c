@@ -9,7 +9,9 @@
 
 static void fmt_addr(char *buf, size_t sz, uint8_t family, const uint8_t *a, uint16_t port)
 {
-	if (family == TTF_AF_INET6)
+	if (family == TTF_AF_UNIX)
+		snprintf(buf, sz, "unix:%llu", (unsigned long long)ttf_unix_ino(a));
+	else if (family == TTF_AF_INET6)
 		snprintf(buf, sz, "[%x:%x:..:%x]:%u", a[0] << 8 | a[1], a[2] << 8 | a[3],
 			 a[14] << 8 | a[15], port);
 	else

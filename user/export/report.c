@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "bpf/net.h"
 #include "user/model/metrics.h"
 #include "user/model/vocab.h"
 #include "user/export/report.h"
@@ -120,13 +121,21 @@ static void sanitize(char *dst, const char *src, size_t max)
 	dst[n] = '\0';
 }
 
-/* "laddr:lport<-raddr:rport", IPv6 in brackets; empty when the family is unknown. */
+/*
+ * "laddr:lport<-raddr:rport", IPv6 in brackets; a unix stream socket
+ * "unix:INODE<-unix:PEERINODE" (bpf/net.h); empty when the family is unknown.
+ */
 static void format_conn(const struct ttf_conn_addr *a, char *buf, size_t len)
 {
 	char l[INET6_ADDRSTRLEN], r[INET6_ADDRSTRLEN];
 	int af = a->family == 2 ? AF_INET : a->family == 10 ? AF_INET6 : 0;
 
 	buf[0] = '\0';
+	if (a->family == TTF_AF_UNIX) {
+		snprintf(buf, len, "unix:%llu<-unix:%llu", (unsigned long long)ttf_unix_ino(a->laddr),
+			 (unsigned long long)ttf_unix_ino(a->raddr));
+		return;
+	}
 	if (!af || !inet_ntop(af, a->laddr, l, sizeof(l)) || !inet_ntop(af, a->raddr, r, sizeof(r)))
 		return;
 	if (af == AF_INET6)

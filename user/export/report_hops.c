@@ -122,8 +122,15 @@ static void upstream_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
 		return;
 	}
 	*err |= !cJSON_AddStringToObject(h, "hop", "upstream");
-	*err |= !cJSON_AddNumberToObject(h, "port", c->up_port);
-	*err |= !cJSON_AddNumberToObject(h, "gateway_port", c->gw_port);
+	if (c->up_unix) {	/* no ports: the connection's two socket inodes */
+		*err |= !cJSON_AddNullToObject(h, "port");
+		*err |= !cJSON_AddNullToObject(h, "gateway_port");
+		*err |= !cJSON_AddNumberToObject(h, "unix_inode", (double)c->up_ino);
+		*err |= !cJSON_AddNumberToObject(h, "gateway_unix_inode", (double)c->gw_ino);
+	} else {
+		*err |= !cJSON_AddNumberToObject(h, "port", c->up_port);
+		*err |= !cJSON_AddNumberToObject(h, "gateway_port", c->gw_port);
+	}
 	if (!c->up_tgid) {
 		*err |= !cJSON_AddNullToObject(h, "pid");
 		*err |= !cJSON_AddNullToObject(h, "join");
@@ -134,7 +141,10 @@ static void upstream_json(cJSON *arr, const struct ttf_hop_chain *c, int *err)
 	*err |= !cJSON_AddNumberToObject(h, "pid", c->up_tgid);
 	*err |= !cJSON_AddNumberToObject(h, "request_id", (double)c->up_req_id);
 	*err |= !cJSON_AddStringToObject(h, "join", "exact");
-	*err |= !cJSON_AddStringToObject(h, "join_why", "the same TCP connection, seen from both ends");
+	*err |= !cJSON_AddStringToObject(h, "join_why", c->up_unix ?
+					 "the same unix socket connection (its inode pair), seen "
+					 "from both ends" :
+					 "the same TCP connection, seen from both ends");
 	*err |= !cJSON_AddStringToObject(h, "attribution", ttf_attrib_kind_name(c->up_kind));
 	add_str(h, "inferred_by", c->up_inferred_by, err);
 	add_str(h, "merged", c->up_merged, err);
@@ -211,8 +221,12 @@ void report_hops__text_line(FILE *out, const struct ttf_attrib *a)
 				fprintf(out, " %s %.2f", ttf_stage_name(up_order[i]),
 					c->up_stage_ns[up_order[i]] / 1e6);
 	} else {
-		fprintf(out, "port %u upstream %.2f (not traced)", c->up_port,
-			c->stage_ns[TTF_HS_UPSTREAM] / 1e6);
+		if (c->up_unix)
+			fprintf(out, "unix:%llu upstream %.2f (not traced)",
+				(unsigned long long)c->up_ino, c->stage_ns[TTF_HS_UPSTREAM] / 1e6);
+		else
+			fprintf(out, "port %u upstream %.2f (not traced)", c->up_port,
+				c->stage_ns[TTF_HS_UPSTREAM] / 1e6);
 	}
 	fprintf(out, " | upstream_out %.2f gateway_out %.2f", c->stage_ns[TTF_HS_UPSTREAM_OUT] / 1e6,
 		c->stage_ns[TTF_HS_GATEWAY_OUT] / 1e6);

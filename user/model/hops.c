@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/lib/log.h"
+#include "bpf/net.h"
 #include "user/model/hops.h"
 
 /* Upstream connections remembered, newest kept (a 4-tuple is reused only after TIME_WAIT). */
@@ -95,9 +96,16 @@ static int same_conn(const struct ttf_conn_addr *a, const struct ttf_conn_addr *
 	       !memcmp(a->raddr, b->raddr, sizeof(a->raddr));
 }
 
-/* b is a seen from its other end. */
+/*
+ * b is a seen from its other end. A unix stream socket has one peer for its
+ * life, so either end's inode names the connection (bpf/net.h): a peer
+ * inode may be 0 where that record came before the accept.
+ */
 static int reversed(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
 {
+	if (a->family == TTF_AF_UNIX && b->family == TTF_AF_UNIX)
+		return (ttf_unix_ino(a->laddr) && ttf_unix_ino(a->laddr) == ttf_unix_ino(b->raddr)) ||
+		       (ttf_unix_ino(b->laddr) && ttf_unix_ino(b->laddr) == ttf_unix_ino(a->raddr));
 	return a->family == b->family && a->lport == b->rport && a->rport == b->lport &&
 	       !memcmp(a->laddr, b->raddr, sizeof(a->laddr)) &&
 	       !memcmp(a->raddr, b->laddr, sizeof(a->raddr));
@@ -506,6 +514,11 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	memcpy(c->gw_comm, r->comm, sizeof(c->gw_comm));
 	c->up_port = u->r.addr.rport;
 	c->gw_port = u->r.addr.lport;
+	c->up_unix = u->r.addr.family == TTF_AF_UNIX;
+	if (c->up_unix) {
+		c->gw_ino = ttf_unix_ino(u->r.addr.laddr);
+		c->up_ino = ttf_unix_ino(u->r.addr.raddr);
+	}
 	c->exact = !pf && n_fit == 1;
 	if (pf)
 		snprintf(c->why, sizeof(c->why), "disaggregated: a prefill call answered, then "
@@ -556,8 +569,13 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 		engine_split(c, e, b[TTF_HS_UPSTREAM], b[TTF_HS_UPSTREAM_OUT]);
 	} else {
 		h->stats.upstream_untraced++;
-		snprintf(c->up_why, sizeof(c->up_why), "upstream port %u: its server's request was "
-			 "not seen (not traced, or traced too late)", c->up_port);
+		if (c->up_unix)
+			snprintf(c->up_why, sizeof(c->up_why), "upstream unix:%llu: its server's "
+				 "request was not seen (not traced, or traced too late)",
+				 (unsigned long long)c->up_ino);
+		else
+			snprintf(c->up_why, sizeof(c->up_why), "upstream port %u: its server's "
+				 "request was not seen (not traced, or traced too late)", c->up_port);
 	}
 
 	/* Buffering: upstream reads after the first token's, before the first client write. */

@@ -10,6 +10,8 @@
  *      its response read by it);
  *   E  the upstream server's request (server side), on the same TCP
  *      connection as U: E's 4-tuple is U's reversed. That join is exact.
+ *      Over a unix stream socket the same holds for the inode pair
+ *      (bpf/net.h): E's (own, peer) inodes are U's swapped.
  * r and U are joined inside the gateway process: U is written after r was
  * read, before r's first token, and carries as many token events. That join
  * is exact when only one upstream call of that process fits, else inferred
@@ -57,6 +59,8 @@ struct ttf_hop_chain {
 	char up_comm[16];
 	uint16_t up_port;		/* the upstream's port (U's remote port) */
 	uint16_t gw_port;		/* U's local port: the gateway's end of that connection */
+	int up_unix;			/* U is over a unix stream socket: ports 0, inodes below */
+	uint64_t up_ino, gw_ino;	/* unix: the upstream's end of U (its peer inode), the gateway's */
 	int exact;			/* r-U join: 1 exact, 0 inferred */
 	char why[128];			/* how r and U were joined */
 	char up_why[96];		/* "" when E was seen, else why the upstream merges */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The names the outputs print (vocab.h). */
 #include <stddef.h>
+#include "bpf/net.h"
 #include "user/model/vocab.h"
 
 static const char *const vflag_names[TTF_VF__MAX] = {
@@ -87,8 +88,9 @@ uint32_t ttf_vocab__flags(const struct ttf_request *r, const struct ttf_req_metr
 		vf |= TTF_VF_BIT(TTF_VF_USAGE);
 	if (m->ttft_ns >= 0 && !m->ttft_end_is_xmit)
 		vf |= TTF_VF_BIT(TTF_VF_WRITE_END);
-	/* Nagle can hold a small SSE write back until the previous one is acked. */
-	if (r->flags & TTF_REQ_STREAM && m->ttft_ns >= 0 && !(r->flags & TTF_REQ_NODELAY))
+	/* Nagle can hold a small SSE write back until the previous one is acked (TCP only). */
+	if (r->flags & TTF_REQ_STREAM && m->ttft_ns >= 0 && !(r->flags & TTF_REQ_NODELAY) &&
+	    r->addr.family != TTF_AF_UNIX)
 		vf |= TTF_VF_BIT(TTF_VF_NAGLE);
 	return vf;
 }

@@ -219,11 +219,12 @@ fail:
 }
 
 /*
- * The payload syscalls whose syscalls:sys_enter_X tracepoint has a program
- * enter_X in bpf/net.bpf.c: the eight that its handle_sys_enter takes.
+ * The syscalls whose syscalls:sys_enter_X tracepoint has a program enter_X
+ * in bpf/net.bpf.c: the eight payload syscalls its handle_sys_enter takes,
+ * and close (a unix stream connection's end, docs/kernel.md B10).
  */
 static const char *const enter_syscalls[] = {
-	"read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg",
+	"read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg", "close",
 };
 #define N_ENTER (sizeof(enter_syscalls) / sizeof(enter_syscalls[0]))
 
@@ -239,7 +240,7 @@ static void keep_link(struct net_probe *np, struct bpf_link *link)
 }
 
 /*
- * Why the eight syscalls:sys_enter_X programs cannot all attach, into why;
+ * Why the syscalls:sys_enter_X programs (enter_syscalls) cannot all attach, into why;
  * attaches them into links when they can. Returns 0 (all attached) or -1.
  */
 static int attach_enter_tps(struct net_probe *np, struct bpf_link **links, char *why,
@@ -285,7 +286,7 @@ static int attach_enter_tps(struct net_probe *np, struct bpf_link **links, char 
 
 /*
  * sock: remember the syscall arguments with the per-syscall tracepoints
- * syscalls:sys_enter_X where all eight attach (only those syscalls run a
+ * syscalls:sys_enter_X where all of them attach (only those syscalls run a
  * program), else with raw sys_enter, which runs for every syscall of the
  * machine (docs/kernel.md B1.5). Sets st->sys_enter_tps; returns 1 when one
  * of the two attached, else 0.

@@ -7,7 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include "user/probe/target.h"
 
 void target_set__free(struct target_set *ts)
@@ -241,19 +247,14 @@ static int holds_socket(const char *pid, const unsigned long *inodes, size_t n, 
 	return found;
 }
 
-int target__by_port(struct target_set *ts, uint16_t port)
+/* Add every process (but this one) that holds a socket in inodes[] to ts. -ESRCH when none. */
+static int socket_owners(struct target_set *ts, const unsigned long *inodes, size_t n)
 {
-	unsigned long inodes[64];
-	uint16_t ports[64];
-	size_t n = 0, before = ts->n;
+	size_t before = ts->n;
 	struct dirent *de;
 	int err = 0;
 	DIR *d;
 
-	listen_inodes("/proc/net/tcp", port, inodes, ports, 64, &n);
-	listen_inodes("/proc/net/tcp6", port, inodes, ports, 64, &n);
-	if (!n)
-		return -ESRCH;
 	d = opendir("/proc");
 	if (!d)
 		return -errno;
@@ -268,11 +269,128 @@ int target__by_port(struct target_set *ts, uint16_t port)
 	closedir(d);
 	if (err)
 		return err;
-	if (ts->n == before)
+	return ts->n == before ? -ESRCH : 0;
+}
+
+int target__by_port(struct target_set *ts, uint16_t port)
+{
+	unsigned long inodes[64];
+	uint16_t ports[64];
+	size_t n = 0;
+	int err;
+
+	listen_inodes("/proc/net/tcp", port, inodes, ports, 64, &n);
+	listen_inodes("/proc/net/tcp6", port, inodes, ports, 64, &n);
+	if (!n)
 		return -ESRCH;
+	err = socket_owners(ts, inodes, n);
+	if (err)
+		return err;
 	ts->ports[0] = port;
 	ts->n_ports = 1;
 	return 0;
+}
+
+int target__by_socket_inode(struct target_set *ts, uint64_t ino)
+{
+	unsigned long inodes[1] = { (unsigned long)ino };
+
+	return socket_owners(ts, inodes, 1);
+}
+
+/* /proc/net/unix Flags of a listening socket (__SO_ACCEPTCON, include/linux/net.h) */
+#define UNIX_ACCEPTCON 0x10000
+
+/*
+ * /proc/net/unix lines: "Num RefCount Protocol Flags Type St Inode [Path]"
+ * (proc(5)); a listener's path as it was bound, "@name" when abstract.
+ */
+int target__by_unix_path_ino(struct target_set *ts, uint64_t path_ino, char *path, size_t len)
+{
+	unsigned long inodes[64];
+	char line[512];
+	size_t n = 0;
+	FILE *f = fopen("/proc/net/unix", "re");
+
+	if (!f)
+		return -errno;
+	path[0] = '\0';
+	while (fgets(line, sizeof(line), f) && n < 64) {
+		unsigned long long inode;
+		unsigned int flags;
+		struct stat st;
+		int end = 0;
+		char *p;
+
+		if (sscanf(line, "%*s %*s %*s %x %*s %*s %llu%n", &flags, &inode, &end) != 2 ||
+		    !(flags & UNIX_ACCEPTCON))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		p = line + end + strspn(line + end, " ");
+		if (*p != '/' || stat(p, &st) || !S_ISSOCK(st.st_mode) || st.st_ino != path_ino)
+			continue;
+		snprintf(path, len, "%s", p);
+		inodes[n++] = inode;
+	}
+	fclose(f);
+	if (!n)
+		return -ESRCH;
+	return socket_owners(ts, inodes, n);
+}
+
+/*
+ * sock_diag(7): one SOCK_DIAG_BY_FAMILY request for AF_UNIX socket ino with
+ * UDIAG_SHOW_PEER; the answer's UNIX_DIAG_PEER attribute is the peer's
+ * inode (0 while the peer is not accepted yet: it has no inode then).
+ */
+int target__unix_peer(uint64_t ino, uint64_t *peer)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct unix_diag_req r;
+	} req = {
+		.nlh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			 .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = AF_UNIX, .udiag_states = -1, .udiag_ino = (__u32)ino,
+		       .udiag_show = UDIAG_SHOW_PEER,
+		       .udiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } },
+	};
+	long buf[1024];
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	int fd, err = -ESRCH;
+	ssize_t n;
+
+	*peer = 0;
+	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &req, sizeof(req), 0) < 0) {
+		err = -errno;
+		goto out;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	if (n < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (; NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+		struct unix_diag_msg *m = NLMSG_DATA(h);
+		struct rtattr *a;
+		int len;
+
+		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+			break;	/* NLMSG_ERROR: no such socket */
+		a = (struct rtattr *)(m + 1);
+		len = h->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+		for (; RTA_OK(a, len); a = RTA_NEXT(a, len))
+			if (a->rta_type == UNIX_DIAG_PEER && RTA_PAYLOAD(a) >= sizeof(__u32))
+				*peer = *(__u32 *)RTA_DATA(a);
+		err = 0;
+		break;
+	}
+out:
+	close(fd);
+	return err;
 }
 
 int target__collect_listen_ports(struct target_set *ts)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Finding the processes to trace, from /proc (see proc(5)): by PID (plus its
- * existing descendants), by comm, by listening TCP port, or by starting a
- * command. All functions return 0 or a negative errno.
+ * existing descendants), by comm, by listening TCP port, by a unix socket's
+ * inode, or by starting a command. All functions return 0 or a negative errno.
  */
 #ifndef TTFTRACE_TARGET_H
 #define TTFTRACE_TARGET_H
@@ -28,6 +28,20 @@ int target__by_pid(struct target_set *ts, pid_t pid);
 int target__by_comm(struct target_set *ts, const char *comm);
 /* Owners of the TCP socket listening on port (IPv4 or IPv6). -ESRCH when none. */
 int target__by_port(struct target_set *ts, uint16_t port);
+/* Processes holding socket:[ino] in /proc/PID/fd (a unix socket's owners). -ESRCH when none. */
+int target__by_socket_inode(struct target_set *ts, uint64_t ino);
+/*
+ * Owners of the unix sockets listening on the path whose file has inode
+ * path_ino (stat(2) st_ino; bpf/net.h): /proc/net/unix's listeners with an
+ * absolute path, stat'ed from this mount namespace. path: the path found.
+ * -ESRCH when none.
+ */
+int target__by_unix_path_ino(struct target_set *ts, uint64_t path_ino, char *path, size_t len);
+/*
+ * The peer inode of unix socket ino (sock_diag UNIX_DIAG_PEER) into *peer;
+ * 0 when it has none (yet). -ESRCH when ino is not a unix socket here.
+ */
+int target__unix_peer(uint64_t ino, uint64_t *peer);
 /* Add the TCP ports every tgid in ts listens on to ts->ports. */
 int target__collect_listen_ports(struct target_set *ts);
 

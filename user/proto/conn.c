@@ -723,6 +723,19 @@ static struct conn *conn_new(struct conn_table *t, const struct ttf_net_event *e
 	return c;
 }
 
+/*
+ * A unix connection's records before its server accepted it carry peer
+ * inode 0 (bpf/net.h): take it from a later one, for c and its live requests.
+ */
+static void unix_peer_known(struct conn *c, const struct ttf_net_event *e)
+{
+	if (e->family != TTF_AF_UNIX || !ttf_unix_ino(e->raddr))
+		return;
+	memcpy(c->addr.raddr, e->raddr, sizeof(c->addr.raddr));
+	for (struct creq *q = c->head; q; q = q->next)
+		memcpy(q->r.addr.raddr, e->raddr, sizeof(q->r.addr.raddr));
+}
+
 /* Emit every live request of c (aborted unless its response ended) and free c. */
 static void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 		       bool until_close_ends, uint64_t close_ns)
@@ -831,8 +844,12 @@ static void on_data(struct conn_table *t, struct conn *c, const struct ttf_net_e
 
 		if (!q)
 			continue;
-		/* a TLS write with no ciphertext seen (seq_end 0) has no XMIT to pair */
-		if (c->role == ROLE_SERVER && (e->seq_end || !(e->flags & TTF_EVF_TLS_PLAIN)))
+		/*
+		 * a TLS write with no ciphertext seen (seq_end 0) has no XMIT to
+		 * pair, nor has a unix socket's write (no device)
+		 */
+		if (c->role == ROLE_SERVER && c->addr.family != TTF_AF_UNIX &&
+		    (e->seq_end || !(e->flags & TTF_EVF_TLS_PLAIN)))
 			note_write(c, q, c->touched[i].ev_from, e->seq_end);
 		if (q->resp_ended)
 			maybe_emit(t, q);
@@ -967,6 +984,8 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 				return 0;
 			}
 		}
+		if (c->addr.family == TTF_AF_UNIX && !ttf_unix_ino(c->addr.raddr))
+			unix_peer_known(c, e);
 		if (e->flags & TTF_EVF_TLS_PLAIN)
 			tls_plaintext(t, c);
 		else if (c->tls)

@@ -63,7 +63,7 @@ enum ttf_api {
 };
 
 struct ttf_conn_addr {
-	uint8_t family;    /* 2 = IPv4, 10 = IPv6 */
+	uint8_t family;    /* 2 = IPv4, 10 = IPv6, 1 = unix stream (inodes: bpf/net.h) */
 	uint16_t lport;    /* host order */
 	uint16_t rport;
 	uint8_t laddr[16]; /* network order; IPv4 in the first 4 bytes */
