@@ -2,6 +2,7 @@
 /* A ZMTP connection's summary line (report_zmtp.h). */
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include "bpf/net.h"
 #include "user/export/report_zmtp.h"
 
 static const char *const dir_keys[ZMTP_DIR__N] = { "in", "out" };
@@ -13,6 +14,10 @@ static void endpoint(char *buf, size_t len, uint8_t family, const uint8_t *a, ui
 	int af = family == 2 ? AF_INET : family == 10 ? AF_INET6 : 0;
 
 	buf[0] = 0;
+	if (family == TTF_AF_UNIX) {	/* its inode (bpf/net.h) */
+		snprintf(buf, len, "unix:%llu", (unsigned long long)ttf_unix_ino(a));
+		return;
+	}
 	if (af && inet_ntop(af, a, h, sizeof(h)))
 		snprintf(buf, len, af == AF_INET6 ? "[%s]:%u" : "%s:%u", h, port);
 }

@@ -109,10 +109,12 @@ int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m)
 		}
 		*o = (struct out_time){ m->ts_ns, m->tgid };
 	}
-	for (int i = 0; i < m->n_ids && i < ZMTP_MSG_IDS; i++) {
-		struct id_entry *e = entry(mh, m->ids[i]);
+	for (uint32_t i = 0; i < m->n_ids + m->n_more_ids; i++) {
+		const char *id = i < m->n_ids ? m->ids[i] : m->more_ids[i - m->n_ids];
+		struct id_entry *e;
 		int k;
 
+		e = entry(mh, id);
 		if (!e) {
 			mh->stats.ids_evicted++;
 			err = -ENOMEM;

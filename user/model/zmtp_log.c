@@ -84,7 +84,9 @@ int zmtp_log__add(struct zmtp_log *l, const struct ttf_zmtp_msg *m)
 		c->msgs = n;
 		c->cap = cap;
 	}
-	c->msgs[c->n++] = *m;
+	c->msgs[c->n] = *m;
+	c->msgs[c->n].more_ids = NULL;	/* valid only during the callback */
+	c->msgs[c->n++].n_more_ids = 0;
 	l->st.kept++;
 	return 0;
 }

@@ -47,6 +47,8 @@ struct zdir {
 	size_t body_n;			/* captured prefix of the body kept */
 	bool body_gap;			/* bytes of the body were not captured: body_n is final */
 	struct ttf_zmtp_msg msg;	/* the message in progress */
+	char (*more)[ZMTP_ID_BYTES];	/* its ids past ZMTP_MSG_IDS (msg.more_ids) */
+	uint32_t n_more, cap_more;
 	bool in_msg;
 	uint64_t seq;
 };
@@ -121,7 +123,25 @@ static void id_add(struct zmtp *s, struct ttf_zmtp_msg *m, const char *id, size_
 			return;		/* said twice in one message */
 	track_count(s->tc, TRACK_CNT_ZMTP_IDS, 1);
 	if (m->n_ids == ZMTP_MSG_IDS) {
+		struct zdir *d = &s->d[m->dir];
+
 		m->flags |= ZMTP_MSG_IDS_MORE;
+		for (k = 0; k < d->n_more; k++)
+			if (strlen(d->more[k]) == n && !memcmp(d->more[k], id, n))
+				return;
+		if (d->n_more == d->cap_more && d->cap_more < ZMTP_MSG_MORE_IDS) {
+			uint32_t cap = d->cap_more ? d->cap_more * 2 : 16;
+			char (*nm)[ZMTP_ID_BYTES] = realloc(d->more, cap * sizeof(*nm));
+
+			if (nm) {
+				d->more = nm;
+				d->cap_more = cap;
+			}
+		}
+		if (d->n_more < d->cap_more) {
+			memcpy(d->more[d->n_more], id, n);
+			d->more[d->n_more++][n] = 0;
+		}
 	} else {
 		memcpy(m->ids[m->n_ids], id, n);
 		m->ids[m->n_ids++][n] = 0;
@@ -231,6 +251,7 @@ static void frame_end(struct zmtp *s, int dir)
 	}
 	if (!d->in_msg) {
 		memset(m, 0, sizeof(*m));
+		d->n_more = 0;
 		m->dir = dir;
 		m->seq = d->seq;
 		d->in_msg = true;
@@ -251,7 +272,11 @@ static void frame_end(struct zmtp *s, int dir)
 		ds->partial++;
 		track_count(s->tc, TRACK_CNT_ZMTP_PARTIAL, 1);
 	}
+	m->more_ids = (const char (*)[ZMTP_ID_BYTES])d->more;
+	m->n_more_ids = d->n_more;
 	track_zmtp_msg(s->tc, m);
+	m->more_ids = NULL;
+	m->n_more_ids = 0;
 }
 
 static void frame_begin_body(struct zmtp *s, int dir)
@@ -422,6 +447,8 @@ static void zmtp_free(void *st)
 		HASH_DEL(s->ids, e);
 		free(e);
 	}
+	for (int i = 0; i < ZMTP_DIR__N; i++)
+		free(s->d[i].more);
 	free(s);
 }
 

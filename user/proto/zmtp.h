@@ -19,6 +19,7 @@
 #define ZMTP_MSG_IDS 4		/* request ids kept per message */
 #define ZMTP_ID_BYTES 64	/* an id's room, NUL included: longer strings are no ids */
 #define ZMTP_CONN_IDS 16	/* distinct ids listed per connection summary */
+#define ZMTP_MSG_MORE_IDS 1024	/* ids past ZMTP_MSG_IDS handed to the callback per message */
 
 /* Which way a message crossed the traced socket. */
 enum zmtp_dir {
@@ -51,6 +52,13 @@ struct ttf_zmtp_msg {
 	uint8_t n_ids;		/* ids[0 .. n_ids), NUL-terminated, in the order found */
 	uint16_t flags;		/* enum zmtp_msg_flags */
 	char ids[ZMTP_MSG_IDS][ZMTP_ID_BYTES];
+	/*
+	 * The ids past the first ZMTP_MSG_IDS (an engine step's output names
+	 * every request in the step), up to ZMTP_MSG_MORE_IDS: valid only
+	 * during the callback, NULL in copies kept after it.
+	 */
+	const char (*more_ids)[ZMTP_ID_BYTES];
+	uint32_t n_more_ids;
 };
 
 /* Per direction of a connection (index enum zmtp_dir). */
