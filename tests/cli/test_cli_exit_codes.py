@@ -159,6 +159,32 @@ def test_target_exits_mid_trace_exits_7_and_loses_nothing(sse_server, tracer):
 
 
 @needs_root
+def test_command_mode_ends_what_cmd_started(tracer, tmp_path):
+    """-c CMD runs in its own process group: stopping ttftrace ends the
+    commands CMD started in the background too (sh waits for them, it does
+    not exec them)."""
+    mark = "ttf-bg-%d" % os.getpid()
+    script = tmp_path / mark
+    script.write_text("#!/bin/sh\nsleep 300\n")
+    script.chmod(0o755)
+    tr = tracer("-c", "%s & %s & wait" % (script, script))
+    deadline = time.monotonic() + 10
+
+    def sleepers():
+        out = subprocess.run(["pgrep", "-f", str(script)], capture_output=True, text=True)
+        return [int(x) for x in out.stdout.split()]
+
+    while len(sleepers()) < 2:
+        assert time.monotonic() < deadline, "the two background commands never started"
+        time.sleep(0.05)
+    assert tr.stop() == 0, tr.stderr
+    deadline = time.monotonic() + 5
+    while sleepers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not sleepers(), "left running after ttftrace ended: %s" % sleepers()
+
+
+@needs_root
 def test_command_mode_traces_child_and_exits_0(tracer):
     port = free_port()
     cmd = sse_server_cmd("--port", port, "--ttft-ms", "80", "--itl-ms", "10", "--nodelay",

@@ -918,7 +918,7 @@ int trace__run(const struct ttf_opts *o)
 		code = live__slo_verdict(t.live);
 out:
 	if (t.child > 0 && !t.child_done) {
-		kill(t.child, SIGTERM);
+		kill(-t.child, SIGTERM);	/* its process group: all cmd started (target.h) */
 		waitpid(t.child, NULL, 0);
 	}
 	if (t.wait_fd >= 0)

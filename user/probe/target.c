@@ -440,6 +440,8 @@ int target__spawn(const char *cmd, pid_t *pid, int *go_fd)
 		char c;
 
 		close(fds[1]);
+		/* a process group of its own: the tracer ends all of it (target.h) */
+		setpgid(0, 0);
 		/* Wait until the tracer has put us in its tgid map. */
 		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
 			;
@@ -447,6 +449,7 @@ int target__spawn(const char *cmd, pid_t *pid, int *go_fd)
 		_exit(127);
 	}
 	close(fds[0]);
+	setpgid(p, p);	/* also here: whichever runs first, the group exists before exec */
 	*pid = p;
 	*go_fd = fds[1];
 	return 0;

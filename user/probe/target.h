@@ -47,7 +47,11 @@ int target__collect_listen_ports(struct target_set *ts);
 
 /*
  * Fork a child that runs `/bin/sh -c cmd` once target__spawn_release() is
- * called, so that it can be traced from its first instruction.
+ * called, so that it can be traced from its first instruction. The child
+ * leads a process group of its own (pgid = *pid), so that the tracer can end
+ * everything cmd started (`kill(-pid, SIGTERM)`): sh does not exec a command
+ * it runs in the background, or a last command of several. A terminal's
+ * Ctrl-C then reaches only the tracer, which ends the group at exit.
  * *go_fd is the write end the release closes.
  */
 int target__spawn(const char *cmd, pid_t *pid, int *go_fd);
