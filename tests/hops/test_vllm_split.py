@@ -45,6 +45,20 @@ STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_
           "net_out"]
 
 
+def stack_pids(log):
+    """Processes of the stack started with this truth log (frontend, engine)."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        if log.encode() in argv:
+            out.append(int(d))
+    return out
+
+
 def within(got, want):
     return abs(got - want) <= max(1.0, 0.03 * abs(want))
 
@@ -73,6 +87,15 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
                     concurrency)
     tr.wait_requests(len(results), timeout_s=10)
     assert tr.stop() == 0, tr.stderr
+    # ttftrace ends the stack it started (its process group): frontend and engine
+    left = stack_pids(log)
+    deadline = time.monotonic() + 15
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = stack_pids(log)
+    for pid in left:    # SCHED_FIFO leftovers would disturb every later timing test
+        os.kill(pid, 9)
+    assert not left, "the stack outlived ttftrace: %s" % left
     truth = [json.loads(l) for l in open(log) if l.strip()]
     req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
     eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}
