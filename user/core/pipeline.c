@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
+#include "user/lib/log.h"
 #include "user/model/hops.h"
 #include "user/model/loop_busy.h"
 #include "user/model/msg_hops.h"
@@ -248,6 +249,20 @@ static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
 	zmtp_log__close(p->zmtp, z->sock_cookie);
 }
 
+/* Stack profiles name the processes of message hops; a bad file: a warning, the rest kept. */
+static void load_stacks(struct msg_hops *mh)
+{
+	struct stack_profiles *sp = calloc(1, sizeof(*sp));
+	char err[512];
+
+	if (!sp)
+		return;
+	if (stack_profiles__load_default(sp, err, sizeof(err)))
+		ttf_warn("stack profile %s (message hops name their processes without it)", err);
+	msg_hops__set_stacks(mh, sp);
+	free(sp);
+}
+
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
@@ -271,6 +286,8 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
 		p->hops = hops__new();
 		p->msg = msg_hops__new();
+		if (p->msg)
+			load_stacks(p->msg);
 	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);
