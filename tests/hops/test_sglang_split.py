@@ -147,7 +147,8 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport):
         if bad:
             print("request %d off the truth:" % rec["id"], bad, st)
         good += not bad
-    print("%d of %d requests: every stage within 1 ms or 3%% of the truth" % (good, len(results)))
+    print("%s, concurrency %d: %d of %d requests: every stage within 1 ms or 3%% of the truth"
+          % (transport, concurrency, good, len(results)))
     s = tr.summary()
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
     assert list(s["msg_hops"]["stages_ms"]) == STAGES, s["msg_hops"]

@@ -10,6 +10,7 @@
 struct msg_hop_stats {
 	struct stats *st[TTF_MS__MAX];
 	uint64_t n;
+	uint8_t max_procs;	/* the longest chain added */
 };
 
 static const double pcts[] = { 50, 95, 99 };
@@ -51,6 +52,8 @@ int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
 	if (!c)
 		return 0;
 	hs->n++;
+	if (c->n_procs > hs->max_procs)
+		hs->max_procs = c->n_procs;
 	for (int i = 0; i < c->n_stages; i++)
 		err |= stats__add(hs->st[c->stage[i]], c->stage_ns[c->stage[i]] / 1e6);
 	return err ? -ENOMEM : 0;
@@ -152,9 +155,9 @@ void report_msg_hops__summary_text(FILE *out, const struct msg_hop_stats *hs)
 
 	if (!hs || !hs->n)
 		return;
-	fprintf(out, "Message hops: %llu requests split across their frontend and engine "
-		"(joined by request id; queue/prefill inferred from output messages):\n",
-		(unsigned long long)hs->n);
+	fprintf(out, "Message hops: %llu requests split across their %s (joined by request id; "
+		"queue/prefill inferred from output messages):\n", (unsigned long long)hs->n,
+		hs->max_procs > 2 ? "processes" : "frontend and engine");
 	for (int j = 0; j < TTF_MS__MAX; j++) {
 		enum ttf_msg_stage i = ttf_msg_stage_at(j);
 
