@@ -65,6 +65,7 @@ def within(got, want):
 
 SHIM = os.path.join(ROOT, ".output", "tests", "fixtures", "vllm_crossings.so")
 # the stages whose two ends are socket crossings the shim sees
+TAKE_PARTS = ["on_cpu", "runnable", "blocked", "unknown"]
 HOP_STAGES = ["frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit"]
 
 
@@ -155,6 +156,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
     good, missed = 0, {k: 0 for k in HOP_STAGES}
+    takes = {h: {k: 0.0 for k in TAKE_PARTS} for h in ("frontend", "engine")}
     gaps = {k: [] for k in ("frontend send", "engine take", "engine send", "frontend take")}
     unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
     assert not unsplit, (unsplit[:1], tr.summary()["counters"])
@@ -201,12 +203,24 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
         gaps["engine take"].append((e["t_recv_ns"] - c["eng_in"]["t_ns"]) / 1e6)
         gaps["engine send"].append((c["eng_out"]["t_ns"] - e["t_first_sent_ns"]) / 1e6)
         gaps["frontend take"].append((t["t_first_recv_ns"] - c["fe_in"]["t_ns"]) / 1e6)
+        # the taking thread's scheduler overlay over the stage after a crossing in
+        for h, stage, tid in ((fe, "emit", None), (eng, "queue", eng["pid"])):
+            g = h["take_gap_ms"]
+            assert g["stage"] == stage and (tid is None or g["tid"] == tid), g
+            parts = [g[k] for k in TAKE_PARTS]
+            assert abs(sum(parts) - st[stage]) <= 0.003, (g, st[stage])
+            for k in TAKE_PARTS:
+                takes[h["hop"]][k] += g[k]
     n = len(results)
     print("%s c=%d: %d of %d requests: every hop stage within 1 ms or 3%% of the crossing "
           "truth; misses per stage %s" % (transport, concurrency, good, n, missed))
     for k, v in gaps.items():
         print("  handoff gap %-14s p50 %.3f p95 %.3f max %.3f ms (min %.3f)"
               % (k, pct(v, 0.5), pct(v, 0.95), max(v), min(v)))
+    for h, v in takes.items():
+        print("  take gap %s (%s), all requests: %s ms" % (
+            h, "emit" if h == "frontend" else "queue",
+            ", ".join("%s %.3f" % (k, v[k]) for k in TAKE_PARTS)))
     assert good >= 0.95 * n, (good, n, missed)
     s = tr.summary()
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
