@@ -124,8 +124,15 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	if (have_a) {
 		a.hops = NULL;
 		a.msg = NULL;
-		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain))
+		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain)) {
 			a.msg = &mchain;
+			for (int i = 0; p->sched && i < TTF_MT__MAX; i++) {
+				struct ttf_msg_take_gap *g = &mchain.take[i];
+
+				g->valid = g->tid && sched__attrib_overlay(p->sched, g->tid,
+						g->start_ns, g->end_ns, &g->ov) == 0;
+			}
+		}
 	}
 	/* A gateway's upstream call and its upstream's request wait for their client request. */
 	if (p->hops && have_m && hops__hold(p->hops, r, &m, have_a ? &a : NULL) == 1)

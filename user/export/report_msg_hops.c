@@ -73,6 +73,25 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
 	return h;
 }
 
+/* What the scheduler shows of the taking thread in a take window (msg_hops.h). */
+static void take_gap(cJSON *h, const struct ttf_msg_take_gap *g, const char *stage, int *err)
+{
+	cJSON *t;
+
+	if (!h || !g->valid)
+		return;
+	t = cJSON_AddObjectToObject(h, "take_gap_ms");
+	*err |= !t;
+	if (!t)
+		return;
+	*err |= !cJSON_AddStringToObject(t, "stage", stage);
+	*err |= !cJSON_AddNumberToObject(t, "tid", g->tid);
+	*err |= !cJSON_AddNumberToObject(t, "on_cpu", ms((int64_t)g->ov.on_cpu_ns));
+	*err |= !cJSON_AddNumberToObject(t, "runnable", ms((int64_t)g->ov.runnable_ns));
+	*err |= !cJSON_AddNumberToObject(t, "blocked", ms((int64_t)g->ov.blocked_ns));
+	*err |= !cJSON_AddNumberToObject(t, "unknown", ms((int64_t)g->ov.unknown_ns));
+}
+
 void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 {
 	const struct ttf_msg_chain *c = a ? a->msg : NULL;
@@ -84,6 +103,8 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	*err |= !arr;
 	for (int k = 0; arr && k < c->n_procs; k++) {
 		h = hop(arr, c->role[k], c->tgid[k], err);
+		if (k < TTF_MT__MAX)	/* frontend: emit, engine: queue */
+			take_gap(h, &c->take[k], k == TTF_MT_FRONTEND ? "emit" : "queue", err);
 		if (!h || !k)
 			continue;
 		*err |= !cJSON_AddStringToObject(h, "join", "exact");

@@ -235,7 +235,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	const struct crossing *fe_out, *fe_in, *in[MSG_HOPS_PROCS - 1], *eo[MSG_HOPS_PROCS - 1];
 	const struct ttf_token_event *ev;
 	struct id_entry *e;
-	uint64_t end[TTF_MS__MAX], prev, t;
+	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
 	int n;
 
 	if (!r->resp_id[0] || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
@@ -284,10 +284,18 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		if (n == 1 && (s == TTF_MS_DETOKENIZE || s == TTF_MS_IPC_BACK))
 			continue;
 		x = clamp(end[s], t, m->t_first_token_ns);
+		from[s] = t;
 		out->stage_ns[s] = (int64_t)(x - t);
 		out->stage[out->n_stages++] = (uint8_t)s;
 		t = x;
 	}
+	/* the stages after a crossing in whose taking thread is known (take windows) */
+	out->take[TTF_MT_FRONTEND] = (struct ttf_msg_take_gap){ .tid = r->tx_tid,
+		.start_ns = from[TTF_MS_EMIT],
+		.end_ns = from[TTF_MS_EMIT] + (uint64_t)out->stage_ns[TTF_MS_EMIT] };
+	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){ .tid = in[0]->tgid,
+		.start_ns = from[TTF_MS_QUEUE],
+		.end_ns = from[TTF_MS_QUEUE] + (uint64_t)out->stage_ns[TTF_MS_QUEUE] };
 	mh->stats.joined++;
 	drop(mh, e);
 	return 1;
