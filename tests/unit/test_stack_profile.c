@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include "user/model/stack_profile.h"
 
@@ -74,11 +76,42 @@ static void test_bad(void **state)
 	bad("[stack]\nname = s\nweird = 1\n", "unknown key: weird");
 }
 
+/* A directory with a bad file: the files before it stay, its error is said. */
+static void test_bad_file(void **state)
+{
+	char dir[] = "/tmp/ttf-stacks-XXXXXX", path[64], err[512] = "";
+	struct stack_profiles sp = { 0 };
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a.ini", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[stack]\nname = a\nrole = x\nrole = y\nsocket = push>pull\n"
+	      "socket = push>pull\nid = <hex32>\n", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/b.ini", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("[stack]\nname = b\nrole = x\n", f);
+	fclose(f);
+	assert_int_equal(stack_profiles__load_dir(&sp, dir, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sp.n, 1);
+	assert_string_equal(sp.p[0].name, "a");
+	assert_non_null(strstr(err, "b.ini: [stack] needs a name, 2 to 3 roles"));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/a.ini", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_repo_profiles),
 		cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_bad_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
