@@ -40,6 +40,7 @@ from conftest import ROOT, conn_client_port, free_port, needs_root
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_vllm_shaped import PYTHON, RT, drive, workload  # noqa: E402
 from test_vllm_split import EPS_NS, stack_pids, within  # noqa: E402
+from hop_bounds import bounds, check_order  # noqa: E402
 
 pytestmark = needs_root
 
@@ -110,11 +111,7 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport):
                                                    pids["detok_req"]] and rec["pid"] == t["pid"]
         assert all(h["join"] == "exact" for h in rec["hops"][1:]), rec["hops"]
         assert rec["hops"][1]["split"] == "inferred", rec["hops"]
-        # absolute boundaries, back from the first token (the stages sum to TTFT)
-        bound, x = {}, rec["t_first_token_ns"]
-        for k in reversed(STAGES):
-            x -= st[k] * 1e6
-            bound[k] = x
+        bound = bounds(rec, STAGES)
         # where a message crossed a socket, against where Python handed it over
         # or took it: a crossing out follows its handoff, a crossing in precedes
         # its take (EPS: the stamps' own cost)
@@ -130,7 +127,7 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport):
             ("tokenizer manager read it", d["t_first_sent_ns"] - EPS_NS <= bound["emit"]
              <= t["t_first_recv_ns"] + EPS_NS),
         ]
-        assert all(ok for _, ok in order), (rec["id"], [k for k, ok in order if not ok], st)
+        check_order(rec, order)
         checks = [
             ("frontend", st["frontend"], (t["t_send_ns"] - t["t_sock_read_ns"]) / 1e6),
             ("to_first_output", st["ipc_in"] + st["queue"] + st["prefill"],
