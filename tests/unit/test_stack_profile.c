@@ -35,7 +35,8 @@ static void test_repo_profiles(void **state)
 	assert_string_equal(p->name, "sglang");
 	assert_string_equal(p->role[0], "tokenizer_manager");
 	assert_int_equal(p->transports, 1u << STACK_IPC | 1u << STACK_TCP);
-	assert_int_equal(p->id_in, 1u << STACK_SSE_ID | 1u << STACK_ZMQ_PICKLE);
+	assert_int_equal(p->id_in, 1u << STACK_SSE_ID | 1u << STACK_ZMQ_PICKLE |
+				   1u << STACK_ZMQ_MSGPACK);
 	/* the role count and the id must both fit */
 	assert_null(stack_profiles__match(&sp, 2, HEX));
 	assert_null(stack_profiles__match(&sp, 3, "cmpl-" HEX));
