@@ -22,6 +22,7 @@
 #include "user/lib/hash.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/zmtp.h"
+#include "user/proto/zmtp_pickle.h"
 
 #define GREETING_BYTES 64
 #define SIG_BYTES 10		/* %xFF, 8 padding bytes, %x7F */
@@ -261,7 +262,7 @@ static void frame_end(struct zmtp *s, int dir)
 	m->body_bytes += d->size;
 	if (d->body_gap)	/* not captured; past BODY_KEEP is only not walked */
 		m->flags |= ZMTP_MSG_PARTIAL;
-	zmtp_msgpack_strs(d->body, d->body_n, found_str, &ic);
+	zmtp_body_strs(d->body, d->body_n, found_str, &ic);	/* pickle or msgpack */
 	if (d->flags & F_MORE)
 		return;
 	d->in_msg = false;
