@@ -73,11 +73,14 @@ def end_stack(log):
     assert not left, "the stack outlived ttftrace: %s" % left
 
 
-@pytest.mark.parametrize("transport", ["tcp", "ipc"])
+# msgpack as SGLang with SGLANG_USE_PICKLE_IPC=0, pickle as its default
+@pytest.mark.parametrize("transport,codec", [("tcp", "msgpack"), ("ipc", "msgpack"),
+                                             ("tcp", "pickle")])
 @pytest.mark.parametrize("concurrency", [1, 8])
-def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport):
+def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
     port, log = free_port(), str(tmp_path / "truth.ndjson")
     cmd = " ".join([PYTHON, TM, "--port", str(port), "--log", log, "--transport", transport,
+                    "--codec", codec,
                     "--decode-ms", "4", "--prefill-ms", "3", "--prefill-us-per-token", "10",
                     "--tokenize-us-per-token", "2", "--detokenize-us", "200"] + RT)
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
@@ -144,8 +147,8 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport):
         if bad:
             print("request %d off the truth:" % rec["id"], bad, st)
         good += not bad
-    print("%s, concurrency %d: %d of %d requests: every stage within 1 ms or 3%% of the truth"
-          % (transport, concurrency, good, len(results)))
+    print("%s %s, concurrency %d: %d of %d requests: every stage within 1 ms or 3%% of the truth"
+          % (transport, codec, concurrency, good, len(results)))
     s = tr.summary()
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
     assert list(s["msg_hops"]["stages_ms"]) == STAGES, s["msg_hops"]

@@ -19,7 +19,7 @@
  *                                  ; is PREFIX then 32 hex digits (uuid4().hex),
  *                                  ; then anything (vLLM's -N suffix)
  *   id_in     = sse_id zmq_msgpack ; where ids are read: sse_id (the OpenAI chunk
- *                                  ; "id"), zmq_msgpack, zmq_pickle (not read yet)
+ *                                  ; "id"), zmq_msgpack, zmq_pickle
  */
 #ifndef TTFTRACE_STACK_PROFILE_H
 #define TTFTRACE_STACK_PROFILE_H
