@@ -249,6 +249,33 @@ static void test_len32_resync(void **state)
 	conn_table__free(t);
 }
 
+/* A reader that takes the length, then the body: its direction syncs on a record of 4 bytes. */
+static void test_len32_header_reads(void **state)
+{
+	unsigned char b[512];
+	size_t n = 0;
+	struct out o;
+	struct conn_table *t = mktable(&o);
+	enum track_role role;
+
+	(void)state;
+	put_msg(b, &n, OUT_JSON("5eed0000000000000000000000000002"), false);
+	/* alone, neither record says which protocol this is */
+	assert_int_equal(proto_len32le.detect((const char *)b, 4, true, &role), PROTO_MAYBE);
+	assert_int_equal(proto_len32le.detect((const char *)b + 4, n - 4, true, &role), PROTO_MAYBE);
+	feed(t, TTF_EV_SEND, b, n, n);		/* its own write: yes */
+	for (int k = 0; k < 2; k++) {
+		feed(t, TTF_EV_RECV, b, 4, 4);
+		feed(t, TTF_EV_RECV, b + 4, n - 4, n - 4);
+	}
+	close_(t);
+	assert_int_equal(o.n, 3);
+	assert_int_equal(o.z.dir[ZMTP_DIR_IN].msgs, 2);
+	assert_int_equal(o.z.dir[ZMTP_DIR_IN].bytes_unparsed, 0);
+	assert_string_equal(o.m[2].ids[0], "cmpl-5eed0000000000000000000000000002");
+	conn_table__free(t);
+}
+
 /* ---- what neither may take ---- */
 
 #define ID "chatcmpl-5eed0000000000000000000000000000"
@@ -434,6 +461,7 @@ int main(void)
 		cmocka_unit_test(test_len32be),
 		cmocka_unit_test(test_len32le),
 		cmocka_unit_test(test_len32_resync),
+		cmocka_unit_test(test_len32_header_reads),
 		cmocka_unit_test(test_negatives),
 		cmocka_unit_test(test_near_misses_fixed),
 		cmocka_unit_test(test_random_with_ids),

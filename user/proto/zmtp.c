@@ -527,15 +527,18 @@ static void skip(struct zmtp *s, int dir, uint64_t n)
 /*
  * A hunting direction starts at this record when it parses from its first
  * byte as whole frames, the last ending at the record's end or going on
- * past it (msg_sync.h).
+ * past it (msg_sync.h); for len32 also at a record of just a length (a
+ * reader that takes the 4 bytes first, then the body).
  */
 static void hunt(struct zmtp *s, int dir, const unsigned char *p, size_t len, size_t gap_after)
 {
 	struct zdir *d = &s->d[dir];
 	struct msg_sync ms;
 
-	if (msg_sync__check(s->framing, p, len, (uint64_t)len + gap_after, &ms) ||
-	    !(ms.frames || (ms.cut && ms.id)))
+	if (msg_sync__check(s->framing, p, len, (uint64_t)len + gap_after, &ms))
+		return;
+	if (!ms.frames && !(ms.cut && ms.id) &&
+	    !(s->framing != MSG_FRAMING_ZMTP && len == 4 && !gap_after))
 		return;
 	d->in_msg = false;
 	frame_next(s, d);
