@@ -13,16 +13,15 @@ import sys
 
 import pytest
 
-from conftest import conn_client_port, needs_root
+from conftest import needs_root
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hop_checks import assert_split_exact  # noqa: E402
 from test_vllm_shaped import drive, one, workload  # noqa: E402
 
 pytestmark = needs_root
 
 PAIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "len32_pair.py")
-STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit",
-          "net_out"]
 
 
 def start_pair(procs, endian):
@@ -50,21 +49,7 @@ def test_len32_hop_after_attach(procs, tracer, concurrency, endian):
     finally:
         p.terminate()
         assert p.wait(timeout=20) == 0
-    recs = {conn_client_port(r): r for r in tr.requests()}
-    assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
-    s = tr.summary()
-    c = s["counters"]
-    unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
-    assert not unsplit, (unsplit[:1], c)
-    for _, resp in results:
-        rec = recs[resp.local_port]
-        st = rec["hop_stages_ms"]
-        assert list(st) == STAGES, st
-        assert abs(sum(st.values()) - rec["ttft_ms"]) <= 0.002 * len(st), (st, rec["ttft_ms"])
-        fe, eng = rec["hops"]
-        assert eng["join"] == "exact" and eng["pid"] == engine and fe["pid"] == p.pid, rec["hops"]
-    assert c["msg_hop_joins"] == len(results), c
-    assert c["msg_hop_unjoined"] == 0, c
+    c = assert_split_exact(tr, results, p.pid, engine)
     # the one unix connection, both its ends
     zl = [r for r in tr.records() if r.get("type") == "zmtp"]
     framing = "len32be" if endian == "big" else "len32le"

@@ -15,15 +15,13 @@ import sys
 
 import pytest
 
-from conftest import conn_client_port, needs_root
+from conftest import needs_root
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hop_checks import assert_split_exact  # noqa: E402
 from test_vllm_shaped import Stack, drive, one, workload  # noqa: E402
 
 pytestmark = needs_root
-
-STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit",
-          "net_out"]
 
 
 @pytest.mark.parametrize("transport", ["tcp", "ipc"])
@@ -41,24 +39,7 @@ def test_attach_to_serving_stack(procs, tmp_path, tracer, concurrency, transport
         assert tr.stop() == 0, tr.stderr
     finally:
         st.stop()
-    recs = {conn_client_port(r): r for r in tr.requests()}
-    assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
-    s = tr.summary()
-    c = s["counters"]
-    unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
-    assert not unsplit, (unsplit[:1], c)
-    for _, resp in results:
-        rec = recs[resp.local_port]
-        st_ms = rec["hop_stages_ms"]
-        assert list(st_ms) == STAGES, st_ms
-        assert abs(sum(st_ms.values()) - rec["ttft_ms"]) <= 0.002 * len(st_ms), (st_ms, rec)
-        fe, eng = rec["hops"]
-        assert fe["hop"] == "frontend" and eng["hop"] == "engine", rec["hops"]
-        assert eng["join"] == "exact", eng
-        assert eng["pid"] == st.engine_pid and fe["pid"] == st.pid, rec["hops"]
-    assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
-    assert c["msg_hop_joins"] == len(results), c
-    assert c["msg_hop_unjoined"] == 0, c
+    c = assert_split_exact(tr, results, st.pid, st.engine_pid)
     # both ends of the input and the output connection: four sockets, none with a greeting
     zl = [r for r in tr.records() if r.get("type") == "zmtp"]
     assert len(zl) == 4 and all(z["mid_stream"] and z["framing"] == "zmtp" for z in zl), zl
