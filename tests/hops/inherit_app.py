@@ -4,7 +4,7 @@
 (tests/hops/test_inherited_listen.py), after vLLM's --api-server-count and
 gunicorn/uvicorn --workers: the parent never accepts; each worker does.
 
-    inherit_app.py --workers 2 --pass fork|scm --log TRUTH
+    inherit_app.py --workers 2 --pass fork|scm --log TRUTH [--host ADDR]
 
 --pass fork: the workers are os.fork() children and use the inherited
 descriptor. --pass scm: the workers are fresh interpreters (fork + exec,
@@ -12,12 +12,14 @@ close_fds) that receive the listening socket over a unix socketpair with
 SCM_RIGHTS (socket.send_fds, as multiprocessing's spawn does for uvicorn).
 Either way every worker holds the same socket:[inode] as the parent.
 
-The parent prints "listening on 127.0.0.1:PORT" and one "worker PID" line
+The parent binds ADDR (127.0.0.1 by default) on a free port, prints
+"listening on ADDR:PORT" and one "worker PID" line
 per worker it starts, and starts a new worker whenever one exits (until
 SIGTERM, which ends them all). Workers answer POST with an SSE stream:
 {"tokens": N, "ttft_ms": T, "itl_ms": I} in the body, a role chunk at once,
 N content chunks I ms apart after T ms, then [DONE]. Truth: one NDJSON line
 per request appended to TRUTH, {"id": X-Req-Id, "pid": the worker,
+"peer": "ip:port" of the connection, "traceparent": the header or "",
 "t_read_ns", "t_first_ns"} (CLOCK_MONOTONIC ns), written before [DONE].
 """
 import argparse
@@ -38,6 +40,7 @@ def chunk(payload):
 
 
 def serve_conn(conn, log):
+    peer = "%s:%d" % conn.getpeername()[:2]
     buf = b""
     with conn:
         while True:
@@ -73,6 +76,7 @@ def serve_conn(conn, log):
                 t_first = t_first or time.monotonic_ns()
             with open(log, "a") as f:
                 f.write(json.dumps({"id": hdrs.get(b"x-req-id", ""), "pid": os.getpid(),
+                                    "peer": peer, "traceparent": hdrs.get(b"traceparent", ""),
                                     "t_read_ns": t_read, "t_first_ns": t_first}) + "\n")
             conn.sendall(chunk("[DONE]") + b"0\r\n\r\n")
 
@@ -115,6 +119,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--pass", dest="pass_how", choices=("fork", "scm"), default="fork")
     ap.add_argument("--log", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--scm-child", type=int, default=-1)
     args = ap.parse_args()
     if args.scm_child >= 0:
@@ -122,10 +127,10 @@ def main():
         return
     lsock = socket.socket()
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind(("127.0.0.1", 0))
+    lsock.bind((args.host, 0))
     lsock.listen(128)
     lsock.set_inheritable(True)
-    print("listening on 127.0.0.1:%d" % lsock.getsockname()[1], flush=True)
+    print("listening on %s:%d" % (args.host, lsock.getsockname()[1]), flush=True)
     workers, stopping = set(), []
 
     def stop(*_):
