@@ -727,8 +727,10 @@ static int targets_gone(struct tracer *t)
 			"(Ctrl-C to end).\n", t->opts->port);
 		t->port_waiting = 1;
 	}
-	if (follow_port(t))
+	if (follow_port(t)) {
 		t->port_waiting = 0;
+		print_listeners(t);	/* the new server's socket and its holders */
+	}
 	return 0;
 }
 
