@@ -247,26 +247,40 @@ static int holds_socket(const char *pid, const unsigned long *inodes, size_t n, 
 	return found;
 }
 
-/* Add every process (but this one) that holds a socket in inodes[] to ts. -ESRCH when none. */
+/*
+ * Add every process (but this one) that holds a socket in inodes[] to ts.
+ * PID 1 only when nobody else holds one: an init that keeps the listener
+ * of a socket-activated service (systemd) is no server, and tracing it
+ * would follow every process it starts (docs/design.md D11). -ESRCH when none.
+ */
 static int socket_owners(struct target_set *ts, const unsigned long *inodes, size_t n)
 {
 	size_t before = ts->n;
 	struct dirent *de;
-	int err = 0;
+	int err = 0, init_holds = 0, others = 0;
 	DIR *d;
 
 	d = opendir("/proc");
 	if (!d)
 		return -errno;
 	while (!err && (de = readdir(d))) {
+		uint32_t pid;
 		size_t which;
 
-		if (!is_pid_dir(de) || (uint32_t)getpid() == strtoul(de->d_name, NULL, 10))
+		if (!is_pid_dir(de) || (pid = strtoul(de->d_name, NULL, 10)) == (uint32_t)getpid())
 			continue;
-		if (holds_socket(de->d_name, inodes, n, &which))
-			err = target_set__add(ts, strtoul(de->d_name, NULL, 10));
+		if (!holds_socket(de->d_name, inodes, n, &which))
+			continue;
+		if (pid == 1) {
+			init_holds = 1;
+		} else {
+			others++;
+			err = target_set__add(ts, pid);
+		}
 	}
 	closedir(d);
+	if (!err && init_holds && !others)
+		err = target_set__add(ts, 1);
 	if (err)
 		return err;
 	return ts->n == before ? -ESRCH : 0;
