@@ -22,6 +22,7 @@
 #include "user/probe/source.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/live.h"
+#include "user/cmd/listen_map.h"
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
@@ -42,13 +43,6 @@
  */
 #define POLL_IDLE_MAX_MS 160
 #define ALIVE_CHECK_NS 200000000ull
-/*
- * A traced process's new child is named when it holds a listener of the
- * map: at fork when it inherits the descriptor, a little later when it
- * receives it with SCM_RIGHTS (a spawned interpreter); looked for on each
- * alive check until this long after the fork.
- */
-#define FORKED_LOOK_NS 5000000000ull
 #define WATERMARK_SLACK_NS 2000000ull
 #define MAX_SOURCES 6
 #define MAX_COUNTERS 192
@@ -112,14 +106,7 @@ struct tracer {
 		uint64_t looked_ns;	/* when (event time): at most once a second per key */
 	} unix_hops[64];
 	int n_unix_hops;
-	/* the targets' listening sockets and who held them at start-up (the listener map) */
-	struct target_listener listeners[16];
-	size_t n_listeners;
-	struct {
-		uint32_t tgid, parent;	/* a traced process's new child, and its parent */
-		uint64_t until_ns;	/* looked for among the listeners' holders until then */
-	} forked[64];
-	int n_forked;
+	struct listen_map listen_map;	/* the targets' listeners and who holds them */
 };
 
 /* An address of this host's loopback, or the connection's own local address. */
@@ -282,11 +269,7 @@ static int on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 	if (e->type == TTF_EV_FORK) {
 		target_set__add(&t->targets, e->tid);
 		engine_setup__attach(t->engine, e->tid);
-		if (t->n_listeners && t->n_forked < (int)(sizeof(t->forked) / sizeof(t->forked[0]))) {
-			t->forked[t->n_forked].tgid = e->tid;
-			t->forked[t->n_forked].parent = e->tgid;
-			t->forked[t->n_forked++].until_ns = e->ts_ns + FORKED_LOOK_NS;
-		}
+		listen_map__forked(&t->listen_map, e->tgid, e->tid, e->ts_ns);
 	}
 	pipeline__on_net(t->pipe, e, len);
 	return 0;
@@ -632,69 +615,6 @@ static void print_startup(struct tracer *t)
 		t->st.xmit ? "device transmit" : "write");
 }
 
-/* "PID a (comm), PID b (comm)..." of a listener's holders into buf. */
-static void holders_str(const struct tracer *t, const struct target_listener *l, char *buf,
-			size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = '\0';
-	for (size_t i = 0; i < l->n_holders && i < TARGET_MAX_HOLDERS && off < len; i++) {
-		char comm[32];
-		int traced = 0;
-
-		for (size_t k = 0; k < t->targets.n; k++)
-			traced |= t->targets.tgids[k] == l->holders[i];
-		target__comm(l->holders[i], comm, sizeof(comm));
-		off += snprintf(buf + off, len - off, "%sPID %u (%s%s)", i ? ", " : "",
-				l->holders[i], comm, traced ? "" : ", not traced");
-	}
-	if (l->n_holders > TARGET_MAX_HOLDERS && off < len)
-		snprintf(buf + off, len - off, " and %zu more",
-			 l->n_holders - TARGET_MAX_HOLDERS);
-}
-
-/*
- * The listener map: each listening socket of the targets and every process
- * that holds it. Workers that accept on a socket their parent bound (case
- * 35) hold the same socket:[inode] and are named here.
- */
-static void print_listeners(struct tracer *t)
-{
-	char who[TARGET_MAX_HOLDERS * 48];
-
-	if (target__listeners(&t->targets, t->listeners,
-			      sizeof(t->listeners) / sizeof(t->listeners[0]), &t->n_listeners))
-		t->n_listeners = 0;
-	for (size_t i = 0; i < t->n_listeners; i++) {
-		holders_str(t, &t->listeners[i], who, sizeof(who));
-		fprintf(stderr, "Listener port %u (socket:[%llu]): held by %s\n",
-			t->listeners[i].port, (unsigned long long)t->listeners[i].inode, who);
-	}
-}
-
-/* Name each new child of a traced process once it holds a listener of the map. */
-static void check_forked(struct tracer *t, uint64_t now)
-{
-	for (int i = 0; i < t->n_forked;) {
-		size_t which;
-		char comm[32];
-
-		if (target__holds_listener(t->forked[i].tgid, t->listeners, t->n_listeners,
-					   &which)) {
-			target__comm(t->forked[i].tgid, comm, sizeof(comm));
-			fprintf(stderr, "Listener port %u (socket:[%llu]): PID %u (%s), forked by "
-				"PID %u, holds it too: traced.\n", t->listeners[which].port,
-				(unsigned long long)t->listeners[which].inode,
-				t->forked[i].tgid, comm, t->forked[i].parent);
-		} else if (now < t->forked[i].until_ns && target__alive(t->forked[i].tgid)) {
-			i++;
-			continue;
-		}
-		t->forked[i] = t->forked[--t->n_forked];
-	}
-}
-
 static int any_alive(const struct target_set *ts)
 {
 	for (size_t i = 0; i < ts->n; i++)
@@ -729,7 +649,7 @@ static int targets_gone(struct tracer *t)
 	}
 	if (follow_port(t)) {
 		t->port_waiting = 0;
-		print_listeners(t);	/* the new server's socket and its holders */
+		listen_map__print(&t->listen_map, &t->targets, stderr);	/* the new server's */
 	}
 	return 0;
 }
@@ -823,7 +743,7 @@ static int run_loop(struct tracer *t)
 			for (int i = 0; i < t->n_sources; i++)
 				if (t->sources[i].tick)
 					t->sources[i].tick(t->sources[i].ctx, now);
-			check_forked(t, now);
+			listen_map__check(&t->listen_map, now, stderr);
 			if (t->child <= 0 && targets_gone(t)) {
 				gone = 1;
 				break;
@@ -981,7 +901,7 @@ int trace__run(const struct ttf_opts *o)
 	}
 	for (size_t i = 0; i < t.targets.n; i++)
 		engine_setup__attach(t.engine, t.targets.tgids[i]);
-	print_listeners(&t);
+	listen_map__print(&t.listen_map, &t.targets, stderr);
 	print_startup(&t);
 	report__header(t.report);
 	if (go_fd >= 0)
