@@ -39,7 +39,8 @@ pytestmark = needs_root
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLONE_NEWNET = 0x40000000
 TOKENS = 4
-N_REQ = 6
+N_REQ = 6       # with the client's traceparent
+N_BARE = 2      # without: joined by the tuple alone
 
 
 def ip(*args, check=True):
@@ -177,18 +178,21 @@ def test_gateway_and_engine_join_by_tuple_and_traceparent(netns, procs, tracer, 
         # each sees its own namespace's listener: /proc/net/tcp is per namespace
         assert "Listener port %d" % engine_port in tr_b.stderr, tr_b.stderr
         assert "Listener port %d" % gw_port in tr_a.stderr, tr_a.stderr
-        sent = {}
-        for i in range(N_REQ):
+        sent, bare = {}, []
+        for i in range(N_REQ + N_BARE):
             trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
             rid = "n%d" % i
             c = in_netns(netns["a"], lambda: Client(gw_port))
             body = {"tokens": TOKENS, "ttft_ms": 30, "itl_ms": 5,
                     "messages": [{"role": "user", "content": "request %d" % i}]}
-            r = c.request(body=body, extra_headers="X-Req-Id: %s\r\ntraceparent: 00-%s-%s-01\r\n"
-                          % (rid, trace_id, parent_id))
+            tp = "traceparent: 00-%s-%s-01\r\n" % (trace_id, parent_id) if i < N_REQ else ""
+            r = c.request(body=body, extra_headers="X-Req-Id: %s\r\n%s" % (rid, tp))
             c.close()
             assert r.status == 200 and len(c.token_events(r)) == TOKENS, r.body[:200]
-            sent[rid] = (trace_id, parent_id)
+            if tp:
+                sent[rid] = (trace_id, parent_id)
+            else:
+                bare.append(rid)
         time.sleep(0.5)
         assert tr_a.stop() == 0, tr_a.stderr
         assert tr_b.stop() == 0, tr_b.stderr
@@ -196,11 +200,12 @@ def test_gateway_and_engine_join_by_tuple_and_traceparent(netns, procs, tracer, 
         rx.close()
     gw_truth = {t["id"]: t for t in map(json.loads, open(gw_log))}
     engine_truth = {t["id"]: t for t in map(json.loads, open(engine_log))}
-    assert sorted(gw_truth) == sorted(engine_truth) == sorted(sent)
+    assert sorted(gw_truth) == sorted(engine_truth) == sorted(list(sent) + bare)
     # BPF reads the tuples of each namespace's sockets (ns B's NDJSON: its veth addresses)
     b_conns = sorted(r["conn"] for r in tr_b.requests())
     assert b_conns == sorted("%s:%d<-%s" % (netns["engine_ip"], engine_port,
-                                              engine_truth[rid]["peer"]) for rid in sent), b_conns
+                                              engine_truth[rid]["peer"])
+                             for rid in engine_truth), b_conns
     by_trace = spans_by_trace(rx)
     for rid, (trace_id, parent_id) in sent.items():
         spans = by_trace.get(trace_id, [])
@@ -232,3 +237,18 @@ def test_gateway_and_engine_join_by_tuple_and_traceparent(netns, procs, tracer, 
             ("127.0.0.1", gw_port), gw_a
         assert "%s:%d" % (gw_a["client.address"], gw_a["client.port"]) == gw_truth[rid]["client"]
         assert engine_truth[rid]["traceparent"] == "00-%s-%s-01" % (trace_id, parent_id)
+
+    # without trace context each host starts a trace of its own; the tuple still joins them
+    def tuple_of(a, side):
+        return "%s:%d" % (a["network.%s.address" % side], a["network.%s.port" % side])
+
+    ups = {tuple_of(a, "local"): sp for t in by_trace.values() for _, sp, a in t
+           if sp["name"] == "hop.upstream"}
+    engines = {tuple_of(a, "peer"): sp for t in by_trace.values() for res, sp, a in t
+               if sp["kind"] == 2 and res["process.pid"] == engine_worker}
+    assert len(ups) == len(engines) == N_REQ + N_BARE, (sorted(ups), sorted(engines))
+    for rid in bare:
+        local = gw_truth[rid]["up_local"]
+        assert local in ups and local in engines, (rid, local, sorted(ups), sorted(engines))
+        assert ups[local]["traceId"] != engines[local]["traceId"]
+        assert "parentSpanId" not in engines[local], engines[local]
