@@ -23,6 +23,7 @@ per request appended to TRUTH, {"id": X-Req-Id, "pid": the worker,
 "t_read_ns", "t_first_ns"} (CLOCK_MONOTONIC ns), written before [DONE].
 """
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 
+PR_SET_PDEATHSIG = 1
 
 def chunk(payload):
     """One HTTP chunk carrying one SSE event (payload: a str as it is)."""
@@ -84,6 +86,10 @@ def serve_conn(conn, log):
 def worker(lsock, log):
     """Accept forever on lsock (blocking accept: the kernel wakes one worker)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # end with the parent, even when it is killed (prctl(2) PR_SET_PDEATHSIG)
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:
+        os._exit(0)     # the parent died before the prctl
     while True:
         conn, _ = lsock.accept()
         threading.Thread(target=serve_conn, args=(conn, log), daemon=True).start()
