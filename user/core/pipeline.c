@@ -461,6 +461,8 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("zmtp_messages_partial", cs->zmtp_partial);
 	C("zmtp_request_ids", cs->zmtp_ids);
 	C("zmtp_lost_sync", cs->zmtp_lost_sync);
+	C("zmtp_mid_stream_connections", cs->zmtp_mid_stream);
+	C("len32_connections", cs->len32_conns);
 	C("zmtp_messages_dropped", zmtp_log__stats(p->zmtp)->dropped);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {
