@@ -94,9 +94,38 @@ static __always_inline void count(__u32 idx)
 	ttf_count(&counters, idx);
 }
 
-static __always_inline bool tgid_traced(__u32 tgid)
+/*
+ * Is tgid traced? Most switches and wakeups name the same few processes, so
+ * each CPU keeps the answer for its last TTF_SCHED_TGID_CACHE processes for
+ * about 105 ms (TTF_SCHED_TGID_CACHE_UNITS): a hit reads the line this
+ * CPU's switch writes anyway, a miss costs the hash lookup. A process added
+ * to (or removed from) traced_tgids is seen here within that time; the idle
+ * task (tgid 0) is never traced.
+ */
+static __always_inline bool tgid_traced(struct ttf_sched_chain *ch, __u32 tgid, __u64 now_ns)
 {
-	return ttf_tgid_traced(&traced_tgids, tgid);
+	__u32 t = now_ns >> 20, slot;
+	bool traced;
+
+	if (!tgid)
+		return false;
+#pragma unroll
+	for (int i = 0; i < TTF_SCHED_TGID_CACHE; i++)
+		if (ch->tgid[i] == tgid && t - ch->checked[i] < TTF_SCHED_TGID_CACHE_UNITS)
+			return ch->traced[i];
+	traced = ttf_tgid_traced(&traced_tgids, tgid);
+	slot = ch->next_slot++ % TTF_SCHED_TGID_CACHE;
+	ch->tgid[slot] = tgid;
+	ch->checked[slot] = t;
+	ch->traced[slot] = traced;
+	return traced;
+}
+
+static __always_inline struct ttf_sched_chain *this_chain(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&chain, &zero);
 }
 
 static __always_inline struct ttf_sched_span *reserve(void)
@@ -127,8 +156,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 zero = 0, prev_tid = prev->pid;
-	struct ttf_sched_chain *ch = bpf_map_lookup_elem(&chain, &zero);
+	__u32 prev_tid = prev->pid;
+	struct ttf_sched_chain *ch = this_chain();
 	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wake_ns = 0, *w;
 	struct ttf_sched_span *e;
 	__u8 type;
@@ -142,7 +171,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	ch->next_plus1 = (__u32)next->pid + 1;
 	ch->in_ns = now;
 	ch->switches++;
-	if (!tgid_traced(prev->tgid))
+	if (!tgid_traced(ch, prev->tgid, now))
 		return 0;
 	if (preempt || prev_state == TASK_RUNNING)
 		type = TTF_SCHED_OUT_RUNNABLE;
@@ -170,18 +199,18 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_wakeup, struct task_struct *p)
 {
+	struct ttf_sched_chain *ch = this_chain();
+	__u64 now = bpf_ktime_get_ns(), *w;
 	__u32 tid = p->pid;
-	__u64 now, *w;
 
-	if (!tgid_traced(p->tgid))
+	if (!ch || !tgid_traced(ch, p->tgid, now))
 		return 0;
 	w = bpf_map_lookup_elem(&wakes, &tid);
 	if (w) {
 		if (!*w)
-			*w = bpf_ktime_get_ns();
+			*w = now;
 		return 0;
 	}
-	now = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&wakes, &tid, &now, BPF_NOEXIST)) {
 		count(TTF_SCHED_CNT_WAKE_MAP_FULL);
 		emit_wakeup(p, TTF_SCHED_WAKEUP, now);
@@ -192,7 +221,8 @@ int BPF_PROG(handle_wakeup, struct task_struct *p)
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(handle_wakeup_new, struct task_struct *p)
 {
-	if (tgid_traced(p->tgid))
+	/* not the cache: a new process is added to traced_tgids at its fork, just before */
+	if (ttf_tgid_traced(&traced_tgids, p->tgid))
 		emit_wakeup(p, TTF_SCHED_WAKEUP_NEW, bpf_ktime_get_ns());
 	return 0;
 }

@@ -83,12 +83,24 @@ enum ttf_sched_counter {
 	TTF_SCHED_CNT__MAX,
 };
 
-/* Per-CPU value of the map `chain`: the switch chain check (see sched.bpf.c). */
+/* Processes whose traced-set answer a CPU keeps (struct ttf_sched_chain.tgid). */
+#define TTF_SCHED_TGID_CACHE 4
+/* How long a kept answer holds, in units of 2^20 ns (about 105 ms). */
+#define TTF_SCHED_TGID_CACHE_UNITS 100
+
+/*
+ * Per-CPU value of the map `chain`: the switch chain check and the CPU's
+ * cache of traced-set answers (see sched.bpf.c).
+ */
 struct ttf_sched_chain {
 	__u64 switches;		/* sched_switch calls this program saw on this CPU */
 	__u64 in_ns;		/* the time of the last of them: when next began to run */
 	__u32 next_plus1;	/* next->pid + 1 of the last of them; 0: none yet */
 	__u32 pad;
+	__u32 tgid[TTF_SCHED_TGID_CACHE];	/* 0: empty slot */
+	__u32 checked[TTF_SCHED_TGID_CACHE];	/* when, in 2^20 ns units (wraps) */
+	__u8 traced[TTF_SCHED_TGID_CACHE];	/* the answer: 1 in traced_tgids */
+	__u32 next_slot;	/* the slot the next miss replaces */
 };
 
 #endif /* TTFTRACE_BPF_SCHED_H */
