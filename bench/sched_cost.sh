@@ -5,7 +5,8 @@
 # restored afterwards). Workload: two threads of one traced process passing a
 # byte over pipes N times (tests/sched/contend.c pingpong). handle_switch runs
 # on every context switch of the machine; untraced ones cost only the map
-# lookups, so its mean mixes both. Root. Usage: bench/sched_cost.sh [N]
+# lookups, so its mean mixes both; the ns per round trip (all programs) compares
+# designs that send different numbers of records. Root. Usage: bench/sched_cost.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -41,8 +42,9 @@ cnt = sum(p["run_cnt"] for p in s["progs"].values())
 ns = sum(p["run_time_ns"] for p in s["progs"].values())
 per = ", ".join("%s %.0f ns x %d" % (k, p["run_time_ns"] / max(p["run_cnt"], 1), p["run_cnt"])
                 for k, p in s["progs"].items())
-print("sched probes: %.0f ns per program run, %.0f ns per record (%s); %d records, "
-      "%d ring-full drops; %d round trips in %.1f ms"
-      % (ns / max(cnt, 1), ns / max(s["sched_events"], 1), per, s["sched_events"],
-         s["sched_ringbuf_full"], n, (t[1] - t[0]) / 1e6))
+print("sched probes: %.0f ns per round trip, %.0f ns per program run, %.0f ns per record "
+      "(%s); %d records, %d ring-full drops, %d wake-map drops; %d round trips in %.1f ms"
+      % (ns / max(n, 1), ns / max(cnt, 1), ns / max(s["sched_events"], 1), per,
+         s["sched_events"], s["sched_ringbuf_full"], s.get("sched_wake_map_full", 0), n,
+         (t[1] - t[0]) / 1e6))
 PY

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Scheduler probes: one record per switch-out, switch-in and wakeup of a
- * thread whose process is in `traced_tgids`. User space (user/model/sched.c) turns
- * them into per-thread on-CPU / runnable / blocked intervals.
+ * Scheduler probes: one record (struct ttf_sched_span) per switch-out of a
+ * thread whose process is in `traced_tgids`, carrying the interval that
+ * ends there. User space (user/probe/sched_probe.c) expands it into the
+ * events user/model/sched.c turns into on-CPU / runnable / blocked time.
  *
- *   sched_switch      OUT_{RUNNABLE,BLOCKED,DEAD} for prev, IN for next
- *   sched_wakeup      WAKEUP
- *   sched_wakeup_new  WAKEUP_NEW
+ *   sched_switch      per CPU: when next began to run (map `chain`); for a
+ *                     traced prev, its span: wakeup, switch-in, switch-out
+ *   sched_wakeup      the first wakeup of a traced thread since its last
+ *                     switch-out, kept in `wakes` for its next span
+ *   sched_wakeup_new  a WAKEUP_NEW record
+ *
+ * One record per cycle instead of three, and no traced-set lookup for next:
+ * bench/sched_cost.sh and README "Cost per streamed token" have the numbers.
+ * The price: a thread's current on-CPU interval reaches user space at its
+ * switch-out, not at its switch-in.
  *
  * Kernel facts (docs/kernel.md B1.6):
  * tp_btf prototypes on 6.18 are sched_switch(bool preempt, prev, next,
@@ -48,8 +56,8 @@ struct {
 } counters SEC(".maps");
 
 /*
- * Per CPU: the task the last sched_switch this program saw put on the CPU.
- * The next switch on that CPU must switch that task out; when it does not,
+ * Per CPU: the task the last sched_switch this program saw put on the CPU,
+ * and when (the in_ns of that task's span). The next switch on that CPU must switch that task out; when it does not,
  * the kernel ran switches without this program (seen on a Firecracker
  * guest, where bpftrace's sched_switch misses the same ones), and records
  * of traced threads may be missing too: counted, so user space's unknown
@@ -67,76 +75,154 @@ struct {
 	__uint(max_entries, 4 << 20);	/* resized by user space before load */
 } events SEC(".maps");
 
+/*
+ * Traced thread (tid) -> its first wakeup since its last switch-out (0:
+ * none). A preallocated hash: an update in the scheduler's hooks allocates
+ * nothing. Entries go at the thread's last switch-out (OUT_DEAD); a wakeup
+ * that finds the map full is sent as its own record (counted).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);	/* tid */
+	__type(value, __u64);	/* wake_ns */
+} wakes SEC(".maps");
+
 /* The shared helpers (common.bpf.h), bound to this program's maps. */
 static __always_inline void count(__u32 idx)
 {
 	ttf_count(&counters, idx);
 }
 
-static __always_inline bool tgid_traced(__u32 tgid)
+/*
+ * Is tgid traced? Most switches and wakeups name the same few processes, so
+ * each CPU keeps the answer for its last TTF_SCHED_TGID_CACHE processes for
+ * about 105 ms (TTF_SCHED_TGID_CACHE_UNITS): a hit reads the line this
+ * CPU's switch writes anyway, a miss costs the hash lookup. A process added
+ * to (or removed from) traced_tgids is seen here within that time; the idle
+ * task (tgid 0) is never traced.
+ */
+static __always_inline bool tgid_traced(struct ttf_sched_chain *ch, __u32 tgid, __u64 now_ns)
 {
-	return ttf_tgid_traced(&traced_tgids, tgid);
+	__u32 t = now_ns >> 20, slot;
+	bool traced;
+
+	if (!tgid)
+		return false;
+#pragma unroll
+	for (int i = 0; i < TTF_SCHED_TGID_CACHE; i++)
+		if (ch->tgid[i] == tgid && t - ch->checked[i] < TTF_SCHED_TGID_CACHE_UNITS)
+			return ch->traced[i];
+	traced = ttf_tgid_traced(&traced_tgids, tgid);
+	slot = ch->next_slot++ % TTF_SCHED_TGID_CACHE;
+	ch->tgid[slot] = tgid;
+	ch->checked[slot] = t;
+	ch->traced[slot] = traced;
+	return traced;
 }
 
-static __always_inline void emit(const struct task_struct *p, __u8 type, __u32 state, __u32 cpu)
+static __always_inline struct ttf_sched_chain *this_chain(void)
 {
-	struct ttf_sched_event *e;
+	__u32 zero = 0;
 
-	e = ttf_rb_reserve(&events, sizeof(*e), &counters, TTF_SCHED_CNT_RINGBUF_FULL);
-	if (!e)
-		return;
-	/* Read the clock after reserving, so ring order follows time closely. */
-	e->ts_ns = bpf_ktime_get_ns();
-	e->tid = p->pid;
-	e->tgid = p->tgid;
-	e->state = state;
-	e->cpu = cpu;
-	e->type = type;
-	e->pad = 0;
+	return bpf_map_lookup_elem(&chain, &zero);
+}
+
+static __always_inline struct ttf_sched_span *reserve(void)
+{
+	return ttf_rb_reserve(&events, sizeof(struct ttf_sched_span), &counters,
+			      TTF_SCHED_CNT_RINGBUF_FULL);
+}
+
+static __always_inline void submit(struct ttf_sched_span *e)
+{
 	bpf_ringbuf_submit(e, ttf_rb_wakeup_flags(&events, targ_wakeup_bytes));
 	count(TTF_SCHED_CNT_EVENTS);
+}
+
+/* A wakeup sent alone: WAKEUP_NEW, or a WAKEUP the map `wakes` had no room for. */
+static __always_inline void emit_wakeup(const struct task_struct *p, __u8 type, __u64 ts_ns)
+{
+	struct ttf_sched_span *e = reserve();
+
+	if (!e)
+		return;
+	*e = (struct ttf_sched_span){ .ts_ns = ts_ns, .tid = p->pid, .tgid = p->tgid,
+				      .cpu = p->wake_cpu, .type = type };
+	submit(e);
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), zero = 0;
-	struct ttf_sched_chain *ch = bpf_map_lookup_elem(&chain, &zero);
+	__u32 prev_tid = prev->pid;
+	struct ttf_sched_chain *ch = this_chain();
+	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wake_ns = 0, *w;
+	struct ttf_sched_span *e;
 	__u8 type;
 
-	if (ch) {
-		if (ch->next_plus1 && ch->next_plus1 != (__u32)prev->pid + 1)
-			count(TTF_SCHED_CNT_SWITCH_GAPS);
-		ch->next_plus1 = (__u32)next->pid + 1;
-		ch->switches++;
+	if (!ch)
+		return 0;	/* never: a one-slot array */
+	if (ch->next_plus1 == prev_tid + 1)
+		in_ns = ch->in_ns;
+	else if (ch->next_plus1)
+		count(TTF_SCHED_CNT_SWITCH_GAPS);
+	ch->next_plus1 = (__u32)next->pid + 1;
+	ch->in_ns = now;
+	ch->switches++;
+	if (!tgid_traced(ch, prev->tgid, now))
+		return 0;
+	if (preempt || prev_state == TASK_RUNNING)
+		type = TTF_SCHED_OUT_RUNNABLE;
+	else if (prev_state & TASK_DEAD)
+		type = TTF_SCHED_OUT_DEAD;
+	else
+		type = TTF_SCHED_OUT_BLOCKED;
+	w = bpf_map_lookup_elem(&wakes, &prev_tid);
+	if (w) {
+		wake_ns = *w;
+		*w = 0;
+		if (type == TTF_SCHED_OUT_DEAD)
+			bpf_map_delete_elem(&wakes, &prev_tid);
 	}
-	if (tgid_traced(prev->tgid)) {
-		if (preempt || prev_state == TASK_RUNNING)
-			type = TTF_SCHED_OUT_RUNNABLE;
-		else if (prev_state & TASK_DEAD)
-			type = TTF_SCHED_OUT_DEAD;
-		else
-			type = TTF_SCHED_OUT_BLOCKED;
-		emit(prev, type, prev_state, cpu);
-	}
-	if (tgid_traced(next->tgid))
-		emit(next, TTF_SCHED_IN, 0, cpu);
+	e = reserve();
+	if (!e)
+		return 0;
+	*e = (struct ttf_sched_span){ .ts_ns = now, .in_ns = in_ns, .wake_ns = wake_ns,
+				      .tid = prev_tid, .tgid = prev->tgid, .state = prev_state,
+				      .cpu = bpf_get_smp_processor_id(), .type = type };
+	submit(e);
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_wakeup, struct task_struct *p)
 {
-	if (tgid_traced(p->tgid))
-		emit(p, TTF_SCHED_WAKEUP, 0, p->wake_cpu);
+	struct ttf_sched_chain *ch = this_chain();
+	__u64 now = bpf_ktime_get_ns(), *w;
+	__u32 tid = p->pid;
+
+	if (!ch || !tgid_traced(ch, p->tgid, now))
+		return 0;
+	w = bpf_map_lookup_elem(&wakes, &tid);
+	if (w) {
+		if (!*w)
+			*w = now;
+		return 0;
+	}
+	if (bpf_map_update_elem(&wakes, &tid, &now, BPF_NOEXIST)) {
+		count(TTF_SCHED_CNT_WAKE_MAP_FULL);
+		emit_wakeup(p, TTF_SCHED_WAKEUP, now);
+	}
 	return 0;
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(handle_wakeup_new, struct task_struct *p)
 {
-	if (tgid_traced(p->tgid))
-		emit(p, TTF_SCHED_WAKEUP_NEW, 0, p->wake_cpu);
+	/* not the cache: a new process is added to traced_tgids at its fork, just before */
+	if (ttf_tgid_traced(&traced_tgids, p->tgid))
+		emit_wakeup(p, TTF_SCHED_WAKEUP_NEW, bpf_ktime_get_ns());
 	return 0;
 }

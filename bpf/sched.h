@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Shared ABI between bpf/sched.bpf.c and user space: one small ring-buffer
- * record per scheduler event of a traced thread. Only __uN types, so both
+ * Shared ABI between bpf/sched.bpf.c and user space: one ring-buffer record
+ * per switch-out of a traced thread (struct ttf_sched_span). Only __uN types, so both
  * the BPF side (vmlinux.h) and user space can include it.
  *
  * Timestamps are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC nanoseconds (see
@@ -16,7 +16,7 @@
 
 /*
  * ttf_sched_event.type. A switch where both prev and next are traced gives
- * two records (OUT_* for prev, IN for next) with the same ts_ns and cpu.
+ * two events (OUT_* for prev, IN for next) with the same ts_ns and cpu.
  */
 enum ttf_sched_type {
 	TTF_SCHED_OUT_RUNNABLE = 1, /* switched out, still runnable: preempted or TASK_RUNNING */
@@ -27,7 +27,11 @@ enum ttf_sched_type {
 	TTF_SCHED_WAKEUP_NEW = 6,   /* sched_wakeup_new: a new thread made runnable */
 };
 
-/* 24 bytes; 32 in the ring with its 8-byte header. */
+/*
+ * One scheduler event as user space (user/model/sched.c, recordings) sees
+ * it. 24 bytes. The ring does not carry these: user/probe/sched_probe.c
+ * expands each struct ttf_sched_span into them.
+ */
 struct ttf_sched_event {
 	__u64 ts_ns;
 	__u32 tid;
@@ -35,6 +39,28 @@ struct ttf_sched_event {
 	__u32 state;	/* OUT_*: the prev_state argument of sched_switch (task __state bits) */
 	__u16 cpu;	/* OUT_*, IN: the CPU switching; WAKEUP*: the CPU it was queued on */
 	__u8 type;	/* enum ttf_sched_type */
+	__u8 pad;
+};
+
+/*
+ * The ring record: one per switch-out of a traced thread, carrying the
+ * interval that ends there, so that a wake-run-sleep cycle costs one record
+ * instead of three (WAKEUP, IN, OUT). type is an OUT_* type: the thread was
+ * woken at wake_ns (0: no wakeup since its previous switch-out was seen),
+ * switched in on cpu at in_ns (0: unknown, a switch this program missed)
+ * and switched out at ts_ns. type WAKEUP or WAKEUP_NEW: a wakeup at ts_ns
+ * sent alone (a new thread, or the wake map was full); in_ns, wake_ns 0.
+ * 40 bytes; 48 in the ring with its 8-byte header.
+ */
+struct ttf_sched_span {
+	__u64 ts_ns;
+	__u64 in_ns;
+	__u64 wake_ns;
+	__u32 tid;
+	__u32 tgid;
+	__u32 state;	/* OUT_*: prev_state of sched_switch */
+	__u16 cpu;	/* OUT_*: the CPU switching (and of in_ns); WAKEUP*: the CPU it was queued on */
+	__u8 type;	/* enum ttf_sched_type: OUT_*, WAKEUP or WAKEUP_NEW */
 	__u8 pad;
 };
 
@@ -48,15 +74,33 @@ enum ttf_sched_counter {
 	 * may hide several switches; the wakeups in it are lost unseen.
 	 */
 	TTF_SCHED_CNT_SWITCH_GAPS,
+	/*
+	 * Wakeups sent as a record of their own: the map `wakes` (the wakeup
+	 * time a traced thread's next span carries) was full or busy.
+	 */
+	TTF_SCHED_CNT_WAKE_MAP_FULL,
 	TTF_SCHED_CNT_SWITCHES,		/* sched_switch calls seen, all tasks (from struct ttf_sched_chain) */
 	TTF_SCHED_CNT__MAX,
 };
 
-/* Per-CPU value of the map `chain`: the switch chain check (see sched.bpf.c). */
+/* Processes whose traced-set answer a CPU keeps (struct ttf_sched_chain.tgid). */
+#define TTF_SCHED_TGID_CACHE 4
+/* How long a kept answer holds, in units of 2^20 ns (about 105 ms). */
+#define TTF_SCHED_TGID_CACHE_UNITS 100
+
+/*
+ * Per-CPU value of the map `chain`: the switch chain check and the CPU's
+ * cache of traced-set answers (see sched.bpf.c).
+ */
 struct ttf_sched_chain {
 	__u64 switches;		/* sched_switch calls this program saw on this CPU */
+	__u64 in_ns;		/* the time of the last of them: when next began to run */
 	__u32 next_plus1;	/* next->pid + 1 of the last of them; 0: none yet */
 	__u32 pad;
+	__u32 tgid[TTF_SCHED_TGID_CACHE];	/* 0: empty slot */
+	__u32 checked[TTF_SCHED_TGID_CACHE];	/* when, in 2^20 ns units (wraps) */
+	__u8 traced[TTF_SCHED_TGID_CACHE];	/* the answer: 1 in traced_tgids */
+	__u32 next_slot;	/* the slot the next miss replaces */
 };
 
 #endif /* TTFTRACE_BPF_SCHED_H */

@@ -27,6 +27,7 @@ static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
 	[TTF_SCHED_CNT_RINGBUF_FULL] = "sched_ringbuf_full",
 	[TTF_SCHED_CNT_EVENTS] = "sched_events",
 	[TTF_SCHED_CNT_SWITCH_GAPS] = "sched_switch_gaps",
+	[TTF_SCHED_CNT_WAKE_MAP_FULL] = "sched_wake_map_full",
 	[TTF_SCHED_CNT_SWITCHES] = "sched_switches",
 };
 
@@ -46,13 +47,50 @@ int sched_probe__counter_list(void *ctx, struct report_counter *c, int cap)
 	return n;
 }
 
+/*
+ * One span as the events it stands for, oldest first: its wakeup and
+ * switch-in when known (a wakeup while the thread ran may follow the
+ * switch-in), then the switch-out. Returns the number written to ev[3].
+ */
+int sched_probe__expand(const struct ttf_sched_span *s, struct ttf_sched_event ev[3])
+{
+	struct ttf_sched_event wake = { s->wake_ns, s->tid, s->tgid, 0, s->cpu, TTF_SCHED_WAKEUP };
+	struct ttf_sched_event in = { s->in_ns, s->tid, s->tgid, 0, s->cpu, TTF_SCHED_IN };
+	int n = 0;
+
+	if (s->type == TTF_SCHED_WAKEUP || s->type == TTF_SCHED_WAKEUP_NEW) {
+		ev[0] = (struct ttf_sched_event){ s->ts_ns, s->tid, s->tgid, 0, s->cpu, s->type };
+		return 1;
+	}
+	if (s->wake_ns && s->in_ns && s->wake_ns > s->in_ns) {
+		ev[n++] = in;
+		ev[n++] = wake;
+	} else {
+		if (s->wake_ns)
+			ev[n++] = wake;
+		if (s->in_ns)
+			ev[n++] = in;
+	}
+	ev[n++] = (struct ttf_sched_event){ s->ts_ns, s->tid, s->tgid, s->state, s->cpu,
+					    s->type };
+	return n;
+}
+
 static int ring_cb(void *ctx, void *data, size_t len)
 {
 	struct sched_probe *sp = ctx;
+	struct ttf_sched_event ev[3];
+	int n, err;
 
-	if (len < sizeof(struct ttf_sched_event))
+	if (len < sizeof(struct ttf_sched_span))
 		return 0;
-	return sp->on_event(sp->ctx, data);
+	n = sched_probe__expand(data, ev);
+	for (int i = 0; i < n; i++) {
+		err = sp->on_event(sp->ctx, &ev[i]);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,

@@ -34,7 +34,7 @@ struct sched_probe_opts {
 	 * with sched_probe__trace_tgid().
 	 */
 	int tgid_map_fd;
-	sched_event_cb on_event;	/* required: every record */
+	sched_event_cb on_event;	/* required: every event (each ring record is 1 to 3) */
 	void *ctx;
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
@@ -51,13 +51,20 @@ struct sched_probe_opts {
  */
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len);
+/*
+ * The events one ring record (struct ttf_sched_span, bpf/sched.h) stands
+ * for, oldest first, into ev: the thread's wakeup and switch-in when the
+ * span has them, then its switch-out; a WAKEUP or WAKEUP_NEW record is one
+ * event. Returns how many (1 to 3).
+ */
+int sched_probe__expand(const struct ttf_sched_span *s, struct ttf_sched_event ev[3]);
 /* Attach sched_switch, sched_wakeup, sched_wakeup_new. Returns 0 or -errno of the first failure. */
 int sched_probe__attach(struct sched_probe *sp);
 /* Add a process to the probe's traced set (with a shared map: the net probe's set). */
 int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);
 /*
  * Drain the ring buffer into on_event; with timeout_ms > 0 first wait up to
- * that long for a (rare) forced wakeup. Returns records consumed or -errno.
+ * that long for a (rare) forced wakeup. Returns ring records consumed or -errno.
  */
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
 /*
