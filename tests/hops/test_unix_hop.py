@@ -171,12 +171,15 @@ def test_nginx_to_uvicorn_over_unix(uvicorn_uds, nginx_unix, tracer, tmp_path, c
         lo, hi = ((t[k] - t["t_read_ns"]) / 1e6 for k in ("t_first_start_ns", "t_first_ns"))
         got = up["stages_ms"]["server"]
         diffs.append(max(0.0, lo - got, got - hi))
-        if diffs[-1] > 2.0:
+        # the hop criterion: within 1 ms or 3% of the truth for at least 95% of
+        # requests; a wrong join is off by tens of ms, which none may be
+        if diffs[-1] > max(1.0, 0.03 * hi):
             bad.append("request %s: upstream server %.3f ms, uvicorn's truth %.3f-%.3f ms"
                        % (r["id"], got, lo, hi))
     print("upstream server TTFT outside uvicorn's window, %d requests: mean %.3f ms, max %.3f ms"
           % (len(diffs), sum(diffs) / len(diffs), max(diffs)))
-    assert not bad, "\n".join(bad)
+    assert len(bad) <= 0.05 * len(recs), "\n".join(bad)
+    assert max(diffs) < 10.0, "\n".join(bad)
     s = tr.summary()
     assert s["hops"]["requests"] >= 24
     assert s["counters"]["hop_held_unclaimed"] == 0
