@@ -56,7 +56,7 @@ int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
 	return err ? -ENOMEM : 0;
 }
 
-static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
+static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, const char *comm, int *err)
 {
 	cJSON *h = cJSON_CreateObject();
 
@@ -66,6 +66,8 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
 		return NULL;
 	}
 	*err |= !cJSON_AddStringToObject(h, "hop", name);
+	*err |= !(comm[0] ? cJSON_AddStringToObject(h, "comm", comm) :
+		  cJSON_AddNullToObject(h, "comm"));
 	*err |= !cJSON_AddNumberToObject(h, "pid", pid);
 	return h;
 }
@@ -80,8 +82,8 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	arr = cJSON_AddArrayToObject(o, "hops");
 	*err |= !arr;
 	if (arr) {
-		hop(arr, "frontend", c->fe_tgid, err);
-		h = hop(arr, "engine", c->eng_tgid, err);
+		hop(arr, "frontend", c->fe_tgid, c->fe_comm, err);
+		h = hop(arr, "engine", c->eng_tgid, c->eng_comm, err);
 		if (h) {
 			*err |= !cJSON_AddStringToObject(h, "join", "exact");
 			*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "

@@ -50,6 +50,30 @@ const char *ttf_msg_stage_name(enum ttf_msg_stage s)
 	return s >= 0 && s < TTF_MS__MAX ? stage_names[s] : "?";
 }
 
+const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
+			      uint32_t *tgid, const char **comm)
+{
+	*tgid = 0;
+	*comm = "";
+	switch (s) {
+	case TTF_MS_NET_IN:
+	case TTF_MS_NET_OUT:
+		return "net";
+	case TTF_MS_IPC_IN:
+	case TTF_MS_IPC_OUT:
+		return "ipc";
+	case TTF_MS_QUEUE:
+	case TTF_MS_PREFILL:
+		*tgid = c->eng_tgid;
+		*comm = c->eng_comm;
+		return "engine";
+	default:	/* read_wait, frontend, emit: in the frontend's process */
+		*tgid = c->fe_tgid;
+		*comm = c->fe_comm;
+		return "frontend";
+	}
+}
+
 struct msg_hops *msg_hops__new(void)
 {
 	return calloc(1, sizeof(struct msg_hops));
@@ -185,6 +209,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	}
 	memset(out, 0, sizeof(*out));
 	out->fe_tgid = r->tgid;
+	snprintf(out->fe_comm, sizeof(out->fe_comm), "%.15s", r->comm);
 	out->eng_tgid = eng_in->tgid;
 	out->out_msgs = eng_out->n;
 	ev = &r->events[0];

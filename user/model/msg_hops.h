@@ -53,6 +53,7 @@ enum ttf_msg_stage {
 struct ttf_msg_chain {
 	uint32_t fe_tgid;		/* the frontend (the client request's process) */
 	uint32_t eng_tgid;		/* the engine process that read the request message */
+	char fe_comm[16], eng_comm[16];	/* their names; "" unknown (user/model/proc_names.h) */
 	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT */
 	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
 };
@@ -82,5 +83,13 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
 /* "net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit", "net_out" */
 const char *ttf_msg_stage_name(enum ttf_msg_stage s);
+
+/*
+ * The hop a stage lies in: a process ("frontend", "engine") or a link
+ * ("ipc", "net"); for a process, its tgid and comm in c (*tgid 0, *comm ""
+ * for a link). The outputs iterate over these (user/model/hop_view.h).
+ */
+const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
+			      uint32_t *tgid, const char **comm);
 
 #endif /* TTFTRACE_MSG_HOPS_H */
