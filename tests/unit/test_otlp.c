@@ -428,7 +428,7 @@ static void test_msg_hop_spans(void **state)
 	assert_int_equal(cJSON_GetObjectItem(eng, "kind")->valueint, 5);
 	assert_string_equal(str(eng, "startTimeUnixNano"), "1700000001010000000");
 	assert_float_equal(cJSON_GetObjectItem(attr_value(cJSON_GetObjectItem(eng, "attributes"),
-			   "ttftrace.hop.prefill"), "doubleValue")->valuedouble, 0.06, 1e-12);
+			   "ttftrace.hop.stage.prefill"), "doubleValue")->valuedouble, 0.06, 1e-12);
 	assert_null(attr_value(cJSON_GetObjectItem(eng, "attributes"), "server.port"));
 	assert_null(attr_value(cJSON_GetObjectItem(fe, "attributes"), "ttftrace.hop.buffering"));
 	cJSON_Delete(root);

@@ -111,7 +111,7 @@ struct otlp_span_src {
 		uint32_t tgid;		/* 0: the upstream's process was not traced */
 		char comm[16];
 		uint64_t start_ns, end_ns;
-		int n_stages;		/* its stages, as span attributes ttftrace.hop.STAGE */
+		int n_stages;		/* its stages, as span attributes ttftrace.hop.stage.STAGE */
 		struct { const char *name; int64_t ns; } stages[OTLP_MAX_HOP_STAGES];
 	} hops[OTLP_MAX_HOPS];
 	int hop_exact;		/* the client request - upstream call join */

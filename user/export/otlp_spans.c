@@ -421,7 +421,7 @@ static void hop_span(struct otlp_enc *e, const struct otlp_span_src *s, int i, u
 			ATTR_STR(e, "process.executable.name", h->comm);
 	}
 	for (int k = 0; k < h->n_stages; k++) {
-		snprintf(name, sizeof(name), "ttftrace.hop.%s", h->stages[k].name);
+		snprintf(name, sizeof(name), "ttftrace.hop.stage.%s", h->stages[k].name);
 		ATTR_DBL(e, name, h->stages[k].ns / 1e9);
 	}
 	if (i == 0) {

@@ -768,6 +768,7 @@ struct prom_sink {
 	struct prom_metrics *pm;
 	struct MHD_Daemon *mhd;
 	char *sysfs_root;	/* PCIe gauges (user/export/prom_pcie.h); NULL: /sys */
+	char *out_path;		/* prom_file_sink__new: written at finish; NULL: served */
 };
 
 /* The request metrics, then the PCIe gauges read now (outside the lock). */
@@ -885,8 +886,28 @@ static void sink_counters(void *ctx, const struct report_counter *c, int n)
 
 static int sink_finish(void *ctx, const struct report_counter *c, int n)
 {
+	struct prom_sink *ps = ctx;
+	char *text;
+	size_t len;
+	FILE *f;
+	int err = 0;
+
 	sink_counters(ctx, c, n);
-	return 0;
+	if (!ps->out_path)
+		return 0;
+	text = prom_metrics__render(ps->pm, &len);	/* the tracer's thread: no lock needed */
+	if (!text)
+		return -ENOMEM;
+	f = fopen(ps->out_path, "w");
+	if (!f || fwrite(text, 1, len, f) != len)
+		err = -errno;
+	if (f && fclose(f) && !err)
+		err = -errno;
+	if (err)
+		ttf_error("check that the directory exists and is writable", "cannot write %s: %s",
+			  ps->out_path, strerror(-err));
+	free(text);
+	return err;
 }
 
 static void sink_destroy(void *ctx)
@@ -898,6 +919,7 @@ static void sink_destroy(void *ctx)
 	pthread_mutex_destroy(&ps->lock);
 	prom_metrics__free(ps->pm);
 	free(ps->sysfs_root);
+	free(ps->out_path);
 	free(ps);
 }
 
@@ -942,6 +964,16 @@ static void print_url(int fd)
 	}
 }
 
+static void sink_of(struct prom_sink *ps, struct ttf_sink *out)
+{
+	*out = (struct ttf_sink){
+		.name = "prometheus", .ctx = ps, .request = sink_request,
+		.request_read = sink_request_read, .rejected = sink_rejected,
+		.engine_event = sink_engine_event, .counters = sink_counters,
+		.finish = sink_finish, .destroy = sink_destroy,
+	};
+}
+
 int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_buckets *b,
 		   struct ttf_sink *out)
 {
@@ -983,14 +1015,26 @@ int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_b
 		goto cleanup;
 	}
 	print_url(fd);
-	*out = (struct ttf_sink){
-		.name = "prometheus", .ctx = ps, .request = sink_request,
-		.request_read = sink_request_read, .rejected = sink_rejected,
-		.engine_event = sink_engine_event, .counters = sink_counters,
-		.finish = sink_finish, .destroy = sink_destroy,
-	};
+	sink_of(ps, out);
 	return 0;
 cleanup:
 	sink_destroy(ps);
 	return err;
+}
+
+int prom_file_sink__new(const char *path, const struct prom_buckets *b, struct ttf_sink *out)
+{
+	struct prom_sink *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return -ENOMEM;
+	pthread_mutex_init(&ps->lock, NULL);
+	ps->pm = prom_metrics__new(b);
+	ps->out_path = strdup(path);
+	if (!ps->pm || !ps->out_path) {
+		sink_destroy(ps);
+		return -ENOMEM;
+	}
+	sink_of(ps, out);
+	return 0;
 }

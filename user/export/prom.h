@@ -128,4 +128,11 @@ int prom__parse_listen(const char *spec, struct sockaddr_storage *sa, socklen_t 
 int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_buckets *b,
 		   struct ttf_sink *out);
 
+/*
+ * The same metrics, written once to path at the end of the run (`ttftrace
+ * replay --metrics-out`): the exposition text of a scrape then, without the
+ * PCIe gauges. 0 or -ENOMEM; finish returns a write error (said on stderr).
+ */
+int prom_file_sink__new(const char *path, const struct prom_buckets *b, struct ttf_sink *out);
+
 #endif /* TTFTRACE_PROM_H */
