@@ -80,3 +80,58 @@ def test_content(tmp_path):
                                       "gen_ai.request.model": "llama-3-8b",
                                       "server.address": "::1", "server.port": 8000,
                                       "error.type": "503"}
+
+
+VLLM_SPLIT = os.path.join(ROOT, "tests", "replay", "data", "vllm_split")
+TTFTRACE = os.path.join(ROOT, "ttftrace")
+
+
+def test_message_hop_spans_from_replay(tmp_path):
+    """The vLLM-shaped recording (frontend -> engine over zmq) replayed with
+    --otlp-out: per request, hop.frontend over the TTFT in the frontend's
+    resource, a child of the request span, and hop.engine (CONSUMER) in the
+    engine process's own resource (its pid and comm), a child of
+    hop.frontend, from the engine's read of the request to its first output
+    message, with queue and prefill as attributes: all as in NDJSON."""
+    out = tmp_path / "o.json"
+    subprocess.run([TTFTRACE, "replay", VLLM_SPLIT + ".rec", "-q", "-o", os.devnull,
+                    "--otlp-out", str(out)], check=True, timeout=60)
+    body = json.loads(out.read_text())
+    recs = [json.loads(l) for l in open(VLLM_SPLIT + ".ndjson") if '"type":"request"' in l]
+    fe_pid, eng_pid = recs[0]["hops"][0]["pid"], recs[0]["hops"][1]["pid"]
+    res = {}
+    for rs in body["resourceSpans"]:
+        ra = attrs(rs["resource"]["attributes"])
+        res[ra["process.pid"]] = (ra, [sp for ss in rs["scopeSpans"] for sp in ss["spans"]])
+    assert sorted(res) == sorted([fe_pid, eng_pid])
+    assert res[eng_pid][0]["process.executable.name"] == recs[0]["hops"][1]["comm"] == "python3"
+    fe_spans, eng_spans = res[fe_pid][1], res[eng_pid][1]
+    assert {sp["name"] for sp in eng_spans} == {"hop.engine"} and len(eng_spans) == len(recs)
+    by_id = {sp["spanId"]: sp for sp in fe_spans}
+    reqs = {attrs(sp["attributes"])["ttftrace.request.id"]: sp for sp in fe_spans
+            if sp["kind"] == 2}
+    off = None
+    for eng in eng_spans:
+        fe = by_id[eng["parentSpanId"]]
+        assert fe["name"] == "hop.frontend" and fe["traceId"] == eng["traceId"]
+        req = by_id[fe["parentSpanId"]]
+        rid = attrs(req["attributes"])["ttftrace.request.id"]
+        r = [x for x in recs if x["id"] == rid][0]
+        assert reqs[rid] is req and eng["kind"] == 5 and fe["kind"] == 1
+        st = r["hop_stages_ms"]
+        start = int(req["startTimeUnixNano"])
+        off = start - r["t_arrival_ns"] if off is None else off
+        assert start - r["t_arrival_ns"] == off     # one clock offset for all
+        assert int(fe["startTimeUnixNano"]) == start
+        assert int(fe["endTimeUnixNano"]) - start == r["t_first_token_ns"] - r["t_arrival_ns"]
+        before = sum(st[k] for k in ("net_in", "read_wait", "frontend", "ipc_in"))
+        e0 = (int(eng["startTimeUnixNano"]) - start) / 1e6
+        e1 = (int(eng["endTimeUnixNano"]) - start) / 1e6
+        assert abs(e0 - before) <= 0.003 and abs(e1 - before - st["queue"] - st["prefill"]) <= 0.004
+        ea = attrs(eng["attributes"])
+        assert ea["process.pid"] == eng_pid and ea["ttftrace.hop"] == "engine"
+        assert abs(ea["ttftrace.hop.stage.queue"] * 1e3 - st["queue"]) <= 0.001
+        assert abs(ea["ttftrace.hop.stage.prefill"] * 1e3 - st["prefill"]) <= 0.001
+        fa = attrs(fe["attributes"])
+        assert fa["ttftrace.hop.join"] == "exact" and fa["process.pid"] == fe_pid
+        assert abs(fa["ttftrace.hop.stage.emit"] * 1e3 - st["emit"]) <= 0.001

@@ -240,3 +240,54 @@ def test_replay_perfetto_gzip_equals_plain(tmp_path):
     assert kinds["write"] == {(r["pid"], r["tid_tx"]) for r in reqs}
     assert kinds["prefill"], parsed["flows"]   # the engine thread's steps
     assert len(parsed["flows"]) == sum(2 + r["prefill_steps"] for r in reqs)
+
+
+VLLM_SPLIT = os.path.join(ROOT, "tests", "replay", "data", "vllm_split")
+
+
+def test_message_hop_flows_from_replay(tmp_path):
+    """The vLLM-shaped recording (frontend -> engine over zmq) replayed with
+    --perfetto (no root): per request a slice on a hop lane of the frontend
+    over its TTFT and one on a hop lane of the engine process from its read
+    of the request to its first output message, and one flow that DevTools
+    binds frontend -> engine -> frontend (where the answer came back); no
+    track holds slices that would not nest (4 requests were in flight at
+    once: they take lanes)."""
+    pf = tmp_path / "p.json"
+    subprocess.run([TTFTRACE, "replay", VLLM_SPLIT + ".rec", "-q", "-o", os.devnull,
+                    "--perfetto", str(pf)], check=True, timeout=60)
+    recs = {r["id"]: r for r in (json.loads(l) for l in open(VLLM_SPLIT + ".ndjson"))
+            if r["type"] == "request"}
+    trace = load(pf)
+    evs = trace["traceEvents"]
+    assert_nested(evs)
+    assert trace["otherData"]["hop_slices_over_lanes"] == 0
+    hops = {e["name"]: e for e in evs if e.get("cat") == "hop" and e["ph"] == "X"}
+    parsed = devtools_parse(pf)
+    assert parsed["warnings"] == {}, parsed["warnings"]
+    flows = [fl for fl in parsed["flows"] if fl[0]["cat"] == "hop"]
+    assert len(flows) == len(recs) == 8
+    lanes = set()
+    for fl in flows:
+        # DevTools gives the slices each flow event bound to
+        names = [e["name"] for e in fl]
+        rid = int(names[0].split()[-1])
+        assert names == ["frontend: req %d" % rid, "engine: req %d" % rid, "back from engine"]
+        src = [hops[names[0]]]
+        r, st = recs[rid], recs[rid]["hop_stages_ms"]
+        fe_pid, eng_pid = r["hops"][0]["pid"], r["hops"][1]["pid"]
+        eng = hops["engine: req %d" % rid]
+        assert (fl[0]["pid"], fl[1]["pid"], fl[2]["pid"]) == (fe_pid, eng_pid, fe_pid)
+        assert (fl[1]["tid"], fl[1]["ts"]) == (eng["tid"], eng["ts"]) and eng["pid"] == eng_pid
+        assert fl[2]["tid"] == fl[0]["tid"]
+        t0 = r["t_arrival_ns"] / 1e3
+        assert fl[0]["ts"] == pytest.approx(t0, abs=1e-3)
+        assert src[0]["dur"] == pytest.approx(r["ttft_ms"] * 1e3, abs=1)
+        before = sum(st[k] for k in ("net_in", "read_wait", "frontend", "ipc_in")) * 1e3
+        assert eng["ts"] == pytest.approx(t0 + before, abs=3)
+        assert eng["dur"] == pytest.approx((st["queue"] + st["prefill"]) * 1e3, abs=3)
+        back = before + (st["queue"] + st["prefill"] + st["ipc_out"]) * 1e3
+        assert fl[2]["ts"] == pytest.approx(t0 + back, abs=4)
+        assert eng["args"] == {"queue_ms": st["queue"], "prefill_ms": st["prefill"]}
+        lanes.add(fl[0]["tid"])
+    assert 1 < len(lanes) <= 4     # concurrent requests on their own hop lanes

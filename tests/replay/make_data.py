@@ -9,8 +9,11 @@ replay it, check that the replay's NDJSON equals the live one, and keep the
 recording with that output as NAME.ndjson. `fixture` uses
 tests/fixtures/sse_server (two keep-alive clients, 3 streamed requests
 each); `demo` the llama.cpp demo server (tools/demo, engine uprobes, 2
-requests at --parallel 2). Recordings hold payload bytes: these runs send
-only the fixed test prompts.
+requests at --parallel 2); `vllm_split` the vLLM-shaped stack
+(tests/fixtures/vllm_shaped, zmq over tcp) under `-c` with
+`--capture-bytes 8192`, 8 requests 4 at a time, each split across the
+frontend and the engine process (message hops, docs/design.md D15).
+Recordings hold payload bytes: these runs send only the fixed test prompts.
 """
 import os
 import signal
@@ -103,7 +106,31 @@ def demo():
         srv.wait()
 
 
+def vllm_split():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "hops"))
+    from conftest import free_port
+    from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, STEP_MS, drive, workload
+    port, name = free_port(), "vllm_split"
+    rec, live = os.path.join(DATA, name + ".rec"), os.path.join(DATA, name + ".live.ndjson")
+    cmd = " ".join([PYTHON, FRONTEND, "--port", str(port), "--log", "/dev/null", "--transport",
+                    "tcp", "--prefix-caching", "--step-ms", str(STEP_MS),
+                    "--prefill-us-per-token", str(PREFILL_US), "--block-size", str(BLOCK)])
+    p = subprocess.Popen([TTFTRACE, "--capture-bytes", "8192", "-c", cmd, "--json", "-o", live,
+                          "--record", rec], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.2)
+    drive(port, workload(100)[:8], 4)
+    time.sleep(1.0)
+    finish(p, rec, live, name)
+
+
 if __name__ == "__main__":
     os.makedirs(DATA, exist_ok=True)
     for what in sys.argv[1:] or ["fixture"]:
-        {"fixture": fixture, "demo": demo}[what]()
+        {"fixture": fixture, "demo": demo, "vllm_split": vllm_split}[what]()

@@ -318,6 +318,7 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	stage_slices(pf, lane, start, a);
 	if (a && a->valid && a->hops)
 		hop_slices(pf, r, m, a->hops);
+	pf_msg_hops(pf, r, m, a);
 	for (uint32_t i = 0; i < r->n_events; i++) {
 		pf_ev(o, 'i', ttf_metrics__event_time(&r->events[i]), PERFETTO_PID_REQUESTS, lane);
 		pf_name(o, "token", "token");
@@ -373,10 +374,11 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 		",\"threads_refused\":%" PRIu64 ",\"connections_refused\":%" PRIu64
 		",\"sched_reordered\":%" PRIu64 ",\"sched_merged\":%" PRIu64
 		",\"sched_served_clipped_ns\":%" PRIu64 ",\"gpu_spans_unread\":%" PRIu64
-		",\"gpu_flows_dropped\":%" PRIu64, mode_names[pf->sched_mode], pf->out.events,
+		",\"gpu_flows_dropped\":%" PRIu64 ",\"hop_slices_over_lanes\":%" PRIu64,
+		mode_names[pf->sched_mode], pf->out.events,
 		lanes_used(pf), pf->lanes_full, pf->flows, pf->threads_refused, pf->conns_refused,
 		pf->sched_reordered, pf->sched_merged, pf->served_clipped_ns, pf->gpu_unread,
-		pf->gpu_flows_dropped);
+		pf->gpu_flows_dropped, pf->hop_slices_over);
 	for (int i = 0; i < n; i++) {
 		fputs(",", f);
 		pf_jstr(f, cnt[i].name);
@@ -388,6 +390,10 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 	if (err)
 		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
 			  "writing %s: %s", pf->out.path, strerror(-err));
+	if (pf->hop_slices_over)
+		fprintf(stderr, "Warning: perfetto: %" PRIu64 " message hop slices over %d lanes "
+			"of a process (or %d processes), not drawn\n", pf->hop_slices_over,
+			PF_HOP_LANES, PF_HOP_PROCS);
 	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread || pf->lanes_full ||
 	    pf->gpu_flows_dropped)
 		fprintf(stderr, "Warning: perfetto: %" PRIu64 " threads and %" PRIu64

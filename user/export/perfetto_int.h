@@ -57,6 +57,14 @@ struct pf_gpu_flow {
 	uint64_t a, b;		/* the step window */
 };
 
+#define PF_HOP_PROCS 16	/* processes with hop lanes (perfetto_hops.c) */
+#define PF_HOP_LANES 16	/* lanes per process: requests in it at once */
+
+struct pf_hop_lanes {
+	uint32_t tgid;
+	uint64_t end[PF_HOP_LANES];	/* 0: never used */
+};
+
 struct perfetto {
 	struct pf_out out;
 	int finished;
@@ -80,6 +88,9 @@ struct perfetto {
 	int n_streams;
 	uint64_t threads_refused, conns_refused, sched_reordered, gpu_unread;
 	uint64_t lanes_full, flows, gpu_flows_dropped, sched_merged, served_clipped_ns;
+	struct pf_hop_lanes hop_lanes[PF_HOP_PROCS];
+	int n_hop_lanes;
+	uint64_t hop_slices_over;	/* message hop slices with no free hop lane: not drawn */
 };
 
 /* perfetto.c */
@@ -90,6 +101,11 @@ void pf_mark_flow(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_n
 void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id);
 /* Names the process of tgid ("comm tgid (threads)") once. Returns its table index or -1. */
 int pf_name_process(struct perfetto *pf, uint32_t tgid);
+
+/* perfetto_hops.c */
+/* A message hop's slices per process and its flow across them (nothing without one). */
+void pf_msg_hops(struct perfetto *pf, const struct ttf_request *r,
+		 const struct ttf_req_metrics *m, const struct ttf_attrib *a);
 
 /* perfetto_thr.c */
 struct thr *pf_thr_get(struct perfetto *pf, uint32_t tid, uint32_t tgid);

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Message hops on the timeline (perfetto.h, docs/design.md D12, D15): each
+ * process a request crossed gets its slice on a hop lane of that process
+ * (lanes, so that concurrent requests' slices never overlap on a track),
+ * and one flow runs from the client-facing process (the frontend) through
+ * every other process (the engine, ...) and back to a mark where the
+ * answer returned. The hops come from user/model/hop_view.h, so a chain of
+ * any length is drawn alike.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include "user/export/perfetto_int.h"
+#include "user/model/hop_view.h"
+
+/* The track of lane k of tgid's hops: tids above any real tid (pid_max <= 2^22). */
+static uint32_t lane_tid(uint32_t tgid, int k)
+{
+	return PERFETTO_TID_HOPS + tgid + (uint32_t)k * 0x400000u;
+}
+
+/* A free hop lane of tgid over [start, end] (named once); its tid, 0 none (counted). */
+static uint32_t hop_lane(struct perfetto *pf, uint32_t tgid, uint64_t start, uint64_t end)
+{
+	struct pf_hop_lanes *hl = NULL;
+	char name[48];
+
+	for (int i = 0; i < pf->n_hop_lanes && !hl; i++)
+		if (pf->hop_lanes[i].tgid == tgid)
+			hl = &pf->hop_lanes[i];
+	if (!hl && pf->n_hop_lanes < PF_HOP_PROCS) {
+		hl = &pf->hop_lanes[pf->n_hop_lanes++];
+		hl->tgid = tgid;
+		pf_name_process(pf, tgid);
+	}
+	for (int k = 0; hl && k < PF_HOP_LANES; k++) {
+		if (hl->end[k] && hl->end[k] > start)
+			continue;
+		if (!hl->end[k]) {
+			snprintf(name, sizeof(name), "hops lane %d", k + 1);
+			pf_meta(&pf->out, tgid, lane_tid(tgid, k), "thread_name", name);
+		}
+		hl->end[k] = end ? end : 1;
+		return lane_tid(tgid, k);
+	}
+	pf->hop_slices_over++;
+	return 0;
+}
+
+static void flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+		 uint64_t id)
+{
+	pf_ev(&pf->out, ph, ts_ns, pid, tid);
+	pf_name(&pf->out, "hop", "hop");
+	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	pf->flows += ph == 's';
+}
+
+/* One process's slice: "HOP: req N", its stages (ms) in args. */
+static void proc_slice(struct perfetto *pf, const struct ttf_hop_view *v, int p, uint32_t tid,
+		       uint64_t start, uint64_t end, uint64_t req_id)
+{
+	const struct ttf_hop_view_proc *h = &v->procs[p];
+	char name[64];
+	int first = 1;
+
+	snprintf(name, sizeof(name), "%s: req %" PRIu64, h->hop, req_id);
+	pf_complete(&pf->out, h->tgid, tid, start, end - start, name, "hop");
+	fputs(",\"args\":{", pf->out.f);
+	for (int i = 0; i < v->n_stages; i++) {
+		if (v->stages[i].proc != p)
+			continue;
+		fprintf(pf->out.f, "%s\"%s_ms\":%.3f", first ? "" : ",", v->stages[i].name,
+			v->stages[i].ns / 1e6);
+		first = 0;
+	}
+	fputs("}}", pf->out.f);
+}
+
+void pf_msg_hops(struct perfetto *pf, const struct ttf_request *r,
+		 const struct ttf_req_metrics *m, const struct ttf_attrib *a)
+{
+	struct ttf_hop_view v;
+	uint32_t tid[TTF_HOP_VIEW_PROCS] = { 0 };
+	uint64_t back = 0, end0 = m->t_start_ns + (m->ttft_ns > 0 ? (uint64_t)m->ttft_ns : 0);
+	int last_other = -1;
+	char name[48];
+
+	if (!a || !a->msg || a->hops || !ttf_hop_view__build(a, m->t_start_ns, &v) ||
+	    v.n_procs < 2 || !v.procs[0].tgid)
+		return;
+	/* the answer is back where the first process's first stage after the others begins */
+	for (int i = 0; i < v.n_stages; i++)
+		if (v.stages[i].proc > 0)
+			last_other = i;
+	for (int i = last_other + 1; i < v.n_stages && !back; i++)
+		if (v.stages[i].proc == 0)
+			back = v.stages[i].start_ns;
+	if (last_other < 0 || !back)
+		return;
+	tid[0] = hop_lane(pf, v.procs[0].tgid, m->t_start_ns, end0);
+	if (!tid[0])
+		return;
+	proc_slice(pf, &v, 0, tid[0], m->t_start_ns, end0, r->id);
+	for (int p = 1; p < v.n_procs; p++) {
+		if (!v.procs[p].tgid)
+			continue;
+		tid[p] = hop_lane(pf, v.procs[p].tgid, v.procs[p].start_ns, v.procs[p].end_ns);
+		if (tid[p])
+			proc_slice(pf, &v, p, tid[p], v.procs[p].start_ns, v.procs[p].end_ns, r->id);
+	}
+	snprintf(name, sizeof(name), "back from %s", v.procs[v.stages[last_other].proc].hop);
+	pf_complete(&pf->out, v.procs[0].tgid, tid[0], back, 0, name, "hop");
+	fputs("}", pf->out.f);
+	flow(pf, 's', m->t_start_ns, v.procs[0].tgid, tid[0], r->id);
+	for (int p = 1; p < v.n_procs; p++)
+		if (tid[p])
+			flow(pf, 't', v.procs[p].start_ns, v.procs[p].tgid, tid[p], r->id);
+	flow(pf, 'f', back, v.procs[0].tgid, tid[0], r->id);
+}
