@@ -47,12 +47,18 @@ static int seen(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns)
 	return 0;
 }
 
+void pf_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+	     const char *name, const char *cat, uint64_t flow_id)
+{
+	pf_ev(&pf->out, ph, ts_ns, pid, tid);
+	pf_name(&pf->out, name, cat);
+	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", flow_id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+}
+
 static void flow_ev(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
 		    uint64_t flow_id)
 {
-	pf_ev(&pf->out, ph, ts_ns, pid, tid);
-	pf_name(&pf->out, "serve", "request");
-	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", flow_id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	pf_flow(pf, ph, ts_ns, pid, tid, "serve", "request", flow_id);
 }
 
 void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id)
@@ -123,9 +129,7 @@ static uint32_t hop_track(struct perfetto *pf, uint32_t tgid)
 
 static void hop_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint64_t id)
 {
-	pf_ev(&pf->out, ph, ts_ns, pid, PERFETTO_TID_HOPS + pid);
-	pf_name(&pf->out, "hop", "hop");
-	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	pf_flow(pf, ph, ts_ns, pid, PERFETTO_TID_HOPS + pid, "hop", "hop", id);
 }
 
 /*

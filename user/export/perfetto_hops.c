@@ -50,9 +50,7 @@ static uint32_t hop_lane(struct perfetto *pf, uint32_t tgid, uint64_t start, uin
 static void flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
 		 uint64_t id)
 {
-	pf_ev(&pf->out, ph, ts_ns, pid, tid);
-	pf_name(&pf->out, "hop", "hop");
-	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	pf_flow(pf, ph, ts_ns, pid, tid, "hop", "hop", id);
 	pf->flows += ph == 's';
 }
 

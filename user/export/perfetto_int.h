@@ -97,6 +97,9 @@ struct perfetto {
 /* A zero-length mark (cat "request") at ts on (pid, tid), once per place; then the flow's end. */
 void pf_mark_flow(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns,
 		  const char *name, uint64_t flow_id);
+/* One flow event (ph 's', 't' or 'f'; 'f' binds to the enclosing slice, "bp":"e"). */
+void pf_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+	     const char *name, const char *cat, uint64_t flow_id);
 /* The flow's start: at the request slice (its lane, its start). */
 void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id);
 /* Names the process of tgid ("comm tgid (threads)") once. Returns its table index or -1. */
