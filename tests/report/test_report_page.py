@@ -132,3 +132,48 @@ def test_failed_requests_are_left_out_of_the_statistics(tmp_path):
     ttft = [r["ttft_ms"] for r in reqs]
     assert stats["ttft"]["n"] == 12
     assert stats["ttft"]["p99"] == pytest.approx(percentile(ttft, 99), abs=1e-9)
+
+
+VLLM_SPLIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay",
+                          "data", "vllm_split.ndjson")
+MSG_HOP_OF = {"net_in": "net", "read_wait": "frontend", "frontend": "frontend", "ipc_in": "ipc",
+              "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "emit": "frontend",
+              "net_out": "net"}
+HOP_COLORS = {"net": "#b8c2cc", "ipc": "#f0a830", "frontend": "#36a86b", "engine": "#e8684a"}
+
+
+def test_message_hops_colour_the_waterfall_by_hop(tmp_path):
+    """The vLLM-shaped run (frontend -> engine over zmq, tests/replay/data): in
+    the default hop split every bar is split into its message hop stages, each
+    segment coloured by its hop (frontend, ipc, engine, net) with the stage
+    and hop on it, each segment as wide as its stage; the legend lists the
+    hops with their stages. #server goes back to the server stages."""
+    out = tmp_path / "vllm.html"
+    assert report(VLLM_SPLIT, "-o", out).returncode == 0
+    reqs = requests_of(VLLM_SPLIT)
+    dom, errors = render(tmp_path, out, "report_msg_hops", height=1200)
+    assert not errors, errors
+    assert re.search(r'id="waterfall"[^>]*data-split="hops"', dom)
+    segs = re.findall(r'<rect ([^>]*data-stage="(\w+)"[^>]*)>', dom)
+    drawn = [(st, a) for a, st in segs]
+    want = sum(1 for r in reqs for k, v in r["hop_stages_ms"].items() if v > 0)
+    assert len(drawn) == want, (len(drawn), want)
+    for st, a in drawn:
+        hop = re.search(r'data-hop="(\w+)"', a).group(1)
+        assert hop == MSG_HOP_OF[st], (st, a)
+        assert re.search(r'fill="%s"' % HOP_COLORS[hop], a), a
+    # one row per request, slowest first: the segment widths follow the stages
+    slow = max(reqs, key=lambda r: r["ttft_ms"])
+    first = {}
+    for st, a in drawn:
+        first.setdefault(st, float(re.search(r'width="([\d.]+)"', a).group(1)))
+    big = max((k for k in MSG_HOP_OF if slow["hop_stages_ms"][k] > 0),
+              key=lambda k: slow["hop_stages_ms"][k])
+    assert first[big] == max(first.values())
+    legend = re.findall(r'data-legend-hop="(\w+)"', dom)
+    assert set(legend) == set(HOP_COLORS), legend     # the waterfall's and the arrival view's
+    assert "engine (queue, prefill)" in dom
+    from report_helpers import chromium
+    sdom, _ = chromium(tmp_path, "file://%s#server" % out, "--dump-dom")
+    assert re.search(r'id="waterfall"[^>]*data-split="server"', sdom)
+    assert not re.search(r'data-hop=', sdom)
