@@ -5,12 +5,10 @@
 #include <stdlib.h>
 #include "user/export/report_hop_split.h"
 #include "user/lib/stats.h"
+#include "user/lib/tail_bucket.h"
 #include "user/model/hop_view.h"
 
 #define NH 16		/* hop names (ttf_hop_view_hop_names) at most */
-#define SUB_BITS 6
-#define OCTAVES 48
-#define BUCKETS ((OCTAVES << SUB_BITS) + 1)
 
 struct bucket {
 	uint64_t n;
@@ -22,25 +20,11 @@ struct hop_split {
 	struct stats *st[NH];	/* ms per request, by hop name index */
 	uint64_t seen[NH];	/* requests with that hop */
 	uint64_t n;
-	struct bucket *b[BUCKETS];
+	struct bucket *b[TAIL_BUCKETS];
 };
 
 static const double pcts[] = { 50, 95, 99 };
 static const char *const pct_keys[] = { "p50", "p95", "p99" };
-
-static size_t bucket_of(int64_t ttft_ns)
-{
-	uint64_t v = ttft_ns > 0 ? (uint64_t)ttft_ns : 0;
-	int e;
-
-	if (v < (1u << SUB_BITS))
-		return v;
-	e = 63 - __builtin_clzll(v);
-	if (e - SUB_BITS + 1 >= OCTAVES)
-		return BUCKETS - 1;
-	return ((size_t)(e - SUB_BITS + 1) << SUB_BITS) +
-	       ((v >> (e - SUB_BITS)) & ((1u << SUB_BITS) - 1));
-}
 
 struct hop_split *hop_split__new(void)
 {
@@ -60,7 +44,7 @@ void hop_split__free(struct hop_split *hs)
 		return;
 	for (int i = 0; i < NH; i++)
 		stats__free(hs->st[i]);
-	for (size_t i = 0; i < BUCKETS; i++)
+	for (size_t i = 0; i < TAIL_BUCKETS; i++)
 		free(hs->b[i]);
 	free(hs);
 }
@@ -83,7 +67,7 @@ int hop_split__add(struct hop_split *hs, const struct ttf_attrib *a, uint64_t t_
 			has[h] = 1;
 		}
 	}
-	b = bucket_of(ttft_ns);
+	b = tail_bucket_of(ttft_ns);
 	if (!hs->b[b] && !(hs->b[b] = calloc(1, sizeof(*hs->b[b]))))
 		return -ENOMEM;
 	hs->n++;
@@ -106,14 +90,14 @@ static int tail_hop(const struct hop_split *hs, double *share)
 	double sum[NH] = { 0 }, ttft = 0;
 	int best = -1;
 
-	for (b = 0; b < BUCKETS; b++) {
+	for (b = 0; b < TAIL_BUCKETS; b++) {
 		uint64_t n = hs->b[b] ? hs->b[b]->n : 0;
 
 		if (rank < n)
 			break;
 		rank -= n;
 	}
-	for (; b < BUCKETS; b++)
+	for (; b < TAIL_BUCKETS; b++)
 		for (int h = 0; hs->b[b] && h < NH; h++) {
 			sum[h] += hs->b[b]->sum[h];
 			ttft += h ? 0 : hs->b[b]->ttft;
