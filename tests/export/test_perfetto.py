@@ -250,7 +250,8 @@ def test_message_hop_flows_from_replay(tmp_path):
     --perfetto (no root): per request a slice on a hop lane of the frontend
     over its TTFT and one on a hop lane of the engine process from its read
     of the request to its first output message, and one flow that DevTools
-    binds frontend -> engine -> frontend (where the answer came back); no
+    binds frontend -> engine -> frontend (where the first token left the
+    engine); no
     track holds slices that would not nest (4 requests were in flight at
     once: they take lanes)."""
     pf = tmp_path / "p.json"
@@ -272,7 +273,7 @@ def test_message_hop_flows_from_replay(tmp_path):
         # DevTools gives the slices each flow event bound to
         names = [e["name"] for e in fl]
         rid = int(names[0].split()[-1])
-        assert names == ["frontend: req %d" % rid, "engine: req %d" % rid, "back from engine"]
+        assert names == ["frontend: req %d" % rid, "engine: req %d" % rid, "first token from engine"]
         src = [hops[names[0]]]
         r, st = recs[rid], recs[rid]["hop_stages_ms"]
         fe_pid, eng_pid = r["hops"][0]["pid"], r["hops"][1]["pid"]
@@ -286,7 +287,7 @@ def test_message_hop_flows_from_replay(tmp_path):
         before = sum(st[k] for k in ("net_in", "read_wait", "frontend", "ipc_in")) * 1e3
         assert eng["ts"] == pytest.approx(t0 + before, abs=3)
         assert eng["dur"] == pytest.approx((st["queue"] + st["prefill"]) * 1e3, abs=3)
-        back = before + (st["queue"] + st["prefill"] + st["ipc_out"]) * 1e3
+        back = before + (st["queue"] + st["prefill"]) * 1e3     # its first output message left
         assert fl[2]["ts"] == pytest.approx(t0 + back, abs=4)
         assert eng["args"] == {"queue_ms": st["queue"], "prefill_ms": st["prefill"]}
         lanes.add(fl[0]["tid"])

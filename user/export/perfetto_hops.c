@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Message hops on the timeline (perfetto.h, docs/design.md D12, D15): each
- * process a request crossed gets its slice on a hop lane of that process
+ * Hops on the timeline (perfetto.h, docs/design.md D12, D11, D15): each
+ * process a request crossed (a gateway, its prefill server and upstream; a
+ * frontend and its engine) gets its slice on a hop lane of that process
  * (lanes, so that concurrent requests' slices never overlap on a track),
- * and one flow runs from the client-facing process (the frontend) through
- * every other process (the engine, ...) and back to a mark where the
- * answer returned. The hops come from user/model/hop_view.h, so a chain of
- * any length is drawn alike.
+ * and one flow runs from the client-facing process through every other
+ * process and back to a mark where the first token left the last of them.
+ * The hops come from user/model/hop_view.h, so a chain of any length is
+ * drawn alike.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include "user/export/perfetto_int.h"
 #include "user/model/hop_view.h"
+#include "user/model/hops.h"
 
 /* The track of lane k of tgid's hops: tids above any real tid (pid_max <= 2^22). */
 static uint32_t lane_tid(uint32_t tgid, int k)
@@ -54,17 +57,25 @@ static void flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uin
 	pf->flows += ph == 's';
 }
 
-/* One process's slice: "HOP: req N", its stages (ms) in args. */
-static void proc_slice(struct perfetto *pf, const struct ttf_hop_view *v, int p, uint32_t tid,
-		       uint64_t start, uint64_t end, uint64_t req_id)
+/* One process's slice: "HOP: req N" (" (its M)": its own request), its stages (ms) in args. */
+static void proc_slice(struct perfetto *pf, const struct ttf_attrib *a, const struct ttf_hop_view *v,
+		       int p, uint32_t tid, uint64_t start, uint64_t end, uint64_t req_id)
 {
 	const struct ttf_hop_view_proc *h = &v->procs[p];
 	char name[64];
 	int first = 1;
 
 	snprintf(name, sizeof(name), "%s: req %" PRIu64, h->hop, req_id);
+	if (h->req_id)
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), " (its %" PRIu64 ")",
+			 h->req_id);
 	pf_complete(&pf->out, h->tgid, tid, start, end - start, name, "hop");
 	fputs(",\"args\":{", pf->out.f);
+	if (p == 0 && a->hops) {
+		fprintf(pf->out.f, "\"join\":\"%s\",\"buffering\":%s", a->hops->exact ? "exact" :
+			"inferred", a->hops->buffering ? "true" : "false");
+		first = 0;
+	}
 	for (int i = 0; i < v->n_stages; i++) {
 		if (v->stages[i].proc != p)
 			continue;
@@ -75,39 +86,38 @@ static void proc_slice(struct perfetto *pf, const struct ttf_hop_view *v, int p,
 	fputs("}}", pf->out.f);
 }
 
-void pf_msg_hops(struct perfetto *pf, const struct ttf_request *r,
-		 const struct ttf_req_metrics *m, const struct ttf_attrib *a)
+void pf_hops(struct perfetto *pf, const struct ttf_request *r, const struct ttf_req_metrics *m,
+	     const struct ttf_attrib *a)
 {
 	struct ttf_hop_view v;
 	uint32_t tid[TTF_HOP_VIEW_PROCS] = { 0 };
-	uint64_t back = 0, end0 = m->t_start_ns + (m->ttft_ns > 0 ? (uint64_t)m->ttft_ns : 0);
-	int last_other = -1;
+	uint64_t back, end0 = m->t_start_ns + (m->ttft_ns > 0 ? (uint64_t)m->ttft_ns : 0);
+	int last = -1, others = 0;
 	char name[48];
 
-	if (!a || !a->msg || a->hops || !ttf_hop_view__build(a, m->t_start_ns, &v) ||
-	    v.n_procs < 2 || !v.procs[0].tgid)
-		return;
-	/* the answer is back where the first process's first stage after the others begins */
-	for (int i = 0; i < v.n_stages; i++)
-		if (v.stages[i].proc > 0)
-			last_other = i;
-	for (int i = last_other + 1; i < v.n_stages && !back; i++)
-		if (v.stages[i].proc == 0)
-			back = v.stages[i].start_ns;
-	if (last_other < 0 || !back)
+	if (!a || !ttf_hop_view__build(a, m->t_start_ns, &v) || !v.n_procs || !v.procs[0].tgid)
 		return;
 	tid[0] = hop_lane(pf, v.procs[0].tgid, m->t_start_ns, end0);
 	if (!tid[0])
 		return;
-	proc_slice(pf, &v, 0, tid[0], m->t_start_ns, end0, r->id);
+	proc_slice(pf, a, &v, 0, tid[0], m->t_start_ns, end0, r->id);
 	for (int p = 1; p < v.n_procs; p++) {
-		if (!v.procs[p].tgid)
-			continue;
+		if (!v.procs[p].tgid)	/* not traced: the flow would skip it */
+			return;
 		tid[p] = hop_lane(pf, v.procs[p].tgid, v.procs[p].start_ns, v.procs[p].end_ns);
 		if (tid[p])
-			proc_slice(pf, &v, p, tid[p], v.procs[p].start_ns, v.procs[p].end_ns, r->id);
+			proc_slice(pf, a, &v, p, tid[p], v.procs[p].start_ns, v.procs[p].end_ns,
+				   r->id);
+		others += tid[p] != 0;
 	}
-	snprintf(name, sizeof(name), "back from %s", v.procs[v.stages[last_other].proc].hop);
+	/* back where the first token left the last other process */
+	for (int i = 0; i < v.n_stages; i++)
+		if (v.stages[i].proc > 0)
+			last = i;
+	if (last < 0 || !others)
+		return;
+	back = v.stages[last].start_ns + (uint64_t)v.stages[last].ns;
+	snprintf(name, sizeof(name), "first token from %s", v.procs[v.stages[last].proc].hop);
 	pf_complete(&pf->out, v.procs[0].tgid, tid[0], back, 0, name, "hop");
 	fputs("}", pf->out.f);
 	flow(pf, 's', m->t_start_ns, v.procs[0].tgid, tid[0], r->id);

@@ -82,7 +82,6 @@ struct perfetto {
 	struct pf_mark_key seen[PF_MARKS_SEEN];	/* ring */
 	uint32_t seen_next;
 	uint32_t tgids[64];	/* processes already named */
-	uint8_t tgid_hops[64];	/* ... whose hop track is named */
 	int n_tgids;
 	uint64_t streams[64];	/* GPU device << 32 | stream already named */
 	int n_streams;
@@ -90,7 +89,7 @@ struct perfetto {
 	uint64_t lanes_full, flows, gpu_flows_dropped, sched_merged, served_clipped_ns;
 	struct pf_hop_lanes hop_lanes[PF_HOP_PROCS];
 	int n_hop_lanes;
-	uint64_t hop_slices_over;	/* message hop slices with no free hop lane: not drawn */
+	uint64_t hop_slices_over;	/* hop slices with no free hop lane: not drawn */
 };
 
 /* perfetto.c */
@@ -106,9 +105,9 @@ void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, ui
 int pf_name_process(struct perfetto *pf, uint32_t tgid);
 
 /* perfetto_hops.c */
-/* A message hop's slices per process and its flow across them (nothing without one). */
-void pf_msg_hops(struct perfetto *pf, const struct ttf_request *r,
-		 const struct ttf_req_metrics *m, const struct ttf_attrib *a);
+/* A request's slices per process hop and its flow across them (nothing without hops). */
+void pf_hops(struct perfetto *pf, const struct ttf_request *r, const struct ttf_req_metrics *m,
+	     const struct ttf_attrib *a);
 
 /* perfetto_thr.c */
 struct thr *pf_thr_get(struct perfetto *pf, uint32_t tid, uint32_t tgid);

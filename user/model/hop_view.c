@@ -26,7 +26,7 @@ int ttf_hop_view_hop_index(const char *hop)
 
 /* Append a stage; a process hop is found by its name and tgid, or added. */
 static void add(struct ttf_hop_view *v, const char *name, const char *hop, uint32_t tgid,
-		const char *comm, int is_proc, uint64_t *t, int64_t ns)
+		const char *comm, uint64_t req_id, int is_proc, uint64_t *t, int64_t ns)
 {
 	struct ttf_hop_view_stage *s;
 	int p = -1;
@@ -38,7 +38,7 @@ static void add(struct ttf_hop_view *v, const char *name, const char *hop, uint3
 			p = i;
 	if (is_proc && p < 0 && v->n_procs < TTF_HOP_VIEW_PROCS) {
 		p = v->n_procs++;
-		v->procs[p] = (struct ttf_hop_view_proc){ .hop = hop, .tgid = tgid,
+		v->procs[p] = (struct ttf_hop_view_proc){ .hop = hop, .tgid = tgid, .req_id = req_id,
 							  .start_ns = *t, .end_ns = *t };
 		snprintf(v->procs[p].comm, sizeof(v->procs[p].comm), "%.15s", comm ? comm : "");
 	}
@@ -97,7 +97,9 @@ int ttf_hop_view__build(const struct ttf_attrib *a, uint64_t t_start_ns, struct 
 			if (!ttf_hop_stage_present(a->hops, i))
 				continue;
 			hop = gateway_stage_hop(a->hops, i, &tgid, &comm);
-			add(v, ttf_hop_stage_name(i), hop, tgid, comm, !is_link(hop), &t,
+			add(v, ttf_hop_stage_name(i), hop, tgid, comm,
+			    i == TTF_HS_UPSTREAM ? a->hops->up_req_id :
+			    i == TTF_HS_PREFILL_CALL ? a->hops->pd.req_id : 0, !is_link(hop), &t,
 			    a->hops->stage_ns[i]);
 		}
 		return 1;
@@ -107,7 +109,7 @@ int ttf_hop_view__build(const struct ttf_attrib *a, uint64_t t_start_ns, struct 
 	v->kind = TTF_HOPV_MSG;
 	for (int i = 0; i < TTF_MS__MAX; i++) {
 		hop = ttf_msg_stage_hop(a->msg, i, &tgid, &comm);
-		add(v, ttf_msg_stage_name(i), hop, tgid, comm, !is_link(hop), &t,
+		add(v, ttf_msg_stage_name(i), hop, tgid, comm, 0, !is_link(hop), &t,
 		    a->msg->stage_ns[i]);
 	}
 	return 1;

@@ -30,6 +30,7 @@ struct ttf_hop_view_proc {
 	const char *hop;	/* "gateway", "upstream", "frontend", "engine", ... */
 	uint32_t tgid;		/* 0: not traced (an upstream nobody saw) */
 	char comm[16];		/* "" unknown */
+	uint64_t req_id;	/* its own request of this one (an upstream's), 0 none */
 	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC: its stages' extent */
 	int64_t ns;		/* the sum of its stages (<= end - start: links lie between) */
 };
