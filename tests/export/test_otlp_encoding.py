@@ -88,15 +88,19 @@ TTFTRACE = os.path.join(ROOT, "ttftrace")
 
 def test_message_hop_spans_from_replay(tmp_path):
     """The vLLM-shaped recording (frontend -> engine over zmq) replayed with
-    --otlp-out: per request, hop.frontend over the TTFT in the frontend's
+    --otlp-out (JSON, and protobuf decoded by the official definitions to
+    the same): per request, hop.frontend over the TTFT in the frontend's
     resource, a child of the request span, and hop.engine (CONSUMER) in the
     engine process's own resource (its pid and comm), a child of
     hop.frontend, from the engine's read of the request to its first output
     message, with queue and prefill as attributes: all as in NDJSON."""
-    out = tmp_path / "o.json"
-    subprocess.run([TTFTRACE, "replay", VLLM_SPLIT + ".rec", "-q", "-o", os.devnull,
-                    "--otlp-out", str(out)], check=True, timeout=60)
+    out, pb = tmp_path / "o.json", tmp_path / "o.pb"
+    for f in (out, pb):
+        subprocess.run([TTFTRACE, "replay", VLLM_SPLIT + ".rec", "-q", "-o", os.devnull,
+                        "--otlp-out", str(f)], check=True, timeout=60)
     body = json.loads(out.read_text())
+    # the protobuf, decoded by the official definitions, holds the same (ids from the recording)
+    assert decode_pb("traces", pb.read_bytes()) == body
     recs = [json.loads(l) for l in open(VLLM_SPLIT + ".ndjson") if '"type":"request"' in l]
     fe_pid, eng_pid = recs[0]["hops"][0]["pid"], recs[0]["hops"][1]["pid"]
     res = {}

@@ -42,7 +42,8 @@ static const struct argp_option options[] = {
 	{ "metrics-out", OPT_METRICS_OUT, "FILE", 0,
 	  "Prometheus metrics of the run, as a scrape of `ttftrace --metrics` at its end", 0 },
 	{ "otlp-out", OPT_OTLP_OUT, "FILE", 0,
-	  "The OTLP spans of the run, as `ttftrace --otlp` sends them, in one OTLP/JSON body", 0 },
+	  "The OTLP spans of the run, as `ttftrace --otlp` sends them, in one OTLP/JSON body "
+	  "(protobuf when FILE ends in .pb)", 0 },
 	{},
 };
 

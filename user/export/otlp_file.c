@@ -44,20 +44,34 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	otlp_span_src__fill(&of->s[of->n++], r, m, a);
 }
 
+/* FILE ending in ".pb": protobuf, else JSON. */
+static enum otlp_proto proto_of(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".pb") ? OTLP_PROTO_PROTOBUF : OTLP_PROTO_JSON;
+}
+
 static int on_finish(void *ctx, const struct report_counter *c, int n)
 {
 	struct otlp_file *of = ctx;
-	const char *empty = "{\"resourceSpans\":[]}";
+	enum otlp_proto proto = proto_of(of->path);
 	char *body = NULL;
+	size_t len = 0;
 	FILE *f;
 	int err = 0;
 
 	(void)c;
 	(void)n;
-	if (of->n && !(body = otlp__build_json(of->s, of->n, NULL, of->seed, of->off_ns)))
+	if (of->n && otlp__build_traces(proto, of->s, of->n, NULL, NULL, of->seed, of->off_ns,
+					&body, &len))
 		return -ENOMEM;
 	f = fopen(of->path, "w");
-	if (!f || fputs(body ? body : empty, f) < 0 || fputc('\n', f) < 0)
+	if (!f)
+		err = -errno;
+	else if (body && fwrite(body, 1, len, f) != len)
+		err = -errno;
+	else if (!body && proto == OTLP_PROTO_JSON && fputs("{\"resourceSpans\":[]}", f) < 0)
 		err = -errno;
 	if (f && fclose(f) && !err)
 		err = -errno;

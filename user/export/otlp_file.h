@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * OTLP spans written to a file (`ttftrace replay --otlp-out FILE`): one
- * ExportTraceServiceRequest in OTLP/JSON (docs/otel.md) with the spans of
+ * ExportTraceServiceRequest in OTLP/JSON (protobuf when FILE ends in
+ * ".pb"; docs/otel.md) with the spans of
  * every finished request, built as user/export/otlp.h builds a batch for a
  * collector, written at the end of the run. For tests and offline looks
  * without a collector.
