@@ -84,9 +84,11 @@ static int is_link(const char *hop)
 
 int ttf_hop_view__build(const struct ttf_attrib *a, uint64_t t_start_ns, struct ttf_hop_view *v)
 {
+	enum ttf_msg_stage order[TTF_MS__MAX];
 	uint64_t t = t_start_ns;
 	const char *hop, *comm;
 	uint32_t tgid;
+	int n;
 
 	memset(v, 0, sizeof(*v));
 	if (!a || !a->valid)
@@ -107,10 +109,11 @@ int ttf_hop_view__build(const struct ttf_attrib *a, uint64_t t_start_ns, struct 
 	if (!a->msg)
 		return 0;
 	v->kind = TTF_HOPV_MSG;
-	for (int i = 0; i < TTF_MS__MAX; i++) {
-		hop = ttf_msg_stage_hop(a->msg, i, &tgid, &comm);
-		add(v, ttf_msg_stage_name(i), hop, tgid, comm, 0, !is_link(hop), &t,
-		    a->msg->stage_ns[i]);
+	n = ttf_msg_chain_stages(a->msg, order);
+	for (int k = 0; k < n; k++) {
+		hop = ttf_msg_stage_hop(a->msg, order[k], &tgid, &comm);
+		add(v, ttf_msg_stage_name(order[k]), hop, tgid, comm, 0, !is_link(hop), &t,
+		    a->msg->stage_ns[order[k]]);
 	}
 	return 1;
 }

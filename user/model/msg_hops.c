@@ -50,6 +50,14 @@ const char *ttf_msg_stage_name(enum ttf_msg_stage s)
 	return s >= 0 && s < TTF_MS__MAX ? stage_names[s] : "?";
 }
 
+int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out)
+{
+	(void)c;	/* one shape so far: frontend -> engine -> frontend */
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		out[i] = i;
+	return TTF_MS__MAX;
+}
+
 const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
 			      uint32_t *tgid, const char **comm)
 {

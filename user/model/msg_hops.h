@@ -85,6 +85,12 @@ const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
 const char *ttf_msg_stage_name(enum ttf_msg_stage s);
 
 /*
+ * The stages of chain c in time order into out (TTF_MS__MAX entries at
+ * most); returns how many. The outputs iterate over these, never over the
+ * enum (a chain of another shape has other stages).
+ */
+int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out);
+/*
  * The hop a stage lies in: a process ("frontend", "engine") or a link
  * ("ipc", "net"); for a process, its tgid and comm in c (*tgid 0, *comm ""
  * for a link). The outputs iterate over these (user/model/hop_view.h).
