@@ -57,8 +57,8 @@
 
 #define OTLP_SEMCONV_VERSION "1.37.0"
 #define OTLP_MAX_CAUSES 4
-#define OTLP_MAX_HOPS 8		/* TTF_HOP_VIEW_PROCS */
-#define OTLP_MAX_HOP_STAGES 8
+#define OTLP_MAX_HOPS 4		/* processes a request crossed (3 at most today); more: no span */
+#define OTLP_MAX_HOP_STAGES 5	/* a process hop's stages (4 at most today: a gateway's) */
 
 /* What one request's spans need, copied out of the request (which is freed after the hook). */
 struct otlp_span_src {
