@@ -358,3 +358,10 @@ bench-replay-scale: all
 $(OUTPUT)/tests/fixtures/uring_server: tests/fixtures/uring_server.c | $(OUTPUT)/tests/fixtures
 	$(call msg,FIXTURE,$@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -luring -lpthread -o $@
+
+# The vLLM-shaped fixture's crossing truth: an LD_PRELOAD shim (tests/hops/test_vllm_split.py)
+XING_SHIM := $(OUTPUT)/tests/fixtures/vllm_crossings.so
+all: $(XING_SHIM)
+$(XING_SHIM): tests/fixtures/vllm_shaped/crossings.c | $(OUTPUT)/tests/fixtures
+	$(call msg,FIXTURE,$@)
+	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -shared -fPIC $< -ldl -o $@

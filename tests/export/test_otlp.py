@@ -40,13 +40,13 @@ def decode_pb(kind, body):
 
 
 class Receiver:
-    """OTLP/HTTP receiver on 127.0.0.1; answers `statuses` in turn, then 200.
+    """OTLP/HTTP receiver on host (127.0.0.1); answers `statuses` in turn, then 200.
 
     Takes /v1/traces and /v1/metrics in protobuf (decoded with the official
     .proto definitions) or JSON, gzip'ed or not; keeps each body decoded with
     the request's headers."""
 
-    def __init__(self, statuses=(), prefix=""):
+    def __init__(self, statuses=(), prefix="", host="127.0.0.1"):
         self.bodies, self.metric_bodies, self.statuses, self.posts = [], [], list(statuses), 0
         self.headers = []
         outer = self
@@ -79,8 +79,8 @@ class Receiver:
             def log_message(self, *a):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.base = "http://127.0.0.1:%d%s" % (self.httpd.server_address[1], prefix)
+        self.httpd = http.server.ThreadingHTTPServer((host, 0), H)
+        self.base = "http://%s:%d%s" % (host, self.httpd.server_address[1], prefix)
         self.url = self.base + "/v1/traces"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

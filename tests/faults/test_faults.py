@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import socket
 import stat
@@ -120,6 +121,12 @@ def test_port_target_follows_a_restart_on_the_same_port(sse_server, tracer):
         time.sleep(0.05)
     assert "Tracing PID %d: it listens on port %d now." % (srv2.pid, srv1.port) in tr.stderr, \
         tr.stderr
+    # the listener map again (printed after that line): the new server's socket, its holder
+    deadline = time.monotonic() + 5
+    while "held by PID %d " % srv2.pid not in tr.stderr and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert re.search(r"Listener port %d \(socket:\[\d+\]\): held by PID %d \(sse_server\)\n"
+                     % (srv1.port, srv2.pid), tr.stderr), tr.stderr
     c = Client(srv2.port)
     c.request(max_tokens=4)
     c.request(max_tokens=5)

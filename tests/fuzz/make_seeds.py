@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Write the seed corpora of fuzz_http_sse, fuzz_sse, fuzz_hpack_h2 and fuzz_grpc
 (tests/fuzz/corpus/<harness>/). fuzz_http_sse's zmtp_* seeds are the pyzmq
-bytes of tests/unit/zmtp_captures.h (tests/unit/zmtp_capture.py).
+bytes of tests/unit/zmtp_captures.h (tests/unit/zmtp_capture.py), whole and
+from the middle (no greeting); len32_* are length-prefixed JSON messages.
 fuzz_cupti_decode's seeds come from make_cupti_seeds.c (needs the CUPTI headers)."""
 import json
 import os
@@ -186,10 +187,30 @@ def zmtp_seeds():
             if gapped != out:
                 write("http_sse", "zmtp_%s_%s_gap" % (name[4:], side),
                       b"\x02" + b"".join(gapped))
+            # seen from the middle: no greeting, no READY (proto_zmtp_mid)
+            write("http_sse", "zmtp_%s_%s_mid" % (name[4:], side),
+                  b"\x02" + b"".join(out[5:]))
+
+
+def len32_seeds():
+    """Length-prefixed JSON messages with request ids, both byte orders (proto_len32*)."""
+    for order, f in (("be", ">I"), ("le", "<I")):
+        out, seq = [], 5000
+        for i in range(3):
+            rid = "cmpl-%032x" % (0x5eed + i)
+            body = json.dumps({"op": "add", "request_id": rid, "max_tokens": 4}).encode()
+            seq += 4 + len(body)
+            out.append(rec(SEND, struct.pack(f, len(body)) + body, seq=seq))
+            body = json.dumps({"outputs": [[rid, 100001, False]]}).encode()
+            out.append(rec(RECV, struct.pack(f, len(body))))
+            out.append(rec(RECV, body))
+        out.append(rec(CLOSE))
+        write("http_sse", "len32_%s" % order, b"\x02" + b"".join(out))
 
 
 def main():
     zmtp_seeds()
+    len32_seeds()
     h2_seeds()
     grpc_seeds()
     write("http_sse", "chat_stream", chat_stream())

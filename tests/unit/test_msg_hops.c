@@ -38,7 +38,7 @@ static void test_split(void **state)
 {
 	struct msg_hops *mh = msg_hops__new();
 	struct ttf_token_event ev = { .write_ns = 26 * MS, .n_tokens = 1 };
-	struct ttf_request r = { .id = 1, .tgid = FE, .n_events = 1, .events = &ev };
+	struct ttf_request r = { .id = 1, .tgid = FE, .tx_tid = 7, .n_events = 1, .events = &ev };
 	struct ttf_req_metrics m = { .t_start_ns = 9 * MS, .t_first_token_ns = 26050000,
 				     .ttft_ns = 17050000 };
 	struct ttf_attrib a = { .valid = 1 };
@@ -69,6 +69,14 @@ static void test_split(void **state)
 	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
 	assert_int_equal(c.stage_ns[TTF_MS_NET_OUT], 50000);
 	assert_int_equal(c.out_msgs, 2);
+	/* take windows: emit on the first token's writer, queue on the engine's main thread */
+	assert_int_equal(c.take[TTF_MT_FRONTEND].tid, 7);
+	assert_int_equal(c.take[TTF_MT_FRONTEND].start_ns, 25200000);
+	assert_int_equal(c.take[TTF_MT_FRONTEND].end_ns, 26 * MS);
+	assert_int_equal(c.take[TTF_MT_ENGINE].tid, ENG);
+	assert_int_equal(c.take[TTF_MT_ENGINE].start_ns, 11100000);
+	assert_int_equal(c.take[TTF_MT_ENGINE].end_ns, 15 * MS);
+	assert_int_equal(c.take[TTF_MT_ENGINE].valid, 0);
 	/* joined once: the id is forgotten */
 	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 0);
 	assert_int_equal(msg_hops__stats(mh)->joined, 1);
@@ -97,6 +105,47 @@ static void test_incomplete(void **state)
 	msg_hops__free(mh);
 }
 
+/*
+ * A step of 6 requests: its output message names A sixth, past the 4 ids
+ * a message keeps (more_ids). A's first output is that message, not the
+ * next step's (before, A took the next one: its crossings after its first
+ * token on the vLLM-shaped stack, docs/design.md D15).
+ */
+static void test_more_ids(void **state)
+{
+	static const char more[2][ZMTP_ID_BYTES] = { "cmpl-11111111111111111111111111111111",
+						      ID_A };
+	struct msg_hops *mh = msg_hops__new();
+	struct ttf_token_event ev = { .write_ns = 26 * MS, .n_tokens = 1 };
+	struct ttf_request r = { .id = 1, .tgid = FE, .n_events = 1, .events = &ev };
+	struct ttf_req_metrics m = { .t_start_ns = 9 * MS, .t_first_token_ns = 26 * MS,
+				     .ttft_ns = 17 * MS };
+	struct ttf_attrib a = { .valid = 1 };
+	struct ttf_zmtp_msg o = { .tgid = ENG, .dir = ZMTP_DIR_OUT, .ts_ns = 20 * MS, .n_ids = 4,
+				  .more_ids = more, .n_more_ids = 2 };
+	struct ttf_msg_chain c;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		snprintf(o.ids[i], ZMTP_ID_BYTES, "cmpl-%032x", i + 100);
+	snprintf(r.resp_id, sizeof(r.resp_id), "%s", ID_A);
+	a.bound_ns[1] = a.bound_ns[2] = 10 * MS;
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, ID_A, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 12 * MS, ID_A, NULL);
+	assert_int_equal(msg_hops__on_msg(mh, &o), 0);
+	o.dir = ZMTP_DIR_IN;
+	o.tgid = FE;
+	o.ts_ns = 20100000;
+	assert_int_equal(msg_hops__on_msg(mh, &o), 0);
+	msg(mh, ENG, ZMTP_DIR_OUT, 30 * MS, ID_A, NULL);
+	msg(mh, FE, ZMTP_DIR_IN, 30100000, ID_A, NULL);
+	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 1);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 5900000);
+	assert_int_equal(c.out_msgs, 2);
+	msg_hops__free(mh);
+}
+
 /* Bounded: the oldest ids go first, counted. */
 static void test_bounded(void **state)
 {
@@ -119,6 +168,7 @@ int main(void)
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_bounded),
+		cmocka_unit_test(test_more_ids),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

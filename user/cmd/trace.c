@@ -22,6 +22,7 @@
 #include "user/probe/source.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/live.h"
+#include "user/cmd/listen_map.h"
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/net_probe.h"
@@ -105,6 +106,7 @@ struct tracer {
 		uint64_t looked_ns;	/* when (event time): at most once a second per key */
 	} unix_hops[64];
 	int n_unix_hops;
+	struct listen_map listen_map;	/* the targets' listeners and who holds them */
 };
 
 /* An address of this host's loopback, or the connection's own local address. */
@@ -267,6 +269,7 @@ static int on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 	if (e->type == TTF_EV_FORK) {
 		target_set__add(&t->targets, e->tid);
 		engine_setup__attach(t->engine, e->tid);
+		listen_map__forked(&t->listen_map, e->tgid, e->tid, e->ts_ns);
 	}
 	pipeline__on_net(t->pipe, e, len);
 	return 0;
@@ -644,8 +647,10 @@ static int targets_gone(struct tracer *t)
 			"(Ctrl-C to end).\n", t->opts->port);
 		t->port_waiting = 1;
 	}
-	if (follow_port(t))
+	if (follow_port(t)) {
 		t->port_waiting = 0;
+		listen_map__print(&t->listen_map, &t->targets, stderr);	/* the new server's */
+	}
 	return 0;
 }
 
@@ -738,6 +743,7 @@ static int run_loop(struct tracer *t)
 			for (int i = 0; i < t->n_sources; i++)
 				if (t->sources[i].tick)
 					t->sources[i].tick(t->sources[i].ctx, now);
+			listen_map__check(&t->listen_map, now, stderr);
 			if (t->child <= 0 && targets_gone(t)) {
 				gone = 1;
 				break;
@@ -895,6 +901,7 @@ int trace__run(const struct ttf_opts *o)
 	}
 	for (size_t i = 0; i < t.targets.n; i++)
 		engine_setup__attach(t.engine, t.targets.tgids[i]);
+	listen_map__print(&t.listen_map, &t.targets, stderr);
 	print_startup(&t);
 	report__header(t.report);
 	if (go_fd >= 0)

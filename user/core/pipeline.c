@@ -129,6 +129,12 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 			proc_names__get(p->names, mchain.eng_tgid, mchain.eng_comm,
 					sizeof(mchain.eng_comm));
 			a.msg = &mchain;
+			for (int i = 0; p->sched && i < TTF_MT__MAX; i++) {
+				struct ttf_msg_take_gap *g = &mchain.take[i];
+
+				g->valid = g->tid && sched__attrib_overlay(p->sched, g->tid,
+						g->start_ns, g->end_ns, &g->ov) == 0;
+			}
 		}
 	}
 	/* A gateway's upstream call and its upstream's request wait for their client request. */
@@ -447,6 +453,8 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("zmtp_messages_partial", cs->zmtp_partial);
 	C("zmtp_request_ids", cs->zmtp_ids);
 	C("zmtp_lost_sync", cs->zmtp_lost_sync);
+	C("zmtp_mid_stream_connections", cs->zmtp_mid_stream);
+	C("len32_connections", cs->len32_conns);
 	C("zmtp_messages_dropped", zmtp_log__stats(p->zmtp)->dropped);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {

@@ -73,6 +73,8 @@ struct otlp_span_src {
 	uint16_t server_port;
 	uint8_t addr_family;	/* 2 IPv4, 10 IPv6, 0 unknown */
 	uint8_t server_addr[16];	/* the server's own (local) address, network order */
+	uint16_t peer_port;	/* the client's end of the connection (its peer) */
+	uint8_t peer_addr[16];
 	struct ttf_trace_parent parent;	/* the request's traceparent, when valid */
 	uint32_t flags;		/* enum ttf_req_flags */
 	uint32_t vflags;	/* printed flags, TTF_VF_BIT() mask (user/model/vocab.h) */
@@ -118,6 +120,7 @@ struct otlp_span_src {
 	int hop_buffering;
 	int64_t hop_held_ns;
 	uint16_t hop_upstream_port;
+	struct ttf_conn_addr hop_up_addr;	/* the upstream call's connection, the gateway's view */
 };
 
 /* Copy what the spans need (a may be NULL). */
@@ -145,6 +148,8 @@ const char *otlp__operation(enum ttf_api api);
 const char *otlp__error_type(const struct otlp_span_src *s, char *buf, size_t len);
 /* server.address: the local address as text, "" when unknown. */
 void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len);
+/* An address of family (2 IPv4, 10 IPv6; network order) as text, "" for another family. */
+void otlp__addr_str(uint8_t family, const uint8_t addr[16], char *buf, size_t len);
 
 /*
  * A Resource message (field `field`) of process tgid/comm: service.name,

@@ -66,6 +66,7 @@ static void fill_hops(struct otlp_span_src *s, const struct ttf_attrib *a)
 		s->hop_buffering = a->hops->buffering;
 		s->hop_held_ns = a->hops->held_ns;
 		s->hop_upstream_port = a->hops->up_port;
+		s->hop_up_addr = a->hops->up_addr;
 	} else {
 		s->hop_exact = 1;	/* a message hop: joined by its request id */
 	}
@@ -88,6 +89,8 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	s->server_port = r->addr.lport;
 	s->addr_family = r->addr.family;
 	memcpy(s->server_addr, r->addr.laddr, sizeof(s->server_addr));
+	s->peer_port = r->addr.rport;
+	memcpy(s->peer_addr, r->addr.raddr, sizeof(s->peer_addr));
 	s->parent = r->traceparent;
 	s->flags = r->flags;
 	s->vflags = ttf_vocab__flags(r, m);
@@ -240,13 +243,18 @@ const char *otlp__error_type(const struct otlp_span_src *s, char *buf, size_t le
 	return NULL;
 }
 
-void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len)
+void otlp__addr_str(uint8_t family, const uint8_t addr[16], char *buf, size_t len)
 {
 	buf[0] = '\0';
-	if (s->addr_family == 2)
-		inet_ntop(AF_INET, s->server_addr, buf, len);
-	else if (s->addr_family == 10)
-		inet_ntop(AF_INET6, s->server_addr, buf, len);
+	if (family == 2)
+		inet_ntop(AF_INET, addr, buf, len);
+	else if (family == 10)
+		inet_ntop(AF_INET6, addr, buf, len);
+}
+
+void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len)
+{
+	otlp__addr_str(s->addr_family, s->server_addr, buf, len);
 }
 
 /* ---- encoding ---- */
@@ -254,6 +262,28 @@ void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len)
 #define ATTR_STR(e, k, v) otlp_enc__attr_str(e, F_SPAN_ATTRIBUTES, k, v)
 #define ATTR_INT(e, k, v) otlp_enc__attr_int(e, F_SPAN_ATTRIBUTES, k, v)
 #define ATTR_DBL(e, k, v) otlp_enc__attr_double(e, F_SPAN_ATTRIBUTES, k, v)
+
+/*
+ * The connection as this host's socket has it (docs/otel.md O4):
+ * network.transport, network.type, network.local.address/port,
+ * network.peer.address/port. Nothing for a unix socket or an unknown family.
+ */
+static void conn_attrs(struct otlp_enc *e, uint8_t family, const uint8_t laddr[16],
+		       uint16_t lport, const uint8_t raddr[16], uint16_t rport)
+{
+	char addr[64];
+
+	if (family != 2 && family != 10)
+		return;
+	ATTR_STR(e, "network.transport", "tcp");
+	ATTR_STR(e, "network.type", family == 2 ? "ipv4" : "ipv6");
+	otlp__addr_str(family, laddr, addr, sizeof(addr));
+	ATTR_STR(e, "network.local.address", addr);
+	ATTR_INT(e, "network.local.port", lport);
+	otlp__addr_str(family, raddr, addr, sizeof(addr));
+	ATTR_STR(e, "network.peer.address", addr);
+	ATTR_INT(e, "network.peer.port", rport);
+}
 
 static void begin_span(struct otlp_enc *e, const struct otlp_span_src *s, uint64_t seed,
 		       int idx, int parent_idx, const char *name, int kind, uint64_t start,
@@ -306,6 +336,14 @@ static void request_attrs(struct otlp_enc *e, const struct otlp_span_src *s)
 	if (addr[0])
 		ATTR_STR(e, "server.address", addr);
 	ATTR_INT(e, "server.port", s->server_port);
+	/* no proxy headers are read: the client is the connection's peer */
+	otlp__addr_str(s->addr_family, s->peer_addr, addr, sizeof(addr));
+	if (addr[0]) {
+		ATTR_STR(e, "client.address", addr);
+		ATTR_INT(e, "client.port", s->peer_port);
+	}
+	conn_attrs(e, s->addr_family, s->server_addr, s->server_port, s->peer_addr,
+		   s->peer_port);
 	et = otlp__error_type(s, ebuf, sizeof(ebuf));
 	if (et)
 		ATTR_STR(e, "error.type", et);
@@ -431,7 +469,14 @@ static void hop_span(struct otlp_enc *e, const struct otlp_span_src *s, int i, u
 			ATTR_DBL(e, "ttftrace.hop.held", s->hop_held_ns / 1e9);
 		}
 	} else if (s->hop_kind != TTF_HOPV_MSG && !strcmp(hop_name(s, i), "upstream")) {
+		const struct ttf_conn_addr *a = &s->hop_up_addr;
+		char addr[64];
+
+		otlp__addr_str(a->family, a->raddr, addr, sizeof(addr));
+		if (addr[0])
+			ATTR_STR(e, "server.address", addr);
 		ATTR_INT(e, "server.port", s->hop_upstream_port);
+		conn_attrs(e, a->family, a->laddr, a->lport, a->raddr, a->rport);
 	}
 	otlp_enc__end(e);
 }

@@ -72,6 +72,25 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, const char *comm, 
 	return h;
 }
 
+/* What the scheduler shows of the taking thread in a take window (msg_hops.h). */
+static void take_gap(cJSON *h, const struct ttf_msg_take_gap *g, const char *stage, int *err)
+{
+	cJSON *t;
+
+	if (!h || !g->valid)
+		return;
+	t = cJSON_AddObjectToObject(h, "take_gap_ms");
+	*err |= !t;
+	if (!t)
+		return;
+	*err |= !cJSON_AddStringToObject(t, "stage", stage);
+	*err |= !cJSON_AddNumberToObject(t, "tid", g->tid);
+	*err |= !cJSON_AddNumberToObject(t, "on_cpu", ms((int64_t)g->ov.on_cpu_ns));
+	*err |= !cJSON_AddNumberToObject(t, "runnable", ms((int64_t)g->ov.runnable_ns));
+	*err |= !cJSON_AddNumberToObject(t, "blocked", ms((int64_t)g->ov.blocked_ns));
+	*err |= !cJSON_AddNumberToObject(t, "unknown", ms((int64_t)g->ov.unknown_ns));
+}
+
 void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 {
 	const struct ttf_msg_chain *c = a ? a->msg : NULL;
@@ -82,8 +101,10 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	arr = cJSON_AddArrayToObject(o, "hops");
 	*err |= !arr;
 	if (arr) {
-		hop(arr, "frontend", c->fe_tgid, c->fe_comm, err);
+		take_gap(hop(arr, "frontend", c->fe_tgid, c->fe_comm, err),
+			 &c->take[TTF_MT_FRONTEND], "emit", err);
 		h = hop(arr, "engine", c->eng_tgid, c->eng_comm, err);
+		take_gap(h, &c->take[TTF_MT_ENGINE], "queue", err);
 		if (h) {
 			*err |= !cJSON_AddStringToObject(h, "join", "exact");
 			*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include "bpf/net.h"
 #include "user/export/report_zmtp.h"
+#include "user/proto/msg_sync.h"
 
 static const char *const dir_keys[ZMTP_DIR__N] = { "in", "out" };
 
@@ -66,6 +67,8 @@ cJSON *report_zmtp__json(const struct ttf_zmtp_conn *z)
 	endpoint(l, sizeof(l), z->addr.family, z->addr.laddr, z->addr.lport);
 	endpoint(r, sizeof(r), z->addr.family, z->addr.raddr, z->addr.rport);
 	err |= !cJSON_AddStringToObject(o, "type", "zmtp");
+	err |= !cJSON_AddStringToObject(o, "framing", msg_framing_name(z->framing));
+	err |= !cJSON_AddBoolToObject(o, "mid_stream", z->mid_stream);
 	num(o, "sock_cookie", z->sock_cookie, &err);
 	num(o, "pid", z->tgid, &err);
 	err |= !cJSON_AddStringToObject(o, "local", l);
@@ -97,8 +100,9 @@ void report_zmtp__text(FILE *out, const struct ttf_zmtp_conn *z)
 
 	endpoint(l, sizeof(l), z->addr.family, z->addr.laddr, z->addr.lport);
 	endpoint(r, sizeof(r), z->addr.family, z->addr.raddr, z->addr.rport);
-	fprintf(out, "zmtp pid %u %s<-%s: in %" PRIu64 " msgs %" PRIu64 " B (%s), out %" PRIu64
-		" msgs %" PRIu64 " B (%s), ids %" PRIu64 "%s%s\n", z->tgid, l, r, in->msgs,
+	fprintf(out, "%s%s pid %u %s<-%s: in %" PRIu64 " msgs %" PRIu64 " B (%s), out %" PRIu64
+		" msgs %" PRIu64 " B (%s), ids %" PRIu64 "%s%s\n", msg_framing_name(z->framing),
+		z->mid_stream ? " (mid-stream)" : "", z->tgid, l, r, in->msgs,
 		in->bytes, in->socket_type[0] ? in->socket_type : "?", o->msgs, o->bytes,
 		o->socket_type[0] ? o->socket_type : "?", z->ids_seen,
 		in->lost_sync || o->lost_sync ? ", framing lost" : "",

@@ -514,6 +514,7 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	memcpy(c->gw_comm, r->comm, sizeof(c->gw_comm));
 	c->up_port = u->r.addr.rport;
 	c->gw_port = u->r.addr.lport;
+	c->up_addr = u->r.addr;
 	c->up_unix = u->r.addr.family == TTF_AF_UNIX;
 	if (c->up_unix) {
 		c->gw_ino = ttf_unix_ino(u->r.addr.laddr);

@@ -58,6 +58,7 @@ struct ttf_hop_chain {
 	uint32_t up_tgid;		/* the upstream server process; 0 not traced */
 	char up_comm[16];
 	uint16_t up_port;		/* the upstream's port (U's remote port) */
+	struct ttf_conn_addr up_addr;	/* U's addresses as the gateway's socket has them */
 	uint16_t gw_port;		/* U's local port: the gateway's end of that connection */
 	int up_unix;			/* U is over a unix stream socket: ports 0, inodes below */
 	uint64_t up_ino, gw_ino;	/* unix: the upstream's end of U (its peer inode), the gateway's */

@@ -236,6 +236,10 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		b[i] = clamp(b[i], b[i - 1], m->t_first_token_ns);
 	for (int i = 0; i < TTF_MS__MAX; i++)
 		out->stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
+	out->take[TTF_MT_FRONTEND] = (struct ttf_msg_take_gap){
+		.tid = r->tx_tid, .start_ns = b[TTF_MS_EMIT], .end_ns = b[TTF_MS_NET_OUT] };
+	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){
+		.tid = eng_in->tgid, .start_ns = b[TTF_MS_QUEUE], .end_ns = b[TTF_MS_PREFILL] };
 	mh->stats.joined++;
 	drop(mh, e);
 	return 1;

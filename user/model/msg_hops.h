@@ -50,12 +50,33 @@ enum ttf_msg_stage {
 	TTF_MS__MAX,
 };
 
+/* Which hop's input a take window is (ttf_msg_chain.take). */
+enum ttf_msg_take {
+	TTF_MT_FRONTEND = 0,	/* stage emit, on the thread that wrote the first token */
+	TTF_MT_ENGINE,		/* stage queue, on the engine's main thread (tid = its pid) */
+	TTF_MT__MAX,
+};
+
+/*
+ * A message crossed into a process (libzmq's I/O thread read it) and the
+ * application thread that takes it works on later: that window, and what
+ * the scheduler shows of that thread in it (docs/design.md D15). The
+ * overlay is filled by the caller that has a scheduler view (valid 1).
+ */
+struct ttf_msg_take_gap {
+	uint32_t tid;
+	uint64_t start_ns, end_ns;	/* = the stage's boundaries */
+	int valid;
+	struct ttf_overlay ov;		/* sums to end_ns - start_ns */
+};
+
 struct ttf_msg_chain {
 	uint32_t fe_tgid;		/* the frontend (the client request's process) */
 	uint32_t eng_tgid;		/* the engine process that read the request message */
 	char fe_comm[16], eng_comm[16];	/* their names; "" unknown (user/model/proc_names.h) */
 	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT */
 	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
+	struct ttf_msg_take_gap take[TTF_MT__MAX];
 };
 
 struct msg_hops_stats {

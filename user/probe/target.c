@@ -247,26 +247,40 @@ static int holds_socket(const char *pid, const unsigned long *inodes, size_t n, 
 	return found;
 }
 
-/* Add every process (but this one) that holds a socket in inodes[] to ts. -ESRCH when none. */
+/*
+ * Add every process (but this one) that holds a socket in inodes[] to ts.
+ * PID 1 only when nobody else holds one: an init that keeps the listener
+ * of a socket-activated service (systemd) is no server, and tracing it
+ * would follow every process it starts (docs/design.md D11). -ESRCH when none.
+ */
 static int socket_owners(struct target_set *ts, const unsigned long *inodes, size_t n)
 {
 	size_t before = ts->n;
 	struct dirent *de;
-	int err = 0;
+	int err = 0, init_holds = 0, others = 0;
 	DIR *d;
 
 	d = opendir("/proc");
 	if (!d)
 		return -errno;
 	while (!err && (de = readdir(d))) {
+		uint32_t pid;
 		size_t which;
 
-		if (!is_pid_dir(de) || (uint32_t)getpid() == strtoul(de->d_name, NULL, 10))
+		if (!is_pid_dir(de) || (pid = strtoul(de->d_name, NULL, 10)) == (uint32_t)getpid())
 			continue;
-		if (holds_socket(de->d_name, inodes, n, &which))
-			err = target_set__add(ts, strtoul(de->d_name, NULL, 10));
+		if (!holds_socket(de->d_name, inodes, n, &which))
+			continue;
+		if (pid == 1) {
+			init_holds = 1;
+		} else {
+			others++;
+			err = target_set__add(ts, pid);
+		}
 	}
 	closedir(d);
+	if (!err && init_holds && !others)
+		err = target_set__add(ts, 1);
 	if (err)
 		return err;
 	return ts->n == before ? -ESRCH : 0;
@@ -419,6 +433,81 @@ int target__collect_listen_ports(struct target_set *ts)
 		}
 	}
 	return 0;
+}
+
+int target__listeners(const struct target_set *ts, struct target_listener *out, size_t max,
+		      size_t *n)
+{
+	unsigned long inodes[64];
+	uint16_t ports[64];
+	size_t n_all = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*n = 0;
+	listen_inodes("/proc/net/tcp", 0, inodes, ports, 64, &n_all);
+	listen_inodes("/proc/net/tcp6", 0, inodes, ports, 64, &n_all);
+	for (size_t i = 0; i < n_all && *n < max; i++)
+		for (size_t k = 0; k < ts->n_ports; k++)
+			if (ports[i] == ts->ports[k]) {
+				memset(&out[*n], 0, sizeof(out[*n]));
+				out[*n].inode = inodes[i];
+				out[(*n)++].port = ports[i];
+				break;
+			}
+	if (!*n)
+		return 0;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		uint32_t pid;
+
+		if (!is_pid_dir(de) || (pid = strtoul(de->d_name, NULL, 10)) == (uint32_t)getpid())
+			continue;
+		/* A process may hold several of them: test each inode alone. */
+		for (size_t i = 0; i < *n; i++) {
+			unsigned long ino = out[i].inode;
+			size_t which;
+
+			if (!holds_socket(de->d_name, &ino, 1, &which))
+				continue;
+			if (out[i].n_holders < TARGET_MAX_HOLDERS)
+				out[i].holders[out[i].n_holders] = pid;
+			out[i].n_holders++;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int target__holds_listener(uint32_t tgid, const struct target_listener *ls, size_t n,
+			   size_t *which)
+{
+	unsigned long inodes[64];
+	char pid[16];
+
+	if (n > 64)
+		n = 64;
+	for (size_t i = 0; i < n; i++)
+		inodes[i] = ls[i].inode;
+	snprintf(pid, sizeof(pid), "%u", tgid);
+	return holds_socket(pid, inodes, n, which);
+}
+
+void target__comm(uint32_t tgid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
+	snprintf(comm, len, "?");
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(comm, len, f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
 }
 
 int target__spawn(const char *cmd, pid_t *pid, int *go_fd)

@@ -45,6 +45,34 @@ int target__unix_peer(uint64_t ino, uint64_t *peer);
 /* Add the TCP ports every tgid in ts listens on to ts->ports. */
 int target__collect_listen_ports(struct target_set *ts);
 
+#define TARGET_MAX_HOLDERS 16
+
+/*
+ * One listening TCP socket (IPv4 or IPv6) and the processes holding it: a
+ * parent that binds and workers that accept on the descriptor they
+ * inherited or received with SCM_RIGHTS all show socket:[inode] in
+ * /proc/PID/fd (docs/design.md D11). n_holders counts them all; holders
+ * names the first TARGET_MAX_HOLDERS.
+ */
+struct target_listener {
+	uint64_t inode;
+	uint16_t port;		/* host order */
+	uint32_t holders[TARGET_MAX_HOLDERS];
+	size_t n_holders;
+};
+
+/*
+ * The listening sockets on ts->ports and their holders (one walk of
+ * /proc/PID/fd, this process left out), up to max into out; *n: how many.
+ */
+int target__listeners(const struct target_set *ts, struct target_listener *out, size_t max,
+		      size_t *n);
+/* 1 when tgid holds one of the sockets ls[0..n) (*which: its index), else 0. */
+int target__holds_listener(uint32_t tgid, const struct target_listener *ls, size_t n,
+			   size_t *which);
+/* /proc/PID/comm into comm (len bytes, "?" when gone). */
+void target__comm(uint32_t tgid, char *comm, size_t len);
+
 /*
  * Fork a child that runs `/bin/sh -c cmd` once target__spawn_release() is
  * called, so that it can be traced from its first instruction. The child

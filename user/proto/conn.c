@@ -653,6 +653,8 @@ void track_count(struct track_conn *tc, enum track_counter k, uint64_t n)
 	case TRACK_CNT_ZMTP_LOST_SYNC: st->zmtp_lost_sync += n; break;
 	case TRACK_CNT_ZMTP_PARTIAL: st->zmtp_partial += n; break;
 	case TRACK_CNT_ZMTP_IDS: st->zmtp_ids += n; break;
+	case TRACK_CNT_ZMTP_MID_STREAM: st->zmtp_mid_stream += n; break;
+	case TRACK_CNT_LEN32_CONNS: st->len32_conns += n; break;
 	default: break;
 	}
 }

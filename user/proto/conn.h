@@ -88,6 +88,8 @@ struct conn_stats {
 	uint64_t zmtp_partial;      /* ZMTP messages with body bytes not captured */
 	uint64_t zmtp_ids;          /* request ids found in ZMTP messages */
 	uint64_t zmtp_lost_sync;    /* ZMTP directions whose framing was lost */
+	uint64_t zmtp_mid_stream;   /* ZMTP connections recognized without a greeting */
+	uint64_t len32_conns;       /* connections of 4-byte length-prefixed messages (summarized as ZMTP's) */
 };
 
 /* Returns NULL with errno set on failure. */

@@ -6,6 +6,10 @@ const struct proto_recognizer *const proto_recognizers[] = {
 	&proto_zmtp,	/* first: a first byte other than 0xFF rules it out */
 	&proto_http1,
 	&proto_http2,	/* after HTTP/1.1: its preface reads as text there, never as a request */
+	/* the mid-stream ones last: they need a whole record of frames with an id */
+	&proto_zmtp_mid,
+	&proto_len32be,
+	&proto_len32le,
 };
 
 const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);

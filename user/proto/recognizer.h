@@ -84,5 +84,10 @@ extern const struct proto_recognizer proto_http1;
 extern const struct proto_recognizer proto_http2;
 /* ZMTP 3.x (ZeroMQ): messages and request ids, no requests (zmtp.c, zmtp.h). */
 extern const struct proto_recognizer proto_zmtp;
+/* ZMTP 3.x seen from the middle: no greeting, frames found (zmtp.c, msg_sync.h). */
+extern const struct proto_recognizer proto_zmtp_mid;
+/* Streams of 4-byte big/little-endian length-prefixed messages, opaque but for ids (zmtp.c). */
+extern const struct proto_recognizer proto_len32be;
+extern const struct proto_recognizer proto_len32le;
 
 #endif /* TTFTRACE_RECOGNIZER_H */

@@ -180,9 +180,11 @@ enum track_counter {
 	TRACK_CNT_HPACK_ERRORS,		/* header blocks that could not be decoded */
 	TRACK_CNT_GRPC_LOST,		/* gRPC messages whose framing was lost */
 	TRACK_CNT_TRACEPARENT_INVALID,	/* requests whose traceparent header was invalid (ignored) */
-	TRACK_CNT_ZMTP_LOST_SYNC,	/* ZMTP directions whose framing was lost (never guessed) */
+	TRACK_CNT_ZMTP_LOST_SYNC,	/* ZMTP directions whose framing was lost (never guessed inside a record) */
 	TRACK_CNT_ZMTP_PARTIAL,		/* ZMTP messages with body bytes not captured */
 	TRACK_CNT_ZMTP_IDS,		/* request ids found in ZMTP messages (one per message and id) */
+	TRACK_CNT_ZMTP_MID_STREAM,	/* ZMTP connections recognized mid-stream (no greeting) */
+	TRACK_CNT_LEN32_CONNS,		/* connections of 4-byte length-prefixed messages */
 	TRACK_CNT__N,
 };
 void track_count(struct track_conn *tc, enum track_counter c, uint64_t n);

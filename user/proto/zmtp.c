@@ -15,11 +15,21 @@
  * said (lost_sync), never guessed, since writes need not start at messages.
  * The connection makes no requests: it reports messages (track_zmtp_msg)
  * and, at close, its summary (track_zmtp_conn).
+ *
+ * Connections seen from their middle (opened before tracing) have no
+ * greeting: proto_zmtp_mid says yes to a record that parses as whole
+ * frames with an id in a msgpack body (msg_sync.h), and each direction
+ * then starts at the first record that parses so ("hunting"). The same
+ * machinery reads streams of 4-byte length-prefixed messages
+ * (proto_len32be, proto_len32le): one frame a message, opaque bodies
+ * scanned for ids. In both, a lost framing hunts again at a later
+ * record's start (counted in lost_sync as well).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "user/lib/hash.h"
+#include "user/proto/msg_sync.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/zmtp.h"
 
@@ -33,7 +43,7 @@
 #define F_COMMAND 0x04
 #define F_RESERVED 0xf8
 
-enum zstate { Z_GREETING, Z_FLAGS, Z_SIZE, Z_BODY, Z_LOST };
+enum zstate { Z_GREETING, Z_FLAGS, Z_SIZE, Z_BODY, Z_LOST, Z_HUNT };
 
 struct zdir {
 	enum zstate st;
@@ -60,6 +70,8 @@ struct id_seen {
 
 struct zmtp {
 	struct track_conn *tc;
+	enum msg_framing framing;
+	bool mid;			/* no greeting: directions start hunting */
 	struct zdir d[ZMTP_DIR__N];
 	struct ttf_zmtp_conn sum;
 	struct id_seen *ids;		/* distinct ids, uthash by id */
@@ -83,28 +95,109 @@ static enum proto_verdict zmtp_detect(const char *buf, size_t len, bool is_read,
 	return PROTO_YES;
 }
 
-static void *zmtp_open(struct track_conn *tc, enum track_role role)
+static struct zmtp *open_as(struct track_conn *tc, enum msg_framing f, bool mid)
 {
 	struct zmtp *s = calloc(1, sizeof(*s));
 
-	(void)role;
 	if (!s)
 		return NULL;
 	s->tc = tc;
+	s->framing = f;
+	s->mid = mid;
+	s->sum.framing = f;
+	s->sum.mid_stream = mid && f == MSG_FRAMING_ZMTP;
 	for (int i = 0; i < ZMTP_DIR__N; i++) {
 		s->d[i].msg.dir = i;
+		s->d[i].st = mid ? Z_HUNT : Z_GREETING;
 		s->sum.dir[i].minor = 0xff;
 	}
+	if (f == MSG_FRAMING_ZMTP && mid)
+		track_count(tc, TRACK_CNT_ZMTP_MID_STREAM, 1);
+	else if (f != MSG_FRAMING_ZMTP)
+		track_count(tc, TRACK_CNT_LEN32_CONNS, 1);
 	return s;
+}
+
+/*
+ * No greeting: yes to a record that parses from its first byte as whole
+ * frames of framing f (or frames going on past the captured bytes) with a
+ * request id in a body (msg_sync.h); no to TLS records; else maybe (a
+ * record that starts inside a frame, text included: a later one may
+ * start at one; PROTO_UNDECIDED_MAX bounds the wait). A
+ * len32 stream needs one whole message; ZMTP takes a body cut by the
+ * capture when 256 bytes of it parsed as msgpack with the id.
+ */
+static enum proto_verdict mid_detect(enum msg_framing f, const char *buf, size_t len,
+				     enum track_role *role)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	struct msg_sync ms;
+
+	if (!len)
+		return PROTO_MAYBE;
+	if (msg_sync__tls_record(b, len))
+		return PROTO_NO;
+	if (msg_sync__check(f, b, len, 0, &ms) || !ms.id)
+		return PROTO_MAYBE;
+	if (!(ms.tiled && ms.frames) &&
+	    !(ms.cut && (ms.frames || (f == MSG_FRAMING_ZMTP && len >= 256))))
+		return PROTO_MAYBE;
+	*role = TRACK_ROLE_SERVER;	/* as zmtp_detect: RECV is IN */
+	return PROTO_YES;
+}
+
+static enum proto_verdict zmtp_mid_detect(const char *buf, size_t len, bool is_read,
+					  enum track_role *role)
+{
+	(void)is_read;
+	return mid_detect(MSG_FRAMING_ZMTP, buf, len, role);
+}
+
+static enum proto_verdict len32be_detect(const char *buf, size_t len, bool is_read,
+					 enum track_role *role)
+{
+	(void)is_read;
+	return mid_detect(MSG_FRAMING_LEN32BE, buf, len, role);
+}
+
+static enum proto_verdict len32le_detect(const char *buf, size_t len, bool is_read,
+					 enum track_role *role)
+{
+	(void)is_read;
+	return mid_detect(MSG_FRAMING_LEN32LE, buf, len, role);
+}
+
+static void *zmtp_open(struct track_conn *tc, enum track_role role)
+{
+	(void)role;
+	return open_as(tc, MSG_FRAMING_ZMTP, false);
+}
+
+static void *zmtp_mid_open(struct track_conn *tc, enum track_role role)
+{
+	(void)role;
+	return open_as(tc, MSG_FRAMING_ZMTP, true);
+}
+
+static void *len32be_open(struct track_conn *tc, enum track_role role)
+{
+	(void)role;
+	return open_as(tc, MSG_FRAMING_LEN32BE, true);
+}
+
+static void *len32le_open(struct track_conn *tc, enum track_role role)
+{
+	(void)role;
+	return open_as(tc, MSG_FRAMING_LEN32LE, true);
 }
 
 static void lose(struct zmtp *s, int dir)
 {
 	struct zdir *d = &s->d[dir];
 
-	if (d->st == Z_LOST)
+	if (d->st == Z_LOST || d->st == Z_HUNT)
 		return;
-	d->st = Z_LOST;
+	d->st = s->mid ? Z_HUNT : Z_LOST;
 	d->in_msg = false;
 	s->sum.dir[dir].lost_sync = 1;
 	track_lost_sync(s->tc);
@@ -237,14 +330,29 @@ static void command(struct zmtp *s, int dir, const struct zdir *d)
 
 /* ---- frames ---- */
 
+/* Ready for the next frame's header: ZMTP's flags, or a len32 message's length. */
+static void frame_next(struct zmtp *s, struct zdir *d)
+{
+	if (s->framing == MSG_FRAMING_ZMTP) {
+		d->st = Z_FLAGS;
+		return;
+	}
+	d->st = Z_SIZE;
+	d->flags = 0;		/* every message one frame */
+	d->size_w = 4;
+	d->size_n = 0;
+	d->size = 0;
+}
+
 static void frame_end(struct zmtp *s, int dir)
 {
 	struct zdir *d = &s->d[dir];
 	struct ttf_zmtp_msg *m = &d->msg;
 	struct zmtp_dir_stats *ds = &s->sum.dir[dir];
 	struct id_ctx ic = { s, m };
+	uint64_t size = d->size, hdr = (s->framing == MSG_FRAMING_ZMTP) + d->size_w;
 
-	d->st = Z_FLAGS;
+	frame_next(s, d);	/* len32: flags stay 0 (no MORE, no COMMAND) */
 	if (d->flags & F_COMMAND) {
 		command(s, dir, d);
 		return;
@@ -257,11 +365,14 @@ static void frame_end(struct zmtp *s, int dir)
 		d->in_msg = true;
 	}
 	m->frames++;
-	m->bytes += 1 + (d->size_w) + d->size;
-	m->body_bytes += d->size;
+	m->bytes += hdr + size;
+	m->body_bytes += size;
 	if (d->body_gap)	/* not captured; past BODY_KEEP is only not walked */
 		m->flags |= ZMTP_MSG_PARTIAL;
-	zmtp_msgpack_strs(d->body, d->body_n, found_str, &ic);
+	if (s->framing == MSG_FRAMING_ZMTP)
+		zmtp_msgpack_strs(d->body, d->body_n, found_str, &ic);
+	else
+		zmtp_ids_scan(d->body, d->body_n, found_str, &ic);
 	if (d->flags & F_MORE)
 		return;
 	d->in_msg = false;
@@ -337,12 +448,16 @@ static void consume(struct zmtp *s, int dir, const unsigned char *p, size_t n)
 			d->st = Z_SIZE;
 			break;
 		case Z_SIZE:
-			d->size = d->size << 8 | *p++;
+			if (s->framing == MSG_FRAMING_LEN32LE)
+				d->size |= (uint64_t)*p++ << (8 * d->size_n);
+			else
+				d->size = d->size << 8 | *p++;
 			n--;
 			if (++d->size_n < d->size_w)
 				break;
-			if (d->size >> 62) {	/* no frame is that long: not ZMTP framing */
-				lose(s, dir);
+			if (d->size >> 62 || (s->framing != MSG_FRAMING_ZMTP &&
+			    (!d->size || d->size >= MSG_SYNC_LEN32_MAX_BYTES))) {
+				lose(s, dir);	/* no frame is that long: not this framing */
 				break;
 			}
 			frame_begin_body(s, dir);
@@ -364,6 +479,7 @@ static void consume(struct zmtp *s, int dir, const unsigned char *p, size_t n)
 			break;
 		}
 		case Z_LOST:
+		case Z_HUNT:
 			s->sum.dir[dir].bytes_unparsed += n;
 			return;
 		}
@@ -401,10 +517,31 @@ static void skip(struct zmtp *s, int dir, uint64_t n)
 			lose(s, dir);	/* where the next frame starts is not known */
 			break;
 		case Z_LOST:
+		case Z_HUNT:
 			s->sum.dir[dir].bytes_unparsed += n;
 			return;
 		}
 	}
+}
+
+/*
+ * A hunting direction starts at this record when it parses from its first
+ * byte as whole frames, the last ending at the record's end or going on
+ * past it (msg_sync.h); for len32 also at a record of just a length (a
+ * reader that takes the 4 bytes first, then the body).
+ */
+static void hunt(struct zmtp *s, int dir, const unsigned char *p, size_t len, size_t gap_after)
+{
+	struct zdir *d = &s->d[dir];
+	struct msg_sync ms;
+
+	if (msg_sync__check(s->framing, p, len, (uint64_t)len + gap_after, &ms))
+		return;
+	if (!ms.frames && !(ms.cut && ms.id) &&
+	    !(s->framing != MSG_FRAMING_ZMTP && len == 4 && !gap_after))
+		return;
+	d->in_msg = false;
+	frame_next(s, d);
 }
 
 static void zmtp_feed(void *st, enum track_side side, uint32_t gap_before, const char *buf,
@@ -413,8 +550,10 @@ static void zmtp_feed(void *st, enum track_side side, uint32_t gap_before, const
 	struct zmtp *s = st;
 	int dir = side == TRACK_SIDE_REQ ? ZMTP_DIR_IN : ZMTP_DIR_OUT;
 
-	if (gap_before)
+	if (gap_before && s->d[dir].st != Z_HUNT)
 		skip(s, dir, gap_before);
+	if (s->d[dir].st == Z_HUNT)
+		hunt(s, dir, (const unsigned char *)buf, len, gap_after);
 	consume(s, dir, (const unsigned char *)buf, len);
 	if (gap_after)
 		skip(s, dir, gap_after);
@@ -432,7 +571,8 @@ static void zmtp_close(void *st, bool until_close_ends)
 
 	(void)until_close_ends;
 	for (int i = 0; i < ZMTP_DIR__N; i++)
-		if (s->d[i].in_msg || s->d[i].st == Z_SIZE ||
+		if (s->d[i].in_msg ||
+		    (s->d[i].st == Z_SIZE && (s->framing == MSG_FRAMING_ZMTP || s->d[i].size_n)) ||
 		    (s->d[i].st == Z_BODY && !(s->d[i].flags & F_COMMAND)))
 			s->sum.dir[i].cut = 1;
 	track_zmtp_conn(s->tc, &s->sum);
@@ -456,6 +596,36 @@ const struct proto_recognizer proto_zmtp = {
 	.name = "zmtp",
 	.detect = zmtp_detect,
 	.open = zmtp_open,
+	.feed = zmtp_feed,
+	.forget = zmtp_forget,
+	.close = zmtp_close,
+	.free = zmtp_free,
+};
+
+const struct proto_recognizer proto_zmtp_mid = {
+	.name = "zmtp-mid",
+	.detect = zmtp_mid_detect,
+	.open = zmtp_mid_open,
+	.feed = zmtp_feed,
+	.forget = zmtp_forget,
+	.close = zmtp_close,
+	.free = zmtp_free,
+};
+
+const struct proto_recognizer proto_len32be = {
+	.name = "len32be",
+	.detect = len32be_detect,
+	.open = len32be_open,
+	.feed = zmtp_feed,
+	.forget = zmtp_forget,
+	.close = zmtp_close,
+	.free = zmtp_free,
+};
+
+const struct proto_recognizer proto_len32le = {
+	.name = "len32le",
+	.detect = len32le_detect,
+	.open = len32le_open,
 	.feed = zmtp_feed,
 	.forget = zmtp_forget,
 	.close = zmtp_close,

@@ -68,7 +68,7 @@ struct zmtp_dir_stats {
 	uint64_t partial;	/* ... of them with body bytes not captured */
 	uint64_t commands;	/* command frames (READY, PING, PONG, ERROR, ...) */
 	uint64_t pings;		/* PING and PONG commands (ZMTP 3.1 heartbeats) */
-	uint64_t lost_sync;	/* 1 when framing was lost: nothing after it was parsed */
+	uint64_t lost_sync;	/* 1 when framing was lost: nothing after it was parsed (mid-stream: until a record parsed from its start) */
 	uint64_t bytes_unparsed;/* bytes after the loss, or after a greeting not understood */
 	uint64_t cut;		/* 1 when a message was in progress at close */
 	uint8_t minor;		/* ZMTP minor version in the greeting; 0xff unknown */
@@ -90,6 +90,8 @@ struct ttf_zmtp_conn {
 	uint64_t ids_untracked;	/* ids not counted as distinct: the set was full */
 	uint32_t n_ids;		/* ids[0 .. n_ids): the first distinct ones */
 	char ids[ZMTP_CONN_IDS][ZMTP_ID_BYTES];
+	uint8_t framing;	/* enum msg_framing (user/proto/msg_sync.h): ZMTP, or len32 messages */
+	uint8_t mid_stream;	/* 1: recognized from frames, no greeting seen (socket types unknown) */
 	/* filled by whoever keeps the messages (user/model/zmtp_log.h); 0 here */
 	uint64_t msgs_kept, msgs_dropped;
 };
@@ -111,5 +113,23 @@ bool zmtp_id_like(const char *s, size_t n);
  */
 void zmtp_msgpack_strs(const unsigned char *buf, size_t len,
 		       void (*found)(void *ctx, const char *s, size_t n), void *ctx);
+
+/*
+ * Call found(ctx, s, n) for each maximal run of id characters
+ * ([A-Za-z0-9._:-]) in the opaque bytes buf[0 .. len) that zmtp_id_like()
+ * accepts: ids in JSON, msgpack, pickle or any framing that puts a byte
+ * outside that set on both sides of them (a run cut by len is not one).
+ */
+void zmtp_ids_scan(const unsigned char *buf, size_t len,
+		   void (*found)(void *ctx, const char *s, size_t n), void *ctx);
+
+/*
+ * Is b[0 .. n), the captured prefix of a body of total bytes (n <= total),
+ * one msgpack value? Its end (> 0) when one value ends within b; 0 when
+ * every byte of b is valid msgpack and the value goes on past n; -1 at an
+ * unused byte (0xc1), or when a container or str claims more than the
+ * total bytes left.
+ */
+long zmtp_msgpack_value(const unsigned char *b, size_t n, uint64_t total);
 
 #endif /* TTFTRACE_ZMTP_H */

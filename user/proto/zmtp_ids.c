@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Request ids in ZMTP message bodies (zmtp.h): a minimal msgpack walk that
- * finds str values, and the filter that says which of them are ids. Format
+ * finds str values, the filter that says which of them are ids, the scan
+ * of opaque bodies for them, and the msgpack value check of msg_sync.c. Format
  * facts: the msgpack specification (docs/protocols.md, "ZMTP").
  */
 #include <string.h>
@@ -123,4 +124,87 @@ void zmtp_msgpack_strs(const unsigned char *b, size_t n,
 			found(ctx, (const char *)b + i, (size_t)fixed);
 		i += (size_t)fixed;
 	}
+}
+
+void zmtp_ids_scan(const unsigned char *b, size_t n,
+		   void (*found)(void *ctx, const char *s, size_t n), void *ctx)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t j = i;
+
+		while (j < n && id_char((char)b[j]))
+			j++;
+		if (j < n && j > i && zmtp_id_like((const char *)b + i, j - i))
+			found(ctx, (const char *)b + i, j - i);
+		i = j + 1;
+	}
+}
+
+long zmtp_msgpack_value(const unsigned char *b, size_t n, uint64_t total)
+{
+	uint64_t pending = 1;	/* values still to read */
+	size_t i = 0;
+
+	while (pending) {
+		unsigned char c;
+		unsigned int lw = 0;
+		uint64_t fixed = 0, count = 0;
+
+		if (i >= n)
+			return 0;
+		c = b[i++];
+		pending--;
+		if (c <= 0x7f || c >= 0xe0 || (c >= 0xc0 && c <= 0xc3 && c != 0xc1))
+			continue;		/* fixints, nil, false, true */
+		if (c == 0xc1)
+			return -1;
+		if (c <= 0x8f) {
+			count = 2 * (c & 0x0f);	/* fixmap */
+		} else if (c <= 0x9f) {
+			count = c & 0x0f;	/* fixarray */
+		} else if (c <= 0xbf) {
+			fixed = c & 0x1f;	/* fixstr */
+		} else {
+			switch (c) {
+			case 0xc4: case 0xd9: lw = 1; break;		/* bin, str 8 */
+			case 0xc5: case 0xda: lw = 2; break;
+			case 0xc6: case 0xdb: lw = 4; break;
+			case 0xc7: lw = 1; fixed = 1; break;		/* ext 8/16/32 */
+			case 0xc8: lw = 2; fixed = 1; break;
+			case 0xc9: lw = 4; fixed = 1; break;
+			case 0xca: case 0xce: case 0xd2: fixed = 4; break;
+			case 0xcb: case 0xcf: case 0xd3: fixed = 8; break;
+			case 0xcc: case 0xd0: fixed = 1; break;
+			case 0xcd: case 0xd1: case 0xd4: fixed = 2; break;
+			case 0xd5: fixed = 3; break;
+			case 0xd6: fixed = 5; break;
+			case 0xd7: fixed = 9; break;
+			case 0xd8: fixed = 17; break;
+			case 0xdc: case 0xde: lw = 2; break;		/* array/map 16 */
+			default: lw = 4; break;				/* 0xdd, 0xdf */
+			}
+		}
+		if (lw) {
+			uint64_t v;
+
+			if (n - i < lw)
+				return 0;
+			v = be(b + i, lw);
+			i += lw;
+			if (c >= 0xdc)
+				count = c == 0xdc || c == 0xdd ? v : 2 * v;
+			else
+				fixed += v;
+		}
+		/* every element takes a byte at least */
+		if (fixed > total - i || count > total - i)
+			return -1;
+		pending += count;
+		if (fixed > n - i)
+			return 0;	/* within total (above): cut by the capture */
+		i += (size_t)fixed;
+	}
+	return (long)i;
 }
