@@ -302,10 +302,11 @@ $(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_PATH_S
 
 install: $(TTF_INST_OUT)/ttftrace $(TTF_INST_CUPTI)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
-	$(Q)$(INSTALL) -d $(DESTDIR)$(TTF_BINDIR) $(DESTDIR)$(TTF_DATADIR)/profiles \
+	$(Q)$(INSTALL) -d $(DESTDIR)$(TTF_BINDIR) $(DESTDIR)$(TTF_DATADIR)/profiles/stacks \
 		$(DESTDIR)$(TTF_MAN8DIR) $(DESTDIR)$(TTF_BASHCOMPDIR) $(DESTDIR)$(TTF_UNITDIR)
 	$(Q)$(INSTALL) -m 0755 $(TTF_INST_OUT)/ttftrace $(DESTDIR)$(TTF_BINDIR)/ttftrace
 	$(Q)$(INSTALL) -m 0644 profiles/*.ini $(DESTDIR)$(TTF_DATADIR)/profiles/
+	$(Q)$(INSTALL) -m 0644 profiles/stacks/*.ini $(DESTDIR)$(TTF_DATADIR)/profiles/stacks/
 	$(Q)$(INSTALL) -m 0644 deploy/grafana/ttftrace-dashboard.json \
 		deploy/prometheus/ttftrace-alerts.yml $(DESTDIR)$(TTF_DATADIR)/
 	$(Q)$(INSTALL) -m 0644 deploy/systemd/ttftrace.default $(DESTDIR)$(TTF_DATADIR)/

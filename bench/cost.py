@@ -11,9 +11,12 @@ per round so that drift of a noisy machine hits all alike:
   T    ttftrace, default probes (network, scheduler, the llama.cpp profile)
   Tns  ttftrace --no-sched
   Tnu  ttftrace --no-profile (no engine uprobes)
+  Tnh  ttftrace --no-hops (one process's view: no upstream discovery)
   Tr   T with the sock source's syscall arguments from raw sys_enter, not
        the per-syscall tracepoints syscalls:sys_enter_X (TTFTRACE_SKIP_PROGS
        leaves enter_read out; not in the default --configs)
+  Tb   T with another build, $TTFTRACE_B (an A/B of two builds in one run;
+       not in the default --configs)
   B    bench/bpftrace_baseline.bt plus the same engine uprobes, in bpftrace
 
 Per round and per streamed token (loadgen's token count) it measures:
@@ -33,6 +36,7 @@ programs' own run time.
 It prints medians over rounds of the per-round figures and ratios, and per
 BPF program of T the runs per token, ns per run and us per token.
 Options: --targets demo,llama --rounds 5 -c 8 -n 48 -m 64 --keep.
+TTFTRACE=PATH measures another ttftrace build (default: ROOT/ttftrace).
 """
 import argparse
 import glob
@@ -48,17 +52,19 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("TTF_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TTFTRACE = os.path.join(ROOT, "ttftrace")
+TTFTRACE = os.environ.get("TTFTRACE") or os.path.join(ROOT, "ttftrace")
 LOADGEN = os.path.join(ROOT, ".output", "bin", "loadgen")
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
 TRACEFS = "/sys/kernel/tracing"
 LLAMA_BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
 MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
 THREADS = min(2, os.cpu_count() or 1)
-CONFIGS = ["N", "T", "Tns", "Tnu", "B"]
-EXTRA_CONFIGS = ["Tr"]
+CONFIGS = ["N", "T", "Tns", "Tnu", "Tnh", "B"]
+EXTRA_CONFIGS = ["Tr", "Tb"]
+TTFTRACE_B = os.environ.get("TTFTRACE_B")
 ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
-TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"], "Tr": []}
+TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"], "Tnh": ["--no-hops"],
+           "Tr": [], "Tb": []}
 TT_ENV = {"Tr": {"TTFTRACE_SKIP_PROGS": "enter_read"}}
 
 
@@ -208,7 +214,8 @@ def start_tracer(cfg, srv, work, tag):
             die("bpftrace did not start: " + open(log).read()[-500:])
         time.sleep(1)	# "Attaching" comes before the probes are attached
         return p
-    p = subprocess.Popen([TTFTRACE, "--port", str(srv.port), "--json", "-o",
+    exe = TTFTRACE_B if cfg == "Tb" else TTFTRACE
+    p = subprocess.Popen([exe, "--port", str(srv.port), "--json", "-o",
                           os.path.join(work, tag + ".ndjson")] + TT_ARGS[cfg],
                          stdout=subprocess.DEVNULL, stderr=open(log, "w"),
                          env=dict(os.environ, **TT_ENV.get(cfg, {})))
@@ -298,7 +305,7 @@ def report(target, rounds, cfgs):
     if "T" in cfgs and "B" in cfgs:
         print("T/B total cost per token (median of per-round ratios): %.2f" %
               med([t / b if b else None for t, b in zip(totals["T"], totals["B"])]))
-    for c in ("T", "Tr"):
+    for c in ("T", "Tr", "Tb"):
         if c in cfgs:
             prog_table(c, rounds)
 
@@ -337,6 +344,8 @@ def main():
         return
     if "N" not in cfgs or any(c not in CONFIGS + EXTRA_CONFIGS for c in cfgs):
         die("--configs: N and any of %s" % ",".join(CONFIGS + EXTRA_CONFIGS))
+    if "Tb" in cfgs and not (TTFTRACE_B and os.access(TTFTRACE_B, os.X_OK)):
+        die("--configs Tb needs TTFTRACE_B=PATH, an executable ttftrace build")
     if os.geteuid() != 0:
         die("the benchmark loads BPF programs and must run as root", "sudo bench/cost.sh")
     for b in (TTFTRACE, LOADGEN):

@@ -68,8 +68,11 @@ def test_install_puts_every_file_in_place(dest):
     if os.path.exists(os.path.join(CUDA_HOME, "include", "cupti.h")):
         assert CUPTI in got, sorted(got)
         assert os.stat(os.path.join(dest, CUPTI)).st_mode & 0o777 == 0o755
-    # nothing but what is listed: profiles of the source tree, the collector
-    extra = got - set(FILES) - {CUPTI} - {
+    # nothing but what is listed: profiles of the source tree (engines, stacks), the collector
+    stacks = {"usr/share/ttftrace/profiles/stacks/" + f
+              for f in os.listdir(os.path.join(ROOT, "profiles", "stacks"))}
+    assert "usr/share/ttftrace/profiles/stacks/sglang.ini" in got & stacks, sorted(got)
+    extra = got - set(FILES) - {CUPTI} - stacks - {
         "usr/share/ttftrace/profiles/" + f for f in os.listdir(os.path.join(ROOT, "profiles"))}
     assert not extra, extra
     # the man page and the unit name the installed paths, not the default PREFIX

@@ -19,26 +19,34 @@
 /* A message chain: frontend 300 (python3) and engine 301 (EngineCore). */
 static void test_msg_chain(void **state)
 {
-	static const int64_t ns[TTF_MS__MAX] = { 10, 20, 1000, 50, 3000, 7000, 40, 500, 30 };
-	static const char *const hop[TTF_MS__MAX] = { "net", "frontend", "frontend", "ipc",
-		"engine", "engine", "ipc", "frontend", "net" };
-	struct ttf_msg_chain c = { .fe_tgid = 300, .eng_tgid = 301, .fe_comm = "python3",
-				   .eng_comm = "EngineCore" };
+	static const int64_t ns[TTF_MS__MAX] = { [TTF_MS_NET_IN] = 10, [TTF_MS_READ_WAIT] = 20,
+		[TTF_MS_FRONTEND] = 1000, [TTF_MS_IPC_IN] = 50, [TTF_MS_QUEUE] = 3000,
+		[TTF_MS_PREFILL] = 7000, [TTF_MS_IPC_OUT] = 40, [TTF_MS_EMIT] = 500,
+		[TTF_MS_NET_OUT] = 30 };
+	static const uint8_t order[] = { TTF_MS_NET_IN, TTF_MS_READ_WAIT, TTF_MS_FRONTEND,
+		TTF_MS_IPC_IN, TTF_MS_QUEUE, TTF_MS_PREFILL, TTF_MS_IPC_OUT, TTF_MS_EMIT,
+		TTF_MS_NET_OUT };
+	static const char *const hop[] = { "net", "frontend", "frontend", "ipc", "engine",
+		"engine", "ipc", "frontend", "net" };
+	struct ttf_msg_chain c = { .fe_tgid = 300, .eng_tgid = 301, .tgid = { 300, 301 },
+				   .comm = { "python3", "EngineCore" }, .n_procs = 2,
+				   .n_stages = sizeof(order) };
 	struct ttf_attrib a = { .valid = 1, .msg = &c };
 	struct ttf_hop_view v;
 	uint64_t t = 1000000;
 
 	memcpy(c.stage_ns, ns, sizeof(ns));
+	memcpy(c.stage, order, sizeof(order));
 	assert_int_equal(ttf_hop_view__build(&a, 1000000, &v), 1);
 	assert_int_equal(v.kind, TTF_HOPV_MSG);
-	assert_int_equal(v.n_stages, TTF_MS__MAX);
-	for (int i = 0; i < TTF_MS__MAX; i++) {
-		assert_string_equal(v.stages[i].name, ttf_msg_stage_name(i));
+	assert_int_equal(v.n_stages, sizeof(order));
+	for (size_t i = 0; i < sizeof(order); i++) {
+		assert_string_equal(v.stages[i].name, ttf_msg_stage_name(order[i]));
 		assert_string_equal(v.stages[i].hop, hop[i]);
 		assert_int_equal(v.stages[i].start_ns, t);
-		assert_int_equal(v.stages[i].ns, ns[i]);
+		assert_int_equal(v.stages[i].ns, ns[order[i]]);
 		assert_true(ttf_hop_view_hop_index(hop[i]) >= 0);
-		t += ns[i];
+		t += ns[order[i]];
 	}
 	assert_int_equal(v.n_procs, 2);
 	assert_string_equal(v.procs[0].hop, "frontend");
@@ -54,6 +62,38 @@ static void test_msg_chain(void **state)
 	assert_int_equal(v.stages[3].proc, -1);	/* a link */
 	a.valid = 0;
 	assert_int_equal(ttf_hop_view__build(&a, 0, &v), 0);
+}
+
+/*
+ * A three-process chain (SGLang: tokenizer manager -> scheduler ->
+ * detokenizer -> tokenizer manager): the third process is the "output"
+ * hop, whatever its role, with detokenize; ipc_back is a link.
+ */
+static void test_three_process_chain(void **state)
+{
+	static const uint8_t order[] = { TTF_MS_NET_IN, TTF_MS_READ_WAIT, TTF_MS_FRONTEND,
+		TTF_MS_IPC_IN, TTF_MS_QUEUE, TTF_MS_PREFILL, TTF_MS_IPC_OUT, TTF_MS_DETOKENIZE,
+		TTF_MS_IPC_BACK, TTF_MS_EMIT, TTF_MS_NET_OUT };
+	struct ttf_msg_chain c = { .fe_tgid = 10, .eng_tgid = 11, .tgid = { 10, 11, 12 },
+				   .comm = { "python3", "python3", "detok" }, .n_procs = 3,
+				   .n_stages = sizeof(order),
+				   .role = { "tokenizer_manager", "scheduler", "detokenizer" } };
+	struct ttf_attrib a = { .valid = 1, .msg = &c };
+	struct ttf_hop_view v;
+
+	memcpy(c.stage, order, sizeof(order));
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		c.stage_ns[i] = 100 + i;
+	assert_int_equal(ttf_hop_view__build(&a, 0, &v), 1);
+	assert_int_equal(v.n_stages, sizeof(order));
+	assert_int_equal(v.n_procs, 3);
+	assert_string_equal(v.procs[2].hop, "output");
+	assert_int_equal(v.procs[2].tgid, 12);
+	assert_string_equal(v.procs[2].comm, "detok");
+	assert_int_equal(v.procs[2].ns, 100 + TTF_MS_DETOKENIZE);
+	assert_string_equal(v.stages[7].name, "detokenize");
+	assert_string_equal(v.stages[8].hop, "ipc");	/* ipc_back */
+	assert_int_equal(v.procs[0].ns, 3 * 100 + TTF_MS_READ_WAIT + TTF_MS_FRONTEND + TTF_MS_EMIT);
 }
 
 /*
@@ -96,6 +136,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_msg_chain),
+		cmocka_unit_test(test_three_process_chain),
 		cmocka_unit_test(test_gateway_chain),
 	};
 

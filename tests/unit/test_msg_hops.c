@@ -13,6 +13,8 @@
 #define MS 1000000ull
 #define FE 100
 #define ENG 200
+#define DET 300
+#define RID "0123456789abcdef0123456789abcdef"
 #define ID_A "cmpl-0123456789abcdef0123456789abcdef"
 #define ID_B "cmpl-fedcba9876543210fedcba9876543210"
 
@@ -28,6 +30,37 @@ static void msg(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, co
 	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
 }
 
+/* A request read at 10 ms (its wait from 9.5), its first token written at 26, its token time 26.05. */
+struct req_fix {
+	struct ttf_token_event ev;
+	struct ttf_request r;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+};
+
+static void req_fix(struct req_fix *f, const char *id)
+{
+	memset(f, 0, sizeof(*f));
+	f->ev = (struct ttf_token_event){ .write_ns = 26 * MS, .n_tokens = 1 };
+	f->r = (struct ttf_request){ .id = 1, .tgid = FE, .tx_tid = 7, .n_events = 1,
+				     .events = &f->ev };
+	f->m = (struct ttf_req_metrics){ .t_start_ns = 9 * MS, .t_first_token_ns = 26050000,
+					 .ttft_ns = 17050000 };
+	f->a.valid = 1;
+	f->a.bound_ns[1] = 9500000;
+	f->a.bound_ns[2] = 10 * MS;
+	snprintf(f->r.resp_id, sizeof(f->r.resp_id), "%s", id);
+}
+
+static int64_t sum(const struct ttf_msg_chain *c)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < TTF_MS__MAX; i++)
+		n += c->stage_ns[i];
+	return n;
+}
+
 /*
  * Request A read at 10 ms; its message leaves the frontend at 11, reaches
  * the engine at 11.1; the engine's step for B ends (output naming B) at 15;
@@ -37,28 +70,19 @@ static void msg(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, co
 static void test_split(void **state)
 {
 	struct msg_hops *mh = msg_hops__new();
-	struct ttf_token_event ev = { .write_ns = 26 * MS, .n_tokens = 1 };
-	struct ttf_request r = { .id = 1, .tgid = FE, .tx_tid = 7, .n_events = 1, .events = &ev };
-	struct ttf_req_metrics m = { .t_start_ns = 9 * MS, .t_first_token_ns = 26050000,
-				     .ttft_ns = 17050000 };
-	struct ttf_attrib a = { .valid = 1 };
+	struct req_fix f;
 	struct ttf_msg_chain c;
-	int64_t sum = 0;
 
 	(void)state;
-	a.bound_ns[1] = 9500000;
-	a.bound_ns[2] = 10 * MS;
-	snprintf(r.resp_id, sizeof(r.resp_id), "%s", ID_A);
+	req_fix(&f, ID_A);
 	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, ID_A, NULL);
 	msg(mh, ENG, ZMTP_DIR_IN, 11100000, ID_A, NULL);
 	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B, NULL);
 	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, ID_A, ID_B);
 	msg(mh, ENG, ZMTP_DIR_OUT, 30 * MS, ID_A, ID_B);
 	msg(mh, FE, ZMTP_DIR_IN, 25200000, ID_A, ID_B);
-	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 1);
-	for (int i = 0; i < TTF_MS__MAX; i++)
-		sum += c.stage_ns[i];
-	assert_int_equal(sum, m.ttft_ns);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
 	assert_int_equal(c.eng_tgid, ENG);
 	assert_int_equal(c.stage_ns[TTF_MS_READ_WAIT], 500000);
 	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
@@ -69,6 +93,15 @@ static void test_split(void **state)
 	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
 	assert_int_equal(c.stage_ns[TTF_MS_NET_OUT], 50000);
 	assert_int_equal(c.out_msgs, 2);
+	/* two processes: the vLLM-shaped stages only, in time order */
+	assert_int_equal(c.n_procs, 2);
+	assert_int_equal(c.n_stages, 9);
+	assert_int_equal(c.stage[6], TTF_MS_IPC_OUT);
+	assert_int_equal(c.stage[7], TTF_MS_EMIT);
+	assert_int_equal(c.stage_ns[TTF_MS_DETOKENIZE], 0);
+	assert_string_equal(c.role[0], "frontend");
+	assert_string_equal(c.role[1], "engine");
+	assert_string_equal(c.stack, "");
 	/* take windows: emit on the first token's writer, queue on the engine's main thread */
 	assert_int_equal(c.take[TTF_MT_FRONTEND].tid, 7);
 	assert_int_equal(c.take[TTF_MT_FRONTEND].start_ns, 25200000);
@@ -78,8 +111,77 @@ static void test_split(void **state)
 	assert_int_equal(c.take[TTF_MT_ENGINE].end_ns, 15 * MS);
 	assert_int_equal(c.take[TTF_MT_ENGINE].valid, 0);
 	/* joined once: the id is forgotten */
-	assert_int_equal(msg_hops__join(mh, &r, &m, &a, &c), 0);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
 	assert_int_equal(msg_hops__stats(mh)->joined, 1);
+	msg_hops__free(mh);
+}
+
+static const char sglang_ini[] =
+	"[stack]\nname = sglang\nrole = tokenizer_manager\nrole = scheduler\n"
+	"role = detokenizer\nsocket = push>pull\nsocket = push>pull\nsocket = push>pull\n"
+	"id = <hex32>\n";
+
+/*
+ * SGLang-shaped: the tokenizer manager writes at 11 ms, the scheduler reads
+ * at 11.1, its previous batch's output leaves at 15, the first naming the
+ * request at 25; the detokenizer reads it at 25.1 (and a later one at 30)
+ * and writes its text at 25.6; the tokenizer manager reads that at 25.7 and
+ * writes the first token at 26.
+ */
+static void test_three(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct stack_profiles sp = { .n = 1 };
+	struct ttf_msg_chain c;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(stack_profile__parse_string(sglang_ini, "sglang.ini", &sp.p[0], err,
+						     sizeof(err)), 0);
+	msg_hops__set_stacks(mh, &sp);
+	req_fix(&f, RID);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_IN, 25100000, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_IN, 30 * MS, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_OUT, 25600000, RID, ID_B);
+	msg(mh, FE, ZMTP_DIR_IN, 25700000, RID, ID_B);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.n_procs, 3);
+	assert_int_equal(c.tgid[1], ENG);
+	assert_int_equal(c.tgid[2], DET);
+	assert_int_equal(c.n_stages, TTF_MS__MAX);
+	assert_int_equal(c.stage[7], TTF_MS_DETOKENIZE);
+	assert_int_equal(c.stage[8], TTF_MS_IPC_BACK);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_DETOKENIZE], 500000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_BACK], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 300000);
+	assert_string_equal(c.role[1], "scheduler");
+	assert_string_equal(c.role[2], "detokenizer");
+	assert_string_equal(c.stack, "sglang");
+	/* the take windows: emit and the scheduler's queue, as with one process */
+	assert_int_equal(c.take[TTF_MT_FRONTEND].start_ns, 25700000);
+	assert_int_equal(c.take[TTF_MT_FRONTEND].end_ns, 26 * MS);
+	assert_int_equal(c.take[TTF_MT_ENGINE].tid, ENG);
+	assert_int_equal(c.take[TTF_MT_ENGINE].start_ns, 11100000);
+	assert_int_equal(c.take[TTF_MT_ENGINE].end_ns, 15 * MS);
+	/* a fourth process reading the id: more than a chain has, not split */
+	msg(mh, FE, ZMTP_DIR_OUT, 40 * MS, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 41 * MS, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 42 * MS, RID, NULL);
+	msg(mh, DET, ZMTP_DIR_IN, 43 * MS, RID, NULL);
+	msg(mh, DET, ZMTP_DIR_OUT, 44 * MS, RID, NULL);
+	msg(mh, 400, ZMTP_DIR_IN, 44500000, RID, NULL);
+	msg(mh, FE, ZMTP_DIR_IN, 45 * MS, RID, NULL);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
+	assert_int_equal(msg_hops__stats(mh)->unjoined, 1);
 	msg_hops__free(mh);
 }
 
@@ -166,6 +268,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_three),
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_more_ids),

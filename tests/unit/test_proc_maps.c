@@ -133,11 +133,36 @@ static void test_open_own_mapping(void **state)
 	proc_maps__free(&pm);
 }
 
+/* The hand parser refuses what sscanf refused, and takes a line with no path at all. */
+static void test_parse_edges(void **state)
+{
+	struct proc_maps pm = { 0 };
+
+	assert_int_equal(proc_maps__parse_str("7f00-7f01 r-xp 00000000 08:01 12\n", &pm), 0);
+	assert_int_equal(pm.n, 1);
+	assert_true(pm.v[0].inode == 12 && pm.v[0].dev_major == 8 && pm.v[0].dev_minor == 1);
+	assert_string_equal(pm.v[0].path, "");
+	assert_string_equal(pm.v[0].perms, "r-xp");
+	proc_maps__free(&pm);
+	assert_int_equal(proc_maps__parse_str("7F00-7F01 r-xp 0000ABCD FE:0a 3 /x\n", &pm), 0);
+	assert_true(pm.v[0].start == 0x7f00 && pm.v[0].pgoff == 0xabcd && pm.v[0].dev_major == 0xfe &&
+		    pm.v[0].dev_minor == 10);
+	proc_maps__free(&pm);
+	/* 17 hex digits, a missing inode, a short perms field, an inode glued to the path */
+	assert_int_equal(proc_maps__parse_str("10000000000000000-1 r-xp 0 08:01 1 /x\n", &pm), -EINVAL);
+	assert_int_equal(proc_maps__parse_str("7f00-7f01 r-xp 00000000 08:01\n", &pm), -EINVAL);
+	assert_int_equal(proc_maps__parse_str("7f00-7f01 r-x 00000000 08:01 1 /x\n", &pm), -EINVAL);
+	assert_int_equal(proc_maps__parse_str("7f00-7f01 r-xp 00000000 08:01 1/x\n", &pm), -EINVAL);
+	assert_int_equal(pm.n, 0);
+	proc_maps__free(&pm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_fields),
 		cmocka_unit_test(test_parse_malformed),
+		cmocka_unit_test(test_parse_edges),
 		cmocka_unit_test(test_path_too_long_kept_without_path),
 		cmocka_unit_test(test_find_exec_globs),
 		cmocka_unit_test(test_root_prefix_once),

@@ -34,7 +34,14 @@
 #include "user/cmd/trace.h"
 #include "user/proto/grpc.h"
 
-#define POLL_MS 10
+/*
+ * While records come: drain every 50 ms. Each drain costs a wakeup and a
+ * handful of syscalls whatever it finds, and at 10 ms these were a large
+ * part of the tracer's CPU per streamed token (README, Cost); a request's
+ * line still comes out within about 60 ms of its end (the drain, plus the
+ * watermark's slack), and the rings wake the loop early when filling.
+ */
+#define POLL_MS 50
 /*
  * An idle target: each drain that finds no record doubles the wait, up to
  * this; the first record brings it back to POLL_MS. Keeps an idle server's

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
+#include "user/lib/log.h"
 #include "user/model/hops.h"
 #include "user/model/loop_busy.h"
 #include "user/model/msg_hops.h"
@@ -126,8 +127,9 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 		a.hops = NULL;
 		a.msg = NULL;
 		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain)) {
-			proc_names__get(p->names, mchain.eng_tgid, mchain.eng_comm,
-					sizeof(mchain.eng_comm));
+			for (int k = 1; k < mchain.n_procs; k++)
+				proc_names__get(p->names, mchain.tgid[k], mchain.comm[k],
+						sizeof(mchain.comm[k]));
 			a.msg = &mchain;
 			for (int i = 0; p->sched && i < TTF_MT__MAX; i++) {
 				struct ttf_msg_take_gap *g = &mchain.take[i];
@@ -259,6 +261,20 @@ static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
 	zmtp_log__close(p->zmtp, z->sock_cookie);
 }
 
+/* Stack profiles name the processes of message hops; a bad file: a warning, the rest kept. */
+static void load_stacks(struct msg_hops *mh)
+{
+	struct stack_profiles *sp = calloc(1, sizeof(*sp));
+	char err[512];
+
+	if (!sp)
+		return;
+	if (stack_profiles__load_default(sp, err, sizeof(err)))
+		ttf_warn("stack profile %s (message hops name their processes without it)", err);
+	msg_hops__set_stacks(mh, sp);
+	free(sp);
+}
+
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 {
 	struct pipeline *p = calloc(1, sizeof(*p));
@@ -283,6 +299,8 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->hops = hops__new();
 		p->msg = msg_hops__new();
 		p->names = proc_names__new();
+		if (p->msg)
+			load_stacks(p->msg);
 	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);

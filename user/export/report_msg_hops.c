@@ -10,6 +10,7 @@
 struct msg_hop_stats {
 	struct stats *st[TTF_MS__MAX];
 	uint64_t n;
+	uint8_t max_procs;	/* the longest chain added */
 };
 
 static const double pcts[] = { 50, 95, 99 };
@@ -51,8 +52,10 @@ int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
 	if (!c)
 		return 0;
 	hs->n++;
-	for (int i = 0; i < TTF_MS__MAX; i++)
-		err |= stats__add(hs->st[i], c->stage_ns[i] / 1e6);
+	if (c->n_procs > hs->max_procs)
+		hs->max_procs = c->n_procs;
+	for (int i = 0; i < c->n_stages; i++)
+		err |= stats__add(hs->st[c->stage[i]], c->stage_ns[c->stage[i]] / 1e6);
 	return err ? -ENOMEM : 0;
 }
 
@@ -100,25 +103,31 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 		return;
 	arr = cJSON_AddArrayToObject(o, "hops");
 	*err |= !arr;
-	if (arr) {
-		take_gap(hop(arr, "frontend", c->fe_tgid, c->fe_comm, err),
-			 &c->take[TTF_MT_FRONTEND], "emit", err);
-		h = hop(arr, "engine", c->eng_tgid, c->eng_comm, err);
-		take_gap(h, &c->take[TTF_MT_ENGINE], "queue", err);
-		if (h) {
-			*err |= !cJSON_AddStringToObject(h, "join", "exact");
-			*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "
-							 "messages of both processes");
+	for (int k = 0; arr && k < c->n_procs; k++) {
+		h = hop(arr, c->role[k], c->tgid[k], c->comm[k], err);
+		if (k < TTF_MT__MAX)	/* frontend: emit, engine: queue */
+			take_gap(h, &c->take[k], k == TTF_MT_FRONTEND ? "emit" : "queue", err);
+		if (!h || !k)
+			continue;
+		*err |= !cJSON_AddStringToObject(h, "join", "exact");
+		*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "
+						 "messages of both processes");
+		if (k == 1) {
 			*err |= !cJSON_AddStringToObject(h, "split", "inferred");
 			*err |= !cJSON_AddStringToObject(h, "inferred_by", "one output message per "
 							 "engine step");
 			*err |= !cJSON_AddNumberToObject(h, "output_messages", c->out_msgs);
+		} else {
+			*err |= !cJSON_AddStringToObject(h, "split", "measured");
 		}
 	}
+	if (arr && c->stack[0])
+		*err |= !cJSON_AddStringToObject(o, "hop_stack", c->stack);
 	st = cJSON_AddObjectToObject(o, "hop_stages_ms");
 	*err |= !st;
-	for (int i = 0; st && i < TTF_MS__MAX; i++)
-		*err |= !cJSON_AddNumberToObject(st, ttf_msg_stage_name(i), ms(c->stage_ns[i]));
+	for (int i = 0; st && i < c->n_stages; i++)
+		*err |= !cJSON_AddNumberToObject(st, ttf_msg_stage_name(c->stage[i]),
+						 ms(c->stage_ns[c->stage[i]]));
 }
 
 void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
@@ -127,11 +136,23 @@ void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
 
 	if (!c || a->hops)
 		return;
-	fprintf(out, "    hops(ms): frontend %.2f | ipc_in %.2f | engine pid %u queue %.2f "
-		"prefill %.2f | ipc_out %.2f | emit %.2f [join exact, queue/prefill inferred]\n",
-		c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6, c->eng_tgid,
-		c->stage_ns[TTF_MS_QUEUE] / 1e6, c->stage_ns[TTF_MS_PREFILL] / 1e6,
-		c->stage_ns[TTF_MS_IPC_OUT] / 1e6, c->stage_ns[TTF_MS_EMIT] / 1e6);
+	if (c->n_procs < 3) {
+		fprintf(out, "    hops(ms): frontend %.2f | ipc_in %.2f | engine pid %u queue %.2f "
+			"prefill %.2f | ipc_out %.2f | emit %.2f [join exact, queue/prefill inferred]\n",
+			c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6,
+			c->eng_tgid, c->stage_ns[TTF_MS_QUEUE] / 1e6,
+			c->stage_ns[TTF_MS_PREFILL] / 1e6, c->stage_ns[TTF_MS_IPC_OUT] / 1e6,
+			c->stage_ns[TTF_MS_EMIT] / 1e6);
+		return;
+	}
+	fprintf(out, "    hops(ms): %s %.2f | ipc_in %.2f | %s pid %u queue %.2f prefill %.2f | "
+		"ipc_out %.2f | %s pid %u detokenize %.2f | ipc_back %.2f | emit %.2f "
+		"[join exact, queue/prefill inferred]\n",
+		c->role[0], c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6,
+		c->role[1], c->tgid[1], c->stage_ns[TTF_MS_QUEUE] / 1e6,
+		c->stage_ns[TTF_MS_PREFILL] / 1e6, c->stage_ns[TTF_MS_IPC_OUT] / 1e6, c->role[2],
+		c->tgid[2], c->stage_ns[TTF_MS_DETOKENIZE] / 1e6, c->stage_ns[TTF_MS_IPC_BACK] / 1e6,
+		c->stage_ns[TTF_MS_EMIT] / 1e6);
 }
 
 /* The stage with the largest P95. */
@@ -141,7 +162,7 @@ static int tail_stage(const struct msg_hop_stats *hs)
 	double v = -1;
 
 	for (int i = 0; i < TTF_MS__MAX; i++) {
-		double p = stats__percentile(hs->st[i], 95);
+		double p = stats__count(hs->st[i]) ? stats__percentile(hs->st[i], 95) : -1;
 
 		if (p > v) {
 			v = p;
@@ -157,10 +178,14 @@ void report_msg_hops__summary_text(FILE *out, const struct msg_hop_stats *hs)
 
 	if (!hs || !hs->n)
 		return;
-	fprintf(out, "Message hops: %llu requests split across their frontend and engine "
-		"(joined by request id; queue/prefill inferred from output messages):\n",
-		(unsigned long long)hs->n);
-	for (int i = 0; i < TTF_MS__MAX; i++) {
+	fprintf(out, "Message hops: %llu requests split across their %s (joined by request id; "
+		"queue/prefill inferred from output messages):\n", (unsigned long long)hs->n,
+		hs->max_procs > 2 ? "processes" : "frontend and engine");
+	for (int j = 0; j < TTF_MS__MAX; j++) {
+		enum ttf_msg_stage i = ttf_msg_stage_at(j);
+
+		if (!stats__count(hs->st[i]))	/* a stage of no chain seen */
+			continue;
 		fprintf(out, "  %-13s", ttf_msg_stage_name(i));
 		for (size_t k = 0; k < 3; k++)
 			fprintf(out, " %s %9.3f", pct_keys[k], stats__percentile(hs->st[i], pcts[k]));
@@ -185,9 +210,13 @@ void report_msg_hops__summary_json(cJSON *o, const struct msg_hop_stats *hs, int
 	*err |= !cJSON_AddNumberToObject(h, "requests", (double)hs->n);
 	st = cJSON_AddObjectToObject(h, "stages_ms");
 	*err |= !st;
-	for (int i = 0; st && i < TTF_MS__MAX; i++) {
-		cJSON *s = cJSON_AddObjectToObject(st, ttf_msg_stage_name(i));
+	for (int j = 0; st && j < TTF_MS__MAX; j++) {
+		enum ttf_msg_stage i = ttf_msg_stage_at(j);
+		cJSON *s;
 
+		if (!stats__count(hs->st[i]))
+			continue;
+		s = cJSON_AddObjectToObject(st, ttf_msg_stage_name(i));
 		*err |= !s;
 		for (size_t k = 0; s && k < 3; k++)
 			*err |= !cJSON_AddNumberToObject(s, pct_keys[k], round(1e3 *

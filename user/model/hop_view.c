@@ -8,7 +8,7 @@
 
 /* Every hop name either chain gives (hops.c, msg_hops.c); new ones go here too. */
 static const char *const hop_names[] = {
-	"net", "gateway", "prefill", "upstream", "ipc", "frontend", "engine", NULL,
+	"net", "gateway", "prefill", "upstream", "ipc", "frontend", "engine", "output", NULL,
 };
 
 const char *const *ttf_hop_view_hop_names(void)

@@ -7,8 +7,11 @@
 #include "user/lib/log.h"
 #include "user/model/msg_hops.h"
 
-/* Crossings kept per id: frontend OUT, engine IN, engine OUT, frontend IN, and spares. */
-#define CROSSINGS 6
+/*
+ * Crossings kept per id: frontend OUT and IN, IN and OUT of each process
+ * after it (MSG_HOPS_PROCS), and two spares (a process more than a chain has).
+ */
+#define CROSSINGS (2 * MSG_HOPS_PROCS + 2)
 
 struct crossing {
 	uint64_t ts_ns;		/* the first message of this process and direction naming the id */
@@ -35,14 +38,25 @@ struct msg_hops {
 	struct out_time outs[MSG_HOPS_OUTS];	/* every OUT message, ring */
 	size_t n_outs, outs_head;
 	struct msg_hops_stats stats;
+	struct stack_profiles stacks;
 };
+
+/* A chain's process names without a stack profile that fits it. */
+static const char *const default_roles[MSG_HOPS_PROCS] = { "frontend", "engine", "output" };
 
 static const char *const stage_names[TTF_MS__MAX] = {
 	[TTF_MS_NET_IN] = "net_in",	[TTF_MS_READ_WAIT] = "read_wait",
 	[TTF_MS_FRONTEND] = "frontend",	[TTF_MS_IPC_IN] = "ipc_in",
 	[TTF_MS_QUEUE] = "queue",	[TTF_MS_PREFILL] = "prefill",
 	[TTF_MS_IPC_OUT] = "ipc_out",	[TTF_MS_EMIT] = "emit",
-	[TTF_MS_NET_OUT] = "net_out",
+	[TTF_MS_NET_OUT] = "net_out",	[TTF_MS_DETOKENIZE] = "detokenize",
+	[TTF_MS_IPC_BACK] = "ipc_back",
+};
+
+static const uint8_t time_order[TTF_MS__MAX] = {
+	TTF_MS_NET_IN, TTF_MS_READ_WAIT, TTF_MS_FRONTEND, TTF_MS_IPC_IN, TTF_MS_QUEUE,
+	TTF_MS_PREFILL, TTF_MS_IPC_OUT, TTF_MS_DETOKENIZE, TTF_MS_IPC_BACK, TTF_MS_EMIT,
+	TTF_MS_NET_OUT,
 };
 
 const char *ttf_msg_stage_name(enum ttf_msg_stage s)
@@ -52,15 +66,16 @@ const char *ttf_msg_stage_name(enum ttf_msg_stage s)
 
 int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out)
 {
-	(void)c;	/* one shape so far: frontend -> engine -> frontend */
-	for (int i = 0; i < TTF_MS__MAX; i++)
-		out[i] = i;
-	return TTF_MS__MAX;
+	for (int i = 0; i < c->n_stages; i++)
+		out[i] = c->stage[i];
+	return c->n_stages;
 }
 
 const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
 			      uint32_t *tgid, const char **comm)
 {
+	int k;
+
 	*tgid = 0;
 	*comm = "";
 	switch (s) {
@@ -69,22 +84,43 @@ const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage 
 		return "net";
 	case TTF_MS_IPC_IN:
 	case TTF_MS_IPC_OUT:
+	case TTF_MS_IPC_BACK:
 		return "ipc";
 	case TTF_MS_QUEUE:
 	case TTF_MS_PREFILL:
-		*tgid = c->eng_tgid;
-		*comm = c->eng_comm;
-		return "engine";
+		k = 1;
+		break;
+	case TTF_MS_DETOKENIZE:
+		k = 2;
+		break;
 	default:	/* read_wait, frontend, emit: in the frontend's process */
-		*tgid = c->fe_tgid;
-		*comm = c->fe_comm;
-		return "frontend";
+		k = 0;
+		break;
 	}
+	if (k >= c->n_procs)
+		return "ipc";
+	*tgid = c->tgid[k];
+	*comm = c->comm[k];
+	/* by position, not by the stack profile's role: a fixed set of hop names */
+	return default_roles[k];
+}
+
+enum ttf_msg_stage ttf_msg_stage_at(int i)
+{
+	return i >= 0 && i < TTF_MS__MAX ? (enum ttf_msg_stage)time_order[i] : TTF_MS__MAX;
 }
 
 struct msg_hops *msg_hops__new(void)
 {
 	return calloc(1, sizeof(struct msg_hops));
+}
+
+void msg_hops__set_stacks(struct msg_hops *mh, const struct stack_profiles *sp)
+{
+	if (sp)
+		mh->stacks = *sp;
+	else
+		memset(&mh->stacks, 0, sizeof(mh->stacks));
 }
 
 static void drop(struct msg_hops *mh, struct id_entry *e)
@@ -190,14 +226,58 @@ static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
+/*
+ * The processes after the frontend fe, in the order they first read a
+ * message naming the id: in[k], out[k] their first IN and OUT crossings.
+ * Returns how many (1 .. MSG_HOPS_PROCS-1), 0 when one of them wrote no
+ * message naming it or none read one, -1 when more processes read it than
+ * a chain has.
+ */
+static int chain_of(const struct id_entry *e, uint32_t fe, const struct crossing **in,
+		    const struct crossing **out)
+{
+	int n = 0;
+
+	for (;;) {
+		const struct crossing *best = NULL;
+
+		for (int k = 0; k < e->n_c; k++) {
+			const struct crossing *c = &e->c[k];
+			int seen = c->tgid == fe;
+
+			for (int j = 0; j < n; j++)
+				seen |= in[j]->tgid == c->tgid;
+			if (c->dir == ZMTP_DIR_IN && !seen && (!best || c->ts_ns < best->ts_ns))
+				best = c;
+		}
+		if (!best)
+			return n;
+		if (n == MSG_HOPS_PROCS - 1)
+			return -1;
+		in[n] = best;
+		out[n] = find(e, best->tgid, 1, ZMTP_DIR_OUT);
+		if (!out[n])
+			return 0;
+		n++;
+	}
+}
+
+static void name_roles(struct ttf_msg_chain *c, const struct stack_profile *sp)
+{
+	for (int k = 0; k < c->n_procs; k++)
+		snprintf(c->role[k], sizeof(c->role[k]), "%s", sp ? sp->role[k] : default_roles[k]);
+	snprintf(c->stack, sizeof(c->stack), "%s", sp ? sp->name : "");
+}
+
 int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
 		   struct ttf_msg_chain *out)
 {
-	const struct crossing *fe_out, *eng_in, *eng_out, *fe_in;
+	const struct crossing *fe_out, *fe_in, *in[MSG_HOPS_PROCS - 1], *eo[MSG_HOPS_PROCS - 1];
 	const struct ttf_token_event *ev;
 	struct id_entry *e;
-	uint64_t b[TTF_MS__MAX + 1], prev;
+	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
+	int n;
 
 	if (!r->resp_id[0] || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
 		return 0;
@@ -205,41 +285,59 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	if (!e)
 		return 0;
 	fe_out = find(e, r->tgid, 1, ZMTP_DIR_OUT);
-	eng_in = find(e, r->tgid, 0, ZMTP_DIR_IN);
 	fe_in = find(e, r->tgid, 1, ZMTP_DIR_IN);
-	eng_out = eng_in ? find(e, eng_in->tgid, 1, ZMTP_DIR_OUT) : NULL;
-	if (!fe_out || !eng_in || !eng_out || !fe_in) {
+	n = chain_of(e, r->tgid, in, eo);
+	if (!fe_out || !fe_in || n <= 0) {
 		mh->stats.unjoined++;
-		ttf_debug("msg hops: request %llu: its id's messages are incomplete (%d crossings)",
-			  (unsigned long long)r->id, e->n_c);
+		ttf_debug("msg hops: request %llu: its id's messages are %s (%d crossings)",
+			  (unsigned long long)r->id, n < 0 ? "read by more processes than a chain has" :
+			  "incomplete", e->n_c);
 		drop(mh, e);
 		return 0;
 	}
 	memset(out, 0, sizeof(*out));
-	out->fe_tgid = r->tgid;
-	snprintf(out->fe_comm, sizeof(out->fe_comm), "%.15s", r->comm);
-	out->eng_tgid = eng_in->tgid;
-	out->out_msgs = eng_out->n;
+	out->fe_tgid = out->tgid[0] = r->tgid;
+	snprintf(out->comm[0], sizeof(out->comm[0]), "%.15s", r->comm);
+	out->eng_tgid = in[0]->tgid;
+	for (int k = 0; k < n; k++)
+		out->tgid[k + 1] = in[k]->tgid;
+	out->n_procs = (uint8_t)(n + 1);
+	name_roles(out, stack_profiles__match(&mh->stacks, n + 1, r->resp_id));
+	out->out_msgs = eo[0]->n;
 	ev = &r->events[0];
-	b[TTF_MS_NET_IN] = m->t_start_ns;
-	b[TTF_MS_READ_WAIT] = a->bound_ns[1];
-	b[TTF_MS_FRONTEND] = a->bound_ns[2];
-	b[TTF_MS_IPC_IN] = fe_out->ts_ns;
-	b[TTF_MS_QUEUE] = eng_in->ts_ns;
-	prev = out_before(mh, eng_in->tgid, eng_out->ts_ns);
-	b[TTF_MS_PREFILL] = prev > eng_in->ts_ns ? prev : eng_in->ts_ns;
-	b[TTF_MS_IPC_OUT] = eng_out->ts_ns;
-	b[TTF_MS_EMIT] = fe_in->ts_ns;
-	b[TTF_MS_NET_OUT] = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
-	b[TTF_MS__MAX] = m->t_first_token_ns;
-	for (int i = 1; i <= TTF_MS__MAX; i++)
-		b[i] = clamp(b[i], b[i - 1], m->t_first_token_ns);
-	for (int i = 0; i < TTF_MS__MAX; i++)
-		out->stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
-	out->take[TTF_MT_FRONTEND] = (struct ttf_msg_take_gap){
-		.tid = r->tx_tid, .start_ns = b[TTF_MS_EMIT], .end_ns = b[TTF_MS_NET_OUT] };
-	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){
-		.tid = eng_in->tgid, .start_ns = b[TTF_MS_QUEUE], .end_ns = b[TTF_MS_PREFILL] };
+	/* each stage's end, in time order; the ones not in this chain are left out */
+	end[TTF_MS_NET_IN] = a->bound_ns[1];
+	end[TTF_MS_READ_WAIT] = a->bound_ns[2];
+	end[TTF_MS_FRONTEND] = fe_out->ts_ns;
+	end[TTF_MS_IPC_IN] = in[0]->ts_ns;
+	prev = out_before(mh, in[0]->tgid, eo[0]->ts_ns);
+	end[TTF_MS_QUEUE] = prev > in[0]->ts_ns ? prev : in[0]->ts_ns;
+	end[TTF_MS_PREFILL] = eo[0]->ts_ns;
+	end[TTF_MS_IPC_OUT] = n > 1 ? in[1]->ts_ns : fe_in->ts_ns;
+	end[TTF_MS_DETOKENIZE] = n > 1 ? eo[1]->ts_ns : 0;
+	end[TTF_MS_IPC_BACK] = n > 1 ? fe_in->ts_ns : 0;
+	end[TTF_MS_EMIT] = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
+	end[TTF_MS_NET_OUT] = m->t_first_token_ns;
+	t = m->t_start_ns;
+	for (int i = 0; i < TTF_MS__MAX; i++) {
+		enum ttf_msg_stage s = ttf_msg_stage_at(i);
+		uint64_t x;
+
+		if (n == 1 && (s == TTF_MS_DETOKENIZE || s == TTF_MS_IPC_BACK))
+			continue;
+		x = clamp(end[s], t, m->t_first_token_ns);
+		from[s] = t;
+		out->stage_ns[s] = (int64_t)(x - t);
+		out->stage[out->n_stages++] = (uint8_t)s;
+		t = x;
+	}
+	/* the stages after a crossing in whose taking thread is known (take windows) */
+	out->take[TTF_MT_FRONTEND] = (struct ttf_msg_take_gap){ .tid = r->tx_tid,
+		.start_ns = from[TTF_MS_EMIT],
+		.end_ns = from[TTF_MS_EMIT] + (uint64_t)out->stage_ns[TTF_MS_EMIT] };
+	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){ .tid = in[0]->tgid,
+		.start_ns = from[TTF_MS_QUEUE],
+		.end_ns = from[TTF_MS_QUEUE] + (uint64_t)out->stage_ns[TTF_MS_QUEUE] };
 	mh->stats.joined++;
 	drop(mh, e);
 	return 1;

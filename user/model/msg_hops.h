@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Message hops (docs/design.md D15): an API server that hands each request
- * to an engine process over ZMQ (vLLM: ROUTER/DEALER for requests,
- * PUSH/PULL for one output message per engine step; SGLang alike).
+ * Message hops (docs/design.md D15, D16): an API server that hands each
+ * request to an engine process over ZMQ (vLLM: ROUTER/DEALER for requests,
+ * PUSH/PULL for one output message per engine step), or a chain of them
+ * (SGLang: tokenizer manager -> scheduler -> detokenizer -> tokenizer
+ * manager, each hop PUSH/PULL).
  *
  * Every ZMTP message the recognizer reports (user/proto/zmtp.h) with
  * request ids is indexed by id: for each id, the first time each traced
  * process wrote (OUT) and read (IN) a message naming it, where the message
  * crossed the socket (libzmq's I/O threads do the socket I/O: a crossing is
  * not when the application took it from ZMQ's queue). A client request
- * whose SSE stream names the same id (ttf_request.resp_id) is then split:
+ * whose SSE stream names the same id (ttf_request.resp_id) is then split.
+ * The processes after the frontend are taken in the order they first read
+ * a message naming the id; the first of them is the engine that runs the
+ * steps. One engine process (vLLM):
  *
  *   frontend  its read -> the frontend wrote the engine request message
  *   ipc_in    -> the engine process read it
@@ -18,6 +23,14 @@
  *   prefill   -> the engine wrote the first output message naming it
  *   ipc_out   -> the frontend read that message
  *   emit      -> the frontend began writing the first token
+ *
+ * Two (SGLang): ipc_out ends where the second process (the detokenizer)
+ * read the engine's first output message naming the id, then
+ *
+ *   detokenize -> the second process wrote its first message naming it
+ *   ipc_back   -> the frontend read that message
+ *   emit       -> the frontend began writing the first token
+ *
  * after net_in and read_wait and before net_out: disjoint, summing to TTFT.
  * The join is exact (the id); queue/prefill are inferred from the output
  * cadence (one message per step).
@@ -31,11 +44,13 @@
 #include <stdint.h>
 #include "user/model/attrib.h"
 #include "user/model/metrics.h"
+#include "user/model/stack_profile.h"
 #include "user/proto/request.h"
 #include "user/proto/zmtp.h"
 
 #define MSG_HOPS_IDS 16384
 #define MSG_HOPS_OUTS 4096
+#define MSG_HOPS_PROCS 3	/* the frontend and up to two processes after it */
 
 enum ttf_msg_stage {
 	TTF_MS_NET_IN = 0,
@@ -47,6 +62,8 @@ enum ttf_msg_stage {
 	TTF_MS_IPC_OUT,
 	TTF_MS_EMIT,
 	TTF_MS_NET_OUT,
+	TTF_MS_DETOKENIZE,	/* chains of two processes after the frontend only */
+	TTF_MS_IPC_BACK,	/* ditto */
 	TTF_MS__MAX,
 };
 
@@ -73,9 +90,21 @@ struct ttf_msg_take_gap {
 struct ttf_msg_chain {
 	uint32_t fe_tgid;		/* the frontend (the client request's process) */
 	uint32_t eng_tgid;		/* the engine process that read the request message */
-	char fe_comm[16], eng_comm[16];	/* their names; "" unknown (user/model/proc_names.h) */
-	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT */
+	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT; 0 for a stage not in this chain */
 	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
+	/* the processes in the order the request passed them: [0] fe_tgid, [1] eng_tgid */
+	uint32_t tgid[MSG_HOPS_PROCS];
+	char comm[MSG_HOPS_PROCS][16];	/* their names; "" unknown (user/model/proc_names.h) */
+	uint8_t n_procs;		/* 2 (vLLM-shaped) or 3 (SGLang-shaped) */
+	uint8_t n_stages;		/* stage[0 .. n_stages): this chain's stages, in time order */
+	uint8_t stage[TTF_MS__MAX];	/* enum ttf_msg_stage */
+	/*
+	 * each process's role, from the stack profile whose roles and id
+	 * pattern fit the chain (user/model/stack_profile.h), else "frontend",
+	 * "engine", "output"; stack: that profile's name, "" none
+	 */
+	char role[MSG_HOPS_PROCS][STACK_NAME_BYTES];
+	char stack[STACK_NAME_BYTES];
 	struct ttf_msg_take_gap take[TTF_MT__MAX];
 };
 
@@ -91,6 +120,8 @@ struct msg_hops;
 /* NULL on ENOMEM. */
 struct msg_hops *msg_hops__new(void);
 void msg_hops__free(struct msg_hops *mh);
+/* The stack profiles that name a chain's processes (copied; NULL: none, the default names). */
+void msg_hops__set_stacks(struct msg_hops *mh, const struct stack_profiles *sp);
 /* One ZMTP message (only its ids and crossing are kept). 0 or -ENOMEM (counted as evicted). */
 int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m);
 /*
@@ -102,8 +133,13 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
 		   struct ttf_msg_chain *out);
 const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
-/* "net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit", "net_out" */
+/*
+ * "net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out",
+ * "emit", "net_out", "detokenize", "ipc_back"
+ */
 const char *ttf_msg_stage_name(enum ttf_msg_stage s);
+/* The i-th stage (0 .. TTF_MS__MAX) in time order: ... ipc_out, detokenize, ipc_back, emit ... */
+enum ttf_msg_stage ttf_msg_stage_at(int i);
 
 /*
  * The stages of chain c in time order into out (TTF_MS__MAX entries at
@@ -112,9 +148,11 @@ const char *ttf_msg_stage_name(enum ttf_msg_stage s);
  */
 int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out);
 /*
- * The hop a stage lies in: a process ("frontend", "engine") or a link
- * ("ipc", "net"); for a process, its tgid and comm in c (*tgid 0, *comm ""
- * for a link). The outputs iterate over these (user/model/hop_view.h).
+ * The hop a stage lies in: a process by its position in the chain
+ * ("frontend", "engine", "output": a fixed set, whatever role a stack
+ * profile gives it) or a link ("ipc", "net"); for a process, its tgid and
+ * comm in c (*tgid 0, *comm "" for a link). The outputs iterate over these
+ * (user/model/hop_view.h).
  */
 const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
 			      uint32_t *tgid, const char **comm);

@@ -13,6 +13,7 @@
 #include "user/probe/elf_sym.h"
 #include "user/probe/engine_probe.h"
 #include "user/lib/log.h"
+#include "user/probe/maps_watch.h"
 #include "user/probe/proc_maps.h"
 #include "user/probe/proc_root.h"
 
@@ -84,6 +85,7 @@ struct engine_probe {
 	char bad_why[256];	/* what was wrong with the last file find_target refused */
 	uint64_t foreign;
 	uint64_t t_start_ns;
+	struct maps_watch watch;	/* rescans skip a process whose mappings did not change */
 };
 
 static uint64_t now_ns(void)
@@ -190,6 +192,8 @@ int engine_probe__add_spec(struct engine_probe *ep, const struct probe_spec *spe
 	    n_match > PROFILE_MAX_MATCH || (!spec->path[0] && n_match <= 0))
 		return -EINVAL;
 	s = &ep->specs[ep->n_specs++];
+	/* a new spec may match files mapped already: the next rescan reads every maps */
+	memset(&ep->watch, 0, sizeof(ep->watch));
 	memset(s, 0, sizeof(*s));
 	s->spec = *spec;
 	for (int i = 0; i < n_match; i++)
@@ -586,6 +590,7 @@ int engine_probe__attach_pid(struct engine_probe *ep, uint32_t tgid)
 			return -E2BIG;
 		ep->tgids[ep->n_tgids++] = tgid;
 	}
+	maps_watch__changed(&ep->watch, tgid, now_ns());	/* scanned now: the baseline */
 	made = scan_pid(ep, tgid);
 	if (made < 0)
 		return made;
@@ -596,10 +601,15 @@ int engine_probe__attach_pid(struct engine_probe *ep, uint32_t tgid)
 
 int engine_probe__rescan(struct engine_probe *ep)
 {
+	uint64_t now = now_ns();
 	int made = 0;
 
 	for (int i = 0; i < ep->n_tgids; i++) {
-		int r = scan_pid(ep, ep->tgids[i]);
+		int r;
+
+		if (!maps_watch__changed(&ep->watch, ep->tgids[i], now))
+			continue;	/* no executable mapping came or went (maps_watch.h) */
+		r = scan_pid(ep, ep->tgids[i]);
 
 		if (r == -ESRCH) {
 			/* Gone: its links stay (other processes may map the same inodes). */

@@ -90,7 +90,9 @@ int engine_probe__add_profile(struct engine_probe *ep, const struct engine_profi
 int engine_probe__attach_pid(struct engine_probe *ep, uint32_t tgid);
 /*
  * Re-read the maps of every traced process and attach to files mapped
- * since (dlopen). Call about once a second. Returns attachments made.
+ * since (dlopen). Call about once a second. A process whose executable
+ * mappings did not change is skipped (user/probe/maps_watch.h; a new spec
+ * lets every process through once). Returns attachments made.
  */
 int engine_probe__rescan(struct engine_probe *ep);
 

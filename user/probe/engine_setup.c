@@ -4,6 +4,7 @@
 #include <string.h>
 #include "user/probe/engine_probe.h"
 #include "user/probe/engine_setup.h"
+#include "user/probe/maps_watch.h"
 #include "user/lib/log.h"
 #include "user/probe/proc_maps.h"
 #include "user/probe/profile.h"
@@ -24,6 +25,7 @@ struct engine_setup {
 	uint32_t tgids[MAX_TGIDS];	/* traced processes */
 	int n_tgids;
 	uint64_t next_rescan_ns;
+	struct maps_watch watch;	/* auto profiles: skip maps that did not change */
 };
 
 static int on_hit(void *ctx, const struct ttf_engine_event *e)
@@ -177,6 +179,8 @@ void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
 		for (int i = 0; i < es->n_tgids; i++) {
 			int had = es->ep != NULL;
 
+			if (!maps_watch__changed(&es->watch, es->tgids[i], now_ns))
+				continue;	/* no executable mapping came or went */
 			try_autos(es, es->tgids[i]);
 			if (!had && es->ep)
 				for (int k = 0; k < es->n_tgids; k++)

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -74,9 +76,26 @@ static int read_stat(uint32_t pid, char *state, uint32_t *ppid)
 
 int target__alive(uint32_t tgid)
 {
+	struct pollfd pfd = { .events = POLLIN };
 	uint32_t ppid;
 	char st;
+	int r;
 
+	/*
+	 * A pidfd polls readable once the thread group has exited, zombies
+	 * included (docs/kernel.md B12): three syscalls, where /proc/PID/stat
+	 * walks every thread of the process for its CPU times.
+	 */
+	pfd.fd = (int)syscall(SYS_pidfd_open, (pid_t)tgid, 0);
+	if (pfd.fd < 0 && errno == ESRCH)
+		return 0;
+	if (pfd.fd >= 0) {
+		r = poll(&pfd, 1, 0);
+		close(pfd.fd);
+		if (r >= 0)
+			return r == 0;
+	}
+	/* no pidfd_open (before 5.3, or seccomp), or tgid is not a thread group leader */
 	return read_stat(tgid, &st, &ppid) == 0 && st != 'Z' && st != 'X';
 }
 

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <bpf/bpf.h>
@@ -10,6 +11,7 @@
 #include "user/lib/log.h"
 #include "user/probe/bpf_util.h"
 #include "user/probe/elf_sym.h"
+#include "user/probe/maps_watch.h"
 #include "user/probe/net_probe.h"
 #include "user/probe/proc_maps.h"
 #include "user/probe/tls_probe.h"
@@ -58,6 +60,9 @@ struct tls_seen {
 	uint64_t inode;
 };
 
+/* The tick looks at a new process at once, at the others this often (dlopen, exec). */
+#define TLS_RESCAN_NS 1000000000ull
+
 struct tls_probe {
 	struct net_probe *np;
 	struct tls_lib libs[MAX_LIBS];
@@ -66,6 +71,8 @@ struct tls_probe {
 	int n_seen;
 	struct bpf_link **links;
 	int n_links;
+	struct maps_watch watch;	/* scans skip a process whose mappings did not change */
+	uint64_t next_all_ns;		/* when the tick looks at every process again */
 };
 
 struct tls_probe *tls_probe__new(struct net_probe *np)
@@ -299,11 +306,19 @@ static int scan_pid(struct tls_probe *tp, uint32_t tgid)
 	return made;
 }
 
-int tls_probe__scan(struct tls_probe *tp)
+/*
+ * Scan the traced processes whose executable mappings changed (maps_watch.h).
+ * now_ns 0 (not from the tick) looks at all of them; the tick (now_ns,
+ * CLOCK_MONOTONIC ns) only at those not looked at before, and at all once
+ * TLS_RESCAN_NS has passed since it last did.
+ */
+static int scan_set(struct tls_probe *tp, uint64_t now_ns)
 {
 	int fd = net_probe__tgids_fd(tp->np), made = 0, n = 0;
 	uint32_t key, next, tgids[MAX_TGIDS];
 	uint32_t *prev = NULL;
+	bool all = !now_ns || now_ns >= tp->next_all_ns;
+	struct timespec ts;
 
 	/* the traced set first (scanning reads files: keys may change meanwhile) */
 	while (n < MAX_TGIDS && !bpf_map_get_next_key(fd, prev, &next)) {
@@ -311,9 +326,24 @@ int tls_probe__scan(struct tls_probe *tp)
 		key = next;
 		prev = &key;
 	}
-	for (int i = 0; i < n; i++)
-		made += scan_pid(tp, tgids[i]);
+	if (!now_ns) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	if (all)
+		tp->next_all_ns = now_ns + TLS_RESCAN_NS;
+	for (int i = 0; i < n; i++) {
+		if (!all && maps_watch__known(&tp->watch, tgids[i]))
+			continue;
+		if (maps_watch__changed(&tp->watch, tgids[i], now_ns))
+			made += scan_pid(tp, tgids[i]);
+	}
 	return made;
+}
+
+int tls_probe__scan(struct tls_probe *tp)
+{
+	return scan_set(tp, 0);
 }
 
 void tls_probe__summary(struct tls_probe *tp, FILE *f)
@@ -341,7 +371,7 @@ static int src_poll(void *ctx, int timeout_ms)
 
 static void src_tick(void *ctx, uint64_t now_ns)
 {
-	tls_probe__scan(ctx);
+	scan_set(ctx, now_ns);
 }
 
 void tls_probe__source(struct tls_probe *tp, struct ttf_probe_source *out)

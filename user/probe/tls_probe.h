@@ -39,7 +39,8 @@ void tls_probe__free(struct tls_probe *tp);
  * that were not looked at yet: attach to the TLS libraries found, one line
  * on stderr each ("tls: OpenSSL 3 at PATH in PID n"). Returns libraries
  * attached now (>= 0). The source's tick does the same, at once for a
- * process traced since and once a second for the others (dlopen, exec).
+ * process traced since, and for the others when their executable mappings
+ * changed (dlopen, exec; user/probe/maps_watch.h), at least every 10 s.
  */
 int tls_probe__scan(struct tls_probe *tp);
 /* Libraries attached so far. */

@@ -32,6 +32,7 @@
 #include "user/proto/msg_sync.h"
 #include "user/proto/recognizer.h"
 #include "user/proto/zmtp.h"
+#include "user/proto/zmtp_pickle.h"
 
 #define GREETING_BYTES 64
 #define SIG_BYTES 10		/* %xFF, 8 padding bytes, %x7F */
@@ -370,7 +371,7 @@ static void frame_end(struct zmtp *s, int dir)
 	if (d->body_gap)	/* not captured; past BODY_KEEP is only not walked */
 		m->flags |= ZMTP_MSG_PARTIAL;
 	if (s->framing == MSG_FRAMING_ZMTP)
-		zmtp_msgpack_strs(d->body, d->body_n, found_str, &ic);
+		zmtp_body_strs(d->body, d->body_n, found_str, &ic);	/* pickle or msgpack */
 	else
 		zmtp_ids_scan(d->body, d->body_n, found_str, &ic);
 	if (d->flags & F_MORE)
