@@ -320,12 +320,11 @@ def test_buckets_need_metrics():
     assert p.returncode == 2 and "Error: --buckets is for --metrics" in p.stderr, p.stderr
 
 
-VLLM_SPLIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay",
-                          "data", "vllm_split")
-# the hop of each message hop stage (docs/design.md D15; user/model/hop_view.c)
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay", "data")
+# the hop of each message hop stage (docs/metrics.md M22; user/model/hop_view.c)
 MSG_HOP_OF = {"net_in": "net", "read_wait": "frontend", "frontend": "frontend", "ipc_in": "ipc",
-              "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "emit": "frontend",
-              "net_out": "net"}
+              "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "detokenize": "output",
+              "ipc_back": "ipc", "emit": "frontend", "net_out": "net"}
 
 
 def parse_exposition(text):
@@ -340,29 +339,35 @@ def parse_exposition(text):
     return out
 
 
-def test_message_hop_stages_from_replay(tmp_path):
-    """The vLLM-shaped recording (frontend -> engine over zmq) replayed with
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_stages_from_replay(tmp_path, name):
+    """The vLLM-shaped recording (frontend -> engine over zmq) and the
+    SGLang-shaped one (tokenizer manager -> scheduler -> detokenizer ->
+    tokenizer manager) replayed with
     --metrics-out (no root): ttftrace_hop_stage_seconds has a bounded hop
     label (the fixed stage -> hop map), each (route, hop, stage) series
     counts that route's requests and sums their NDJSON hop stage, the stages
     of a series add up to its TTFT sum, and promtool finds nothing to say."""
-    out = tmp_path / "m.prom"
-    subprocess.run([TTFTRACE, "replay", VLLM_SPLIT + ".rec", "-q", "-o", os.devnull,
+    out, base_path = tmp_path / "m.prom", os.path.join(DATA, name)
+    subprocess.run([TTFTRACE, "replay", base_path + ".rec", "-q", "-o", os.devnull,
                     "--metrics-out", str(out)], check=True, timeout=60)
     text = out.read_text()
-    recs = [json.loads(l) for l in open(VLLM_SPLIT + ".ndjson") if '"type":"request"' in l]
+    recs = [json.loads(l) for l in open(base_path + ".ndjson") if '"type":"request"' in l]
     assert len(recs) == 8 and all("hop_stages_ms" in r for r in recs)
+    stages = list(recs[0]["hop_stages_ms"])
+    assert ("detokenize" in stages) == (name == "sglang_split"), stages
+    hop_of = {st: MSG_HOP_OF[st] for st in stages}
     samples = parse_exposition(text)
     hop_series = {dict(k[1])["hop"] + "/" + dict(k[1])["stage"]
                   for k in samples if k[0] == "ttftrace_hop_stage_seconds_count"}
-    assert hop_series == {"%s/%s" % (h, st) for st, h in MSG_HOP_OF.items()}, hop_series
+    assert hop_series == {"%s/%s" % (h, st) for st, h in hop_of.items()}, hop_series
     by_route = {}
     for r in recs:
         by_route.setdefault(r["api"], []).append(r)
     for route, rs in by_route.items():
         base = {"route": route, "comm": rs[0]["comm"], "model": "m"}
         total = 0.0
-        for st, hop in MSG_HOP_OF.items():
+        for st, hop in hop_of.items():
             key = frozenset(dict(base, hop=hop, stage=st).items())
             assert samples[("ttftrace_hop_stage_seconds_count", key)] == len(rs), (route, st)
             got = samples[("ttftrace_hop_stage_seconds_sum", key)]

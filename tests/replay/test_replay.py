@@ -157,13 +157,15 @@ def percentile(v, p):
     return v[i] if i == len(v) - 1 else v[i] + (rank - i) * (v[i + 1] - v[i])
 
 
-def test_message_hop_summary(tmp_path):
-    """The vLLM-shaped recording (message hops): the summary gives each hop's
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_summary(tmp_path, name):
+    """The vLLM- and SGLang-shaped recordings (message hops across two and
+    three processes): the summary gives each hop's
     time per request (its stages summed) as P50/P95/P99, computed again here
     from the requests' hop_stages_ms, and the hop that dominates the tail:
     the largest share of TTFT of the requests at or above P95 TTFT (here the
     slowest of 8), with that share; the text summary says the same."""
-    rec = os.path.join(DATA, "vllm_split.rec")
+    rec = os.path.join(DATA, name + ".rec")
     out = str(tmp_path / "r.ndjson")
     assert replay(rec, out, "-q").returncode == 0
     lines = [json.loads(l) for l in open(out)]
@@ -171,6 +173,8 @@ def test_message_hop_summary(tmp_path):
     hs = [r for r in lines if r["type"] == "summary"][0]["hop_split"]
     of = {"net": ("net_in", "net_out"), "ipc": ("ipc_in", "ipc_out"),
           "frontend": ("read_wait", "frontend", "emit"), "engine": ("queue", "prefill")}
+    if name == "sglang_split":
+        of.update(ipc=("ipc_in", "ipc_out", "ipc_back"), output=("detokenize",))
     assert hs["requests"] == len(recs) == 8 and sorted(hs["hops_ms"]) == sorted(of)
     for hop, stages in of.items():
         per = [sum(r["hop_stages_ms"][s] for s in stages) for r in recs]
