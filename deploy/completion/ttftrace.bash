@@ -14,7 +14,7 @@ _ttftrace_opts_pcie="-r --sysfs-root --proc-root -D --gpu -p --pid --busy --psta
 _ttftrace_opts_copybw="-d --device -s --sizes -n --iters -w --warmup --ramp-ms -m --memory
 	--dir -r --sysfs-root --cudart -j --json -h --help"
 _ttftrace_opts_replay="--json -o --output -v --verbose -q --quiet --grpc-profile --perfetto
-	--perfetto-sched -h --help"
+	--perfetto-sched --metrics-out --otlp-out -h --help"
 _ttftrace_opts_report="-o --output --slo --title -h --help"
 _ttftrace_opts_gpu_attach="-p --pid --lib --sock --timeout-ms --wait-ms -h --help"
 
@@ -41,7 +41,7 @@ _ttftrace()
 		COMPREPLY=($(compgen -W "$(ps -eo pid= 2>/dev/null)" -- "$cur")); return ;;
 	--comm)
 		COMPREPLY=($(compgen -W "$(ps -eo comm= 2>/dev/null | sort -u)" -- "$cur")); return ;;
-	-o|--output|--record|--perfetto|--grpc-profile|--lib|--cudart)
+	-o|--output|--record|--perfetto|--grpc-profile|--lib|--cudart|--metrics-out|--otlp-out)
 		COMPREPLY=($(compgen -f -- "$cur")); return ;;
 	--sysfs-root|--proc-root)
 		COMPREPLY=($(compgen -d -- "$cur")); return ;;

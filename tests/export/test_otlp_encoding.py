@@ -11,6 +11,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from test_otlp import attrs, decode_pb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,3 +82,83 @@ def test_content(tmp_path):
                                       "gen_ai.request.model": "llama-3-8b",
                                       "server.address": "::1", "server.port": 8000,
                                       "error.type": "503"}
+
+
+DATA = os.path.join(ROOT, "tests", "replay", "data")
+TTFTRACE = os.path.join(ROOT, "ttftrace")
+PROC_STAGES = {"frontend": ("read_wait", "frontend", "emit"), "engine": ("queue", "prefill"),
+               "output": ("detokenize",)}
+
+
+def rounded(x):
+    """x with every float to 12 significant digits."""
+    if isinstance(x, dict):
+        return {k: rounded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [rounded(v) for v in x]
+    return float("%.12g" % x) if isinstance(x, float) else x
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_spans_from_replay(tmp_path, name):
+    """The vLLM-shaped recording (frontend -> engine over zmq) and the
+    SGLang-shaped one (-> scheduler -> detokenizer ->) replayed with
+    --otlp-out (JSON, and protobuf decoded by the official definitions to
+    the same): per request, hop.frontend over the TTFT in the frontend's
+    resource, a child of the request span, and for each other process a
+    CONSUMER span (hop.engine, hop.output) in that process's own resource
+    (its pid and comm), a child of hop.frontend, over its stages, which are
+    its attributes: all as in NDJSON."""
+    out, pb = tmp_path / "o.json", tmp_path / "o.pb"
+    for f in (out, pb):
+        subprocess.run([TTFTRACE, "replay", os.path.join(DATA, name + ".rec"), "-q", "-o",
+                        os.devnull, "--otlp-out", str(f)], check=True, timeout=60)
+    body = json.loads(out.read_text())
+    # the protobuf, decoded by the official definitions, holds the same (ids from the
+    # recording; JSON writes doubles to 15 significant digits)
+    assert rounded(decode_pb("traces", pb.read_bytes())) == rounded(body)
+    recs = [json.loads(l) for l in open(os.path.join(DATA, name + ".ndjson"))
+            if '"type":"request"' in l]
+    procs = ["frontend", "engine", "output"][:len(recs[0]["hops"])]
+    pids = [h["pid"] for h in recs[0]["hops"]]
+    res = {}
+    for rs in body["resourceSpans"]:
+        ra = attrs(rs["resource"]["attributes"])
+        res[ra["process.pid"]] = (ra, [sp for ss in rs["scopeSpans"] for sp in ss["spans"]])
+    assert sorted(res) == sorted(pids)
+    fe_spans = res[pids[0]][1]
+    by_id = {sp["spanId"]: sp for sp in fe_spans}
+    reqs = {attrs(sp["attributes"])["ttftrace.request.id"]: sp for sp in fe_spans
+            if sp["kind"] == 2}
+    assert len(reqs) == len(recs)
+    off = None
+    for k in range(1, len(procs)):
+        ra, spans = res[pids[k]]
+        assert ra["process.executable.name"] == recs[0]["hops"][k]["comm"] == "python3"
+        assert {sp["name"] for sp in spans} == {"hop." + procs[k]} and len(spans) == len(recs)
+        for sp in spans:
+            fe = by_id[sp["parentSpanId"]]
+            assert fe["name"] == "hop.frontend" and fe["traceId"] == sp["traceId"]
+            req = by_id[fe["parentSpanId"]]
+            rid = attrs(req["attributes"])["ttftrace.request.id"]
+            r = [x for x in recs if x["id"] == rid][0]
+            assert reqs[rid] is req and sp["kind"] == 5 and fe["kind"] == 1
+            st, order = r["hop_stages_ms"], list(r["hop_stages_ms"])
+            start = int(req["startTimeUnixNano"])
+            off = start - r["t_arrival_ns"] if off is None else off
+            assert start - r["t_arrival_ns"] == off     # one clock offset for all
+            assert int(fe["startTimeUnixNano"]) == start
+            assert int(fe["endTimeUnixNano"]) - start == r["t_first_token_ns"] - r["t_arrival_ns"]
+            first = min(order.index(x) for x in PROC_STAGES[procs[k]])
+            last = max(order.index(x) for x in PROC_STAGES[procs[k]])
+            e0 = (int(sp["startTimeUnixNano"]) - start) / 1e6
+            e1 = (int(sp["endTimeUnixNano"]) - start) / 1e6
+            assert abs(e0 - sum(st[x] for x in order[:first])) <= 0.004
+            assert abs(e1 - sum(st[x] for x in order[:last + 1])) <= 0.006
+            sa = attrs(sp["attributes"])
+            assert sa["process.pid"] == pids[k] and sa["ttftrace.hop"] == procs[k]
+            for x in PROC_STAGES[procs[k]]:
+                assert abs(sa["ttftrace.hop.stage." + x] * 1e3 - st[x]) <= 0.001, (x, sa)
+            fa = attrs(fe["attributes"])
+            assert fa["ttftrace.hop.join"] == "exact" and fa["process.pid"] == pids[0]
+            assert abs(fa["ttftrace.hop.stage.emit"] * 1e3 - st["emit"]) <= 0.001

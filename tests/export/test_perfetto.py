@@ -240,3 +240,63 @@ def test_replay_perfetto_gzip_equals_plain(tmp_path):
     assert kinds["write"] == {(r["pid"], r["tid_tx"]) for r in reqs}
     assert kinds["prefill"], parsed["flows"]   # the engine thread's steps
     assert len(parsed["flows"]) == sum(2 + r["prefill_steps"] for r in reqs)
+
+
+DATA = os.path.join(ROOT, "tests", "replay", "data")
+PROC_STAGES = {"frontend": ("read_wait", "frontend", "emit"), "engine": ("queue", "prefill"),
+               "output": ("detokenize",)}
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_flows_from_replay(tmp_path, name):
+    """The vLLM-shaped recording (frontend -> engine over zmq) and the
+    SGLang-shaped one (-> scheduler -> detokenizer ->) replayed with
+    --perfetto (no root): per request a slice on a hop lane of the frontend
+    over its TTFT and one on a hop lane of each other process over its
+    stages, and one flow that DevTools binds frontend -> each process ->
+    frontend (where the first token left the last of them); no
+    track holds slices that would not nest (4 requests were in flight at
+    once: they take lanes)."""
+    pf = tmp_path / "p.json"
+    subprocess.run([TTFTRACE, "replay", os.path.join(DATA, name + ".rec"), "-q", "-o",
+                    os.devnull, "--perfetto", str(pf)], check=True, timeout=60)
+    recs = {r["id"]: r for r in (json.loads(l) for l in open(os.path.join(DATA, name + ".ndjson")))
+            if r["type"] == "request"}
+    trace = load(pf)
+    evs = trace["traceEvents"]
+    assert_nested(evs)
+    assert trace["otherData"]["hop_slices_over_lanes"] == 0
+    hops = {e["name"]: e for e in evs if e.get("cat") == "hop" and e["ph"] == "X"}
+    parsed = devtools_parse(pf)
+    assert parsed["warnings"] == {}, parsed["warnings"]
+    flows = [fl for fl in parsed["flows"] if fl[0]["cat"] == "hop"]
+    assert len(flows) == len(recs) == 8
+    lanes = set()
+    for fl in flows:
+        # DevTools gives the slices each flow event bound to
+        names = [e["name"] for e in fl]
+        rid = int(names[0].split()[-1])
+        r, st = recs[rid], recs[rid]["hop_stages_ms"]
+        procs = ["frontend", "engine", "output"][:len(r["hops"])]
+        assert names == ["%s: req %d" % (p, rid) for p in procs] + \
+            ["first token from %s" % procs[-1]], names
+        assert [e["pid"] for e in fl] == [h["pid"] for h in r["hops"]] + [r["hops"][0]["pid"]]
+        assert fl[-1]["tid"] == fl[0]["tid"]
+        t0, order = r["t_arrival_ns"] / 1e3, list(st)
+        fe = hops[names[0]]
+        assert fl[0]["ts"] == pytest.approx(t0, abs=1e-3) == fe["ts"]
+        assert fe["dur"] == pytest.approx(r["ttft_ms"] * 1e3, abs=1)
+        for p, e in zip(procs[1:], fl[1:-1]):
+            sl = hops["%s: req %d" % (p, rid)]
+            first = min(order.index(k) for k in PROC_STAGES[p])
+            last = max(order.index(k) for k in PROC_STAGES[p])
+            start = sum(st[k] for k in order[:first]) * 1e3
+            assert (e["tid"], e["ts"]) == (sl["tid"], sl["ts"])
+            assert sl["ts"] == pytest.approx(t0 + start, abs=3)
+            assert sl["dur"] == pytest.approx(sum(st[k] for k in order[first:last + 1]) * 1e3,
+                                              abs=3)
+            assert sl["args"] == {"%s_ms" % k: st[k] for k in PROC_STAGES[p]}
+        back = sum(st[k] for k in order[:max(order.index(k) for k in PROC_STAGES[procs[-1]]) + 1])
+        assert fl[-1]["ts"] == pytest.approx(t0 + back * 1e3, abs=4)
+        lanes.add(fl[0]["tid"])
+    assert 1 < len(lanes) <= 4     # concurrent requests on their own hop lanes

@@ -10,6 +10,7 @@ must add up to TTFT.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -19,8 +20,6 @@ import urllib.request
 import pytest
 
 from conftest import TTFTRACE, Client, free_port, needs_root, sse_server_cmd
-
-pytestmark = needs_root
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -95,6 +94,7 @@ def wait_value(api_port, expr, want, timeout_s=30):
     pytest.fail("%s = %s, expected %s" % (expr, got, want))
 
 
+@needs_root
 @pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
 def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     srv = sse_server("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens", str(TOKENS),
@@ -180,6 +180,7 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
         assert count == sum(1 for x in itls if x / 1e3 <= float(le)), (le, count, itls)
 
 
+@needs_root
 @pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
 def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tmp_path):
     """Two fixture servers under one `ttftrace -c`: N_FAST requests with a 50 ms
@@ -246,6 +247,7 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
 TREES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pcie", "trees")
 
 
+@needs_root
 @pytest.mark.skipif(_prom_reason() is not None, reason=_prom_reason() or "")
 def test_prometheus_scrapes_pcie_link_gauges(sse_server, tracer, procs, tmp_path):
     """The PCIe gauges of a fake sysfs tree (tests/pcie/mktrees.py switch_x4:
@@ -280,6 +282,7 @@ def test_prometheus_scrapes_pcie_link_gauges(sse_server, tracer, procs, tmp_path
     assert tr.stop() == 0, tr.stderr
 
 
+@needs_root
 def test_metrics_without_gpu_say_zero_gpus(sse_server, tracer):
     srv = sse_server("--ttft-ms", "10", "--itl-ms", "1")
     mport = free_port()
@@ -300,6 +303,7 @@ def test_metrics_without_gpu_say_zero_gpus(sse_server, tracer):
     ("itl=inf", "bad bound 'inf'"),
     ("ttft=" + ",".join(str(i) for i in range(1, 34)), "more than 32 bounds"),
 ])
+@needs_root
 def test_bad_buckets_exit_2(spec, why):
     p = subprocess.run([TTFTRACE, "-p", "1", "--metrics", "0", "--buckets", spec],
                        capture_output=True, text=True, timeout=10)
@@ -309,7 +313,69 @@ def test_bad_buckets_exit_2(spec, why):
     assert p.stdout == ""
 
 
+@needs_root
 def test_buckets_need_metrics():
     p = subprocess.run([TTFTRACE, "-p", "1", "--buckets", "ttft=1,2"], capture_output=True,
                        text=True, timeout=10)
     assert p.returncode == 2 and "Error: --buckets is for --metrics" in p.stderr, p.stderr
+
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay", "data")
+# the hop of each message hop stage (docs/metrics.md M22; user/model/hop_view.c)
+MSG_HOP_OF = {"net_in": "net", "read_wait": "frontend", "frontend": "frontend", "ipc_in": "ipc",
+              "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "detokenize": "output",
+              "ipc_back": "ipc", "emit": "frontend", "net_out": "net"}
+
+
+def parse_exposition(text):
+    """{(name, frozenset(labels.items())): value} of every sample line."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line) or re.match(r'^(\w+)() (\S+)$', line)
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2)))
+        out[(m.group(1), frozenset(labels.items()))] = float(m.group(3))
+    return out
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_stages_from_replay(tmp_path, name):
+    """The vLLM-shaped recording (frontend -> engine over zmq) and the
+    SGLang-shaped one (tokenizer manager -> scheduler -> detokenizer ->
+    tokenizer manager) replayed with
+    --metrics-out (no root): ttftrace_hop_stage_seconds has a bounded hop
+    label (the fixed stage -> hop map), each (route, hop, stage) series
+    counts that route's requests and sums their NDJSON hop stage, the stages
+    of a series add up to its TTFT sum, and promtool finds nothing to say."""
+    out, base_path = tmp_path / "m.prom", os.path.join(DATA, name)
+    subprocess.run([TTFTRACE, "replay", base_path + ".rec", "-q", "-o", os.devnull,
+                    "--metrics-out", str(out)], check=True, timeout=60)
+    text = out.read_text()
+    recs = [json.loads(l) for l in open(base_path + ".ndjson") if '"type":"request"' in l]
+    assert len(recs) == 8 and all("hop_stages_ms" in r for r in recs)
+    stages = list(recs[0]["hop_stages_ms"])
+    assert ("detokenize" in stages) == (name == "sglang_split"), stages
+    hop_of = {st: MSG_HOP_OF[st] for st in stages}
+    samples = parse_exposition(text)
+    hop_series = {dict(k[1])["hop"] + "/" + dict(k[1])["stage"]
+                  for k in samples if k[0] == "ttftrace_hop_stage_seconds_count"}
+    assert hop_series == {"%s/%s" % (h, st) for st, h in hop_of.items()}, hop_series
+    by_route = {}
+    for r in recs:
+        by_route.setdefault(r["api"], []).append(r)
+    for route, rs in by_route.items():
+        base = {"route": route, "comm": rs[0]["comm"], "model": "m"}
+        total = 0.0
+        for st, hop in hop_of.items():
+            key = frozenset(dict(base, hop=hop, stage=st).items())
+            assert samples[("ttftrace_hop_stage_seconds_count", key)] == len(rs), (route, st)
+            got = samples[("ttftrace_hop_stage_seconds_sum", key)]
+            want = sum(r["hop_stages_ms"][st] for r in rs) / 1e3
+            assert got == pytest.approx(want, abs=1e-6 * len(rs)), (route, st, got, want)
+            total += got
+        ttft = samples[("ttftrace_ttft_seconds_sum", frozenset(base.items()))]
+        assert total == pytest.approx(ttft, abs=1e-6 * len(rs)), (route, total, ttft)
+    lint = subprocess.run([PROMTOOL or "promtool", "check", "metrics"], input=text,
+                          capture_output=True, text=True, timeout=30)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout + lint.stderr

@@ -9,8 +9,13 @@ replay it, check that the replay's NDJSON equals the live one, and keep the
 recording with that output as NAME.ndjson. `fixture` uses
 tests/fixtures/sse_server (two keep-alive clients, 3 streamed requests
 each); `demo` the llama.cpp demo server (tools/demo, engine uprobes, 2
-requests at --parallel 2). Recordings hold payload bytes: these runs send
-only the fixed test prompts.
+requests at --parallel 2); `vllm_split` the vLLM-shaped stack
+(tests/fixtures/vllm_shaped, zmq over tcp) under `-c` with
+`--capture-bytes 8192`, 8 requests 4 at a time, each split across the
+frontend and the engine process (message hops, docs/design.md D15);
+`sglang_split` the SGLang-shaped stack (tests/fixtures/sglang_shaped, tcp,
+msgpack) alike, each request across three processes (D16).
+Recordings hold payload bytes: these runs send only the fixed test prompts.
 """
 import os
 import signal
@@ -103,7 +108,46 @@ def demo():
         srv.wait()
 
 
+def split_run(name, script, *args):
+    """A message-hop stack under `-c`, 8 requests 4 at a time (vllm_split, sglang_split)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "hops"))
+    from conftest import free_port
+    from test_vllm_shaped import PYTHON, drive, workload
+    port = free_port()
+    rec, live = os.path.join(DATA, name + ".rec"), os.path.join(DATA, name + ".live.ndjson")
+    cmd = " ".join([PYTHON, script, "--port", str(port), "--log", "/dev/null"] + list(args))
+    p = subprocess.Popen([TTFTRACE, "--capture-bytes", "8192", "-c", cmd, "--json", "-o", live,
+                          "--record", rec], stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and p.poll() is None
+            time.sleep(0.2)
+    drive(port, workload(100)[:8], 4)
+    time.sleep(1.0)
+    finish(p, rec, live, name)
+
+
+def vllm_split():
+    sys.path.insert(0, os.path.join(ROOT, "tests", "hops"))
+    from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, STEP_MS
+    split_run("vllm_split", FRONTEND, "--transport", "tcp", "--prefix-caching", "--step-ms",
+              str(STEP_MS), "--prefill-us-per-token", str(PREFILL_US), "--block-size", str(BLOCK))
+
+
+def sglang_split():
+    split_run("sglang_split", os.path.join(ROOT, "tests", "fixtures", "sglang_shaped",
+                                           "tokenizer_manager.py"),
+              "--transport", "tcp", "--codec", "msgpack", "--decode-ms", "4", "--prefill-ms", "3",
+              "--prefill-us-per-token", "10", "--tokenize-us-per-token", "2", "--detokenize-us",
+              "200")
+
+
 if __name__ == "__main__":
     os.makedirs(DATA, exist_ok=True)
     for what in sys.argv[1:] or ["fixture"]:
-        {"fixture": fixture, "demo": demo}[what]()
+        {"fixture": fixture, "demo": demo, "vllm_split": vllm_split,
+         "sglang_split": sglang_split}[what]()

@@ -12,6 +12,7 @@
 - Long run: 200,000 synthetic requests (tests/drivers/mkrec) in bounded memory.
 """
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -146,6 +147,46 @@ def test_regression(rec, tmp_path):
 
 def test_regression_data_present():
     assert len(REGRESSION) >= 1, "tests/replay/data has no recordings"
+
+
+def percentile(v, p):
+    """user/lib/stats.h's interpolated percentile."""
+    v = sorted(v)
+    rank = p / 100 * (len(v) - 1)
+    i = int(rank)
+    return v[i] if i == len(v) - 1 else v[i] + (rank - i) * (v[i + 1] - v[i])
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_summary(tmp_path, name):
+    """The vLLM- and SGLang-shaped recordings (message hops across two and
+    three processes): the summary gives each hop's
+    time per request (its stages summed) as P50/P95/P99, computed again here
+    from the requests' hop_stages_ms, and the hop that dominates the tail:
+    the largest share of TTFT of the requests at or above P95 TTFT (here the
+    slowest of 8), with that share; the text summary says the same."""
+    rec = os.path.join(DATA, name + ".rec")
+    out = str(tmp_path / "r.ndjson")
+    assert replay(rec, out, "-q").returncode == 0
+    lines = [json.loads(l) for l in open(out)]
+    recs = [r for r in lines if r["type"] == "request"]
+    hs = [r for r in lines if r["type"] == "summary"][0]["hop_split"]
+    of = {"net": ("net_in", "net_out"), "ipc": ("ipc_in", "ipc_out"),
+          "frontend": ("read_wait", "frontend", "emit"), "engine": ("queue", "prefill")}
+    if name == "sglang_split":
+        of.update(ipc=("ipc_in", "ipc_out", "ipc_back"), output=("detokenize",))
+    assert hs["requests"] == len(recs) == 8 and sorted(hs["hops_ms"]) == sorted(of)
+    for hop, stages in of.items():
+        per = [sum(r["hop_stages_ms"][s] for s in stages) for r in recs]
+        for k, p in (("p50", 50), ("p95", 95), ("p99", 99)):
+            assert hs["hops_ms"][hop][k] == pytest.approx(percentile(per, p), abs=0.002), (hop, k)
+    slow = max(recs, key=lambda r: r["ttft_ms"])
+    share = {h: sum(slow["hop_stages_ms"][s] for s in st) / slow["ttft_ms"] for h, st in of.items()}
+    want = max(share, key=share.get)
+    assert hs["tail_hop"] == want and hs["tail_hop_share"] == pytest.approx(share[want], abs=2e-4)
+    text = subprocess.run([TTFTRACE, "replay", rec, "-q"], capture_output=True, text=True,
+                          timeout=60).stdout
+    assert "is dominated by hop: %s (%.0f%% of its TTFT)" % (want, 100 * share[want]) in text
 
 
 def test_corrupt_recording(tmp_path):

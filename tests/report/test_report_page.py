@@ -132,3 +132,52 @@ def test_failed_requests_are_left_out_of_the_statistics(tmp_path):
     ttft = [r["ttft_ms"] for r in reqs]
     assert stats["ttft"]["n"] == 12
     assert stats["ttft"]["p99"] == pytest.approx(percentile(ttft, 99), abs=1e-9)
+
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay", "data")
+MSG_HOP_OF = {"net_in": "net", "read_wait": "frontend", "frontend": "frontend", "ipc_in": "ipc",
+              "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "detokenize": "output",
+              "ipc_back": "ipc", "emit": "frontend", "net_out": "net"}
+HOP_COLORS = {"net": "#b8c2cc", "ipc": "#f0a830", "frontend": "#36a86b", "engine": "#e8684a",
+              "output": "#2f6db5"}
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hops_colour_the_waterfall_by_hop(tmp_path, name):
+    """The vLLM- and SGLang-shaped runs (tests/replay/data; two and three
+    processes over zmq): in
+    the default hop split every bar is split into its message hop stages, each
+    segment coloured by its hop (frontend, ipc, engine, net) with the stage
+    and hop on it, each segment as wide as its stage; the legend lists the
+    hops with their stages. #server goes back to the server stages."""
+    src, out = os.path.join(DATA, name + ".ndjson"), tmp_path / (name + ".html")
+    assert report(src, "-o", out).returncode == 0
+    reqs = requests_of(src)
+    dom, errors = render(tmp_path, out, "report_" + name, height=1200)
+    assert not errors, errors
+    assert re.search(r'id="waterfall"[^>]*data-split="hops"', dom)
+    segs = re.findall(r'<rect ([^>]*data-stage="(\w+)"[^>]*)>', dom)
+    drawn = [(st, a) for a, st in segs]
+    want = sum(1 for r in reqs for k, v in r["hop_stages_ms"].items() if v > 0)
+    assert len(drawn) == want, (len(drawn), want)
+    for st, a in drawn:
+        hop = re.search(r'data-hop="(\w+)"', a).group(1)
+        assert hop == MSG_HOP_OF[st], (st, a)
+        assert re.search(r'fill="%s"' % HOP_COLORS[hop], a), a
+    # one row per request, slowest first: the segment widths follow the stages
+    slow = max(reqs, key=lambda r: r["ttft_ms"])
+    first = {}
+    for st, a in drawn:
+        first.setdefault(st, float(re.search(r'width="([\d.]+)"', a).group(1)))
+    big = max((k for k in slow["hop_stages_ms"] if slow["hop_stages_ms"][k] > 0),
+              key=lambda k: slow["hop_stages_ms"][k])
+    assert first[big] == max(first.values())
+    legend = re.findall(r'data-legend-hop="(\w+)"', dom)
+    want_hops = {MSG_HOP_OF[k] for k in reqs[0]["hop_stages_ms"]}
+    assert ("output" in want_hops) == (name == "sglang_split")
+    assert set(legend) == want_hops, legend     # the waterfall's and the arrival view's
+    assert "engine (queue, prefill)" in dom
+    from report_helpers import chromium
+    sdom, _ = chromium(tmp_path, "file://%s#server" % out, "--dump-dom")
+    assert re.search(r'id="waterfall"[^>]*data-split="server"', sdom)
+    assert not re.search(r'data-hop=', sdom)

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include "user/export/otlp.h"
+#include "user/model/hop_view.h"
 
 #define OFFSET_NS 1700000000000000000ll
 
@@ -331,13 +332,13 @@ static void test_fill_end_without_e2e(void **state)
 
 /*
  * Through a gateway: hop.gateway over the TTFT (1.000..1.120 s) and, inside
- * it, hop.upstream (a CLIENT span) from 1.004 s to 1.110 s, with the
- * upstream's process.
+ * it, hop.upstream (a CLIENT span) from 1.004 s to 1.110 s, in the
+ * upstream's own resource (its process), a child of hop.gateway.
  */
 static void test_hop_spans(void **state)
 {
 	struct otlp_span_src s;
-	cJSON *root, *spans, *gw, *up;
+	cJSON *root, *rss, *spans, *up_spans, *gw, *up, *res;
 	char req_span[17], gw_span[17];
 	char *json;
 	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS;
@@ -354,17 +355,25 @@ static void test_hop_spans(void **state)
 	assert_non_null(json);
 	root = cJSON_Parse(json);
 	assert_non_null(root);
+	rss = cJSON_GetObjectItem(root, "resourceSpans");
+	assert_int_equal(cJSON_GetArraySize(rss), 2);	/* the gateway's, the upstream's */
 	spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
-		cJSON_GetArrayItem(cJSON_GetObjectItem(root, "resourceSpans"), 0), "scopeSpans"), 0),
-		"spans");
-	assert_int_equal(cJSON_GetArraySize(spans), 7);	/* request + 4 stages + 2 hops */
+		cJSON_GetArrayItem(rss, 0), "scopeSpans"), 0), "spans");
+	up_spans = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(rss, 1), "scopeSpans"), 0), "spans");
+	assert_int_equal(cJSON_GetArraySize(spans), 6);	/* request + 4 stages + hop.gateway */
+	assert_int_equal(cJSON_GetArraySize(up_spans), 1);
+	res = cJSON_GetObjectItem(cJSON_GetArrayItem(rss, 1), "resource");
+	assert_string_equal(str_attr(res, "process.pid"), "5151");
+	assert_string_equal(str_attr(res, "service.name"), "llama-server");
 	otlp__ids(99, 7, 0, NULL, req_span);
 	otlp__ids(99, 7, base, NULL, gw_span);
 	gw = find_span(spans, "hop.gateway");
-	up = find_span(spans, "hop.upstream");
+	up = find_span(up_spans, "hop.upstream");
 	assert_string_equal(str(gw, "parentSpanId"), req_span);
 	assert_string_equal(str(gw, "spanId"), gw_span);
 	assert_string_equal(str(up, "parentSpanId"), gw_span);
+	assert_string_equal(str(up, "traceId"), str(gw, "traceId"));
 	assert_int_equal(cJSON_GetObjectItem(up, "kind")->valueint, 3);
 	assert_string_equal(str(up, "startTimeUnixNano"), "1700000001004000000");
 	assert_string_equal(str(up, "endTimeUnixNano"), "1700000001110000000");
@@ -377,6 +386,54 @@ static void test_hop_spans(void **state)
 	free(json);
 }
 
+/*
+ * A message hop (a frontend and its engine over ZMQ): hop.frontend over the
+ * TTFT in the frontend's resource, hop.engine (a CONSUMER span) in the
+ * engine's, with its stages as attributes, a child of hop.frontend.
+ */
+static void test_msg_hop_spans(void **state)
+{
+	struct otlp_span_src s;
+	cJSON *root, *rss, *eng, *fe;
+	char fe_span[17];
+	char *json;
+	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS;
+
+	base_src(&s, 9, 300);
+	s.have_hops = 1;
+	s.n_hops = 2;
+	s.hop_kind = TTF_HOPV_MSG;
+	s.hop_exact = 1;
+	s.hops[0] = (struct otlp_hop){ .hop = "frontend", .tgid = 300, .comm = "python3",
+				       .start_ns = 1000000000, .end_ns = 1120000000 };
+	s.hops[1] = (struct otlp_hop){ .hop = "engine", .tgid = 301, .comm = "EngineCore",
+				       .start_ns = 1010000000, .end_ns = 1100000000, .n_stages = 2,
+				       .stages = { { "queue", 30000000 }, { "prefill", 60000000 } } };
+	json = otlp__build_json(&s, 1, "h", 99, OFFSET_NS);
+	assert_non_null(json);
+	root = cJSON_Parse(json);
+	assert_non_null(root);
+	rss = cJSON_GetObjectItem(root, "resourceSpans");
+	assert_int_equal(cJSON_GetArraySize(rss), 2);
+	fe = find_span(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(rss, 0), "scopeSpans"), 0), "spans"), "hop.frontend");
+	eng = find_span(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(rss, 1), "scopeSpans"), 0), "spans"), "hop.engine");
+	assert_non_null(fe);
+	assert_non_null(eng);
+	assert_string_equal(str_attr(cJSON_GetObjectItem(cJSON_GetArrayItem(rss, 1), "resource"),
+				     "process.executable.name"), "EngineCore");
+	otlp__ids(99, 9, base, NULL, fe_span);
+	assert_string_equal(str(eng, "parentSpanId"), fe_span);
+	assert_int_equal(cJSON_GetObjectItem(eng, "kind")->valueint, 5);
+	assert_string_equal(str(eng, "startTimeUnixNano"), "1700000001010000000");
+	assert_float_equal(cJSON_GetObjectItem(attr_value(cJSON_GetObjectItem(eng, "attributes"),
+			   "ttftrace.hop.stage.prefill"), "doubleValue")->valuedouble, 0.06, 1e-12);
+	assert_null(attr_value(cJSON_GetObjectItem(eng, "attributes"), "server.port"));
+	assert_null(attr_value(cJSON_GetObjectItem(fe, "attributes"), "ttftrace.hop.buffering"));
+	cJSON_Delete(root);
+	free(json);
+}
 
 /*
  * A traceparent from the client: the request span takes its trace id and
@@ -489,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_two_servers_usage_error_tokenize),
 		cmocka_unit_test(test_fill_end_without_e2e),
 		cmocka_unit_test(test_hop_spans),
+		cmocka_unit_test(test_msg_hop_spans),
 		cmocka_unit_test(test_traceparent_route_error),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_protobuf_body_has_ids),

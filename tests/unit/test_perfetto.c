@@ -264,6 +264,58 @@ static void test_hop_slices(void **state)
 	cJSON_Delete(j);
 }
 
+/*
+ * Two requests through one gateway at once (the second begins 5 us into the
+ * first): their slices take two hop lanes of each process, so no track
+ * holds slices that overlap without nesting; the upstream's second slice
+ * is on its second lane too.
+ */
+static void test_hop_lanes(void **state)
+{
+	struct ttf_token_event tev[1] = { { .write_ns = 1 * MS + 20 * US, .n_tokens = 1 } };
+	struct ttf_request r = { .id = 9, .method = "POST", .path = "/v1/completions",
+				 .events = tev, .n_events = 1 };
+	struct ttf_req_metrics m = { .ttft_ns = 20 * US, .e2e_ns = 20 * US, .tpot_ns = -1,
+				     .n_tokens = 1, .grade = '-', .t_start_ns = 1 * MS,
+				     .t_end_ns = 1 * MS + 20 * US };
+	struct ttf_hop_chain c = { .gw_tgid = 300, .up_tgid = 400, .up_req_id = 10, .exact = 1,
+				   .stage_ns = { [TTF_HS_GATEWAY_IN] = 2 * US,
+						 [TTF_HS_UPSTREAM] = 16 * US,
+						 [TTF_HS_UPSTREAM_OUT] = 1 * US,
+						 [TTF_HS_GATEWAY_OUT] = 1 * US } };
+	struct ttf_attrib a = { .valid = 1, .hops = &c };
+	struct ttf_sink s;
+	cJSON *j, *evs;
+
+	for (int i = 0; i < TTF_ST__ALL; i++)
+		a.stage_ns[i] = -1;
+	a.stage_ns[TTF_ST_SERVER] = 20 * US;
+	assert_int_equal(perfetto_sink__new(path, NULL, &s), 0);
+	s.request(s.ctx, &r, &m, &a);
+	r.id = 11;
+	c.up_req_id = 12;
+	m.t_start_ns += 5 * US;
+	m.t_end_ns += 5 * US;
+	tev[0].write_ns += 5 * US;
+	s.request(s.ctx, &r, &m, &a);
+	assert_int_equal(s.finish(s.ctx, NULL, 0), 0);
+	s.destroy(s.ctx);
+
+	j = load();
+	evs = cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
+	assert_slice(nth(evs, "X", "hop", 300, 0), "gateway: req 9", 1000, 20);
+	assert_int_equal(num(nth(evs, "X", "hop", 300, 0), "tid"), PERFETTO_TID_HOPS + 300);
+	assert_slice(nth(evs, "X", "hop", 300, 2), "gateway: req 11", 1005, 20);
+	assert_int_equal(num(nth(evs, "X", "hop", 300, 2), "tid"),
+			 PERFETTO_TID_HOPS + 300 + 0x400000);
+	assert_slice(nth(evs, "X", "hop", 400, 1), "upstream: req 11 (its 12)", 1007, 16);
+	assert_int_equal(num(nth(evs, "X", "hop", 400, 1), "tid"),
+			 PERFETTO_TID_HOPS + 400 + 0x400000);
+	assert_int_equal(num(cJSON_GetObjectItemCaseSensitive(j, "otherData"),
+			     "hop_slices_over_lanes"), 0);
+	cJSON_Delete(j);
+}
+
 static void gpu_rec(struct gpu_store *g, uint8_t type, uint64_t start_us, uint64_t end_us)
 {
 	struct ttf_gpu_rec r = { .type = type, .start_ns = start_us * US, .end_ns = end_us * US,
@@ -336,6 +388,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connection_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_stages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hop_slices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hop_lanes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpu_tracks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_without_finish, setup, teardown),
 	};

@@ -7,7 +7,9 @@
 #include "user/core/pipeline.h"
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
+#include "user/export/otlp_file.h"
 #include "user/export/perfetto.h"
+#include "user/export/prom.h"
 #include "user/export/record.h"
 #include "user/export/report.h"
 
@@ -168,6 +170,24 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 			goto cleanup;
 		}
 		pipeline__add_sink(rp.pipe, &ps);
+	}
+	if (o->metrics_out) {
+		struct ttf_sink ms;
+
+		err = prom_file_sink__new(o->metrics_out, NULL, &ms);
+		if (err)
+			goto cleanup;
+		pipeline__add_sink(rp.pipe, &ms);
+	}
+	if (o->otlp_out) {
+		struct ttf_sink os;
+
+		/* the recording's start: the same span ids on every replay */
+		err = otlp_file_sink__new(o->otlp_out, h.start_real_ns,
+					  (int64_t)(h.start_real_ns - h.start_mono_ns), &os);
+		if (err)
+			goto cleanup;
+		pipeline__add_sink(rp.pipe, &os);
 	}
 	rp.in = pipeline__records(rp.pipe);
 	report__header(report);

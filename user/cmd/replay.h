@@ -23,6 +23,8 @@ struct replay_opts {
 	const struct grpc_profile *grpc_profile;	/* --grpc-profile; NULL none */
 	const char *perfetto;	/* --perfetto FILE: the timeline too (user/export/perfetto.h); NULL none */
 	int perfetto_sched;	/* --perfetto-sched: enum perfetto_sched */
+	const char *metrics_out;	/* --metrics-out FILE: Prometheus text at the end; NULL none */
+	const char *otlp_out;	/* --otlp-out FILE: OTLP/JSON spans at the end; NULL none */
 };
 
 struct replay_stats {

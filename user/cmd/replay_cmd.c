@@ -21,9 +21,12 @@ struct replay_args {
 	const char *grpc_profile;
 	const char *perfetto;
 	int perfetto_sched;
+	const char *metrics_out;
+	const char *otlp_out;
 };
 
-enum { OPT_JSON = 0x100, OPT_GRPC_PROFILE, OPT_PERFETTO, OPT_PERFETTO_SCHED };
+enum { OPT_JSON = 0x100, OPT_GRPC_PROFILE, OPT_PERFETTO, OPT_PERFETTO_SCHED, OPT_METRICS_OUT,
+       OPT_OTLP_OUT };
 
 static const struct argp_option options[] = {
 	{ "json", OPT_JSON, NULL, 0, "NDJSON, as `ttftrace --json`", 0 },
@@ -36,6 +39,11 @@ static const struct argp_option options[] = {
 	  "The timeline too, as `ttftrace --perfetto` (gzip when FILE ends in .gz)", 0 },
 	{ "perfetto-sched", OPT_PERFETTO_SCHED, "MODE", 0,
 	  "Scheduler slices in it: served (default), all or none, as `ttftrace --perfetto-sched`", 0 },
+	{ "metrics-out", OPT_METRICS_OUT, "FILE", 0,
+	  "Prometheus metrics of the run, as a scrape of `ttftrace --metrics` at its end", 0 },
+	{ "otlp-out", OPT_OTLP_OUT, "FILE", 0,
+	  "The OTLP spans of the run, as `ttftrace --otlp` sends them, in one OTLP/JSON body "
+	  "(protobuf when FILE ends in .pb)", 0 },
 	{},
 };
 
@@ -81,6 +89,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_PERFETTO:
 		a->perfetto = arg;
+		break;
+	case OPT_METRICS_OUT:
+		a->metrics_out = arg;
+		break;
+	case OPT_OTLP_OUT:
+		a->otlp_out = arg;
 		break;
 	case OPT_PERFETTO_SCHED: {
 		enum perfetto_sched ps;
@@ -144,6 +158,8 @@ int replay_main(int argc, char **argv)
 	o.verbose = a.verbose;
 	o.perfetto = a.perfetto;
 	o.perfetto_sched = a.perfetto_sched;
+	o.metrics_out = a.metrics_out;
+	o.otlp_out = a.otlp_out;
 	if (subcmd__same_file(a.file, a.output)) {
 		ttf_error("give -o another file: it would be truncated before it is read",
 			  "-o %s is the recording itself", a.output);

@@ -10,6 +10,7 @@
 #include "user/model/hops.h"
 #include "user/model/loop_busy.h"
 #include "user/model/msg_hops.h"
+#include "user/model/proc_names.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
 #include "user/model/zmtp_log.h"
@@ -54,6 +55,7 @@ struct pipeline {
 	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
 	struct loop_busy *busy;		/* request windows per serving thread (with sched) */
 	struct msg_hops *msg;		/* ZMQ message hops by request id (with attribution) */
+	struct proc_names *names;	/* process names, for a message hop's engine (with msg) */
 	struct zmtp_log *zmtp;		/* the ZMTP messages of open connections */
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
@@ -125,6 +127,9 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 		a.hops = NULL;
 		a.msg = NULL;
 		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain)) {
+			for (int k = 1; k < mchain.n_procs; k++)
+				proc_names__get(p->names, mchain.tgid[k], mchain.comm[k],
+						sizeof(mchain.comm[k]));
 			a.msg = &mchain;
 			for (int i = 0; p->sched && i < TTF_MT__MAX; i++) {
 				struct ttf_msg_take_gap *g = &mchain.take[i];
@@ -293,6 +298,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->tl = timeline__new(TIMELINE_HORIZON_NS);
 		p->hops = hops__new();
 		p->msg = msg_hops__new();
+		p->names = proc_names__new();
 		if (p->msg)
 			load_stacks(p->msg);
 	}
@@ -302,7 +308,7 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops || !p->msg)) || (opts->sched && !p->sched) ||
+	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops || !p->msg || !p->names)) || (opts->sched && !p->sched) ||
 	    (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
@@ -331,6 +337,7 @@ void pipeline__free(struct pipeline *p)
 	sched__free(p->sched);
 	loop_busy__free(p->busy);
 	msg_hops__free(p->msg);
+	proc_names__free(p->names);
 	gpu_store__free(p->gpu);
 	free(p);
 }
@@ -361,6 +368,9 @@ int pipeline__on_net(struct pipeline *p, const struct ttf_net_event *e, size_t l
 	/* a process exit ends the scheduler state of its threads */
 	if (e->type == TTF_EV_EXIT && p->sched && len >= sizeof(*e))
 		sched__forget_tgid(p->sched, e->tgid, e->ts_ns);
+	/* a FORK names its child (tid: the child's tgid); a main thread its process */
+	if (p->names && len >= sizeof(*e) && (e->type == TTF_EV_FORK || e->tid == e->tgid))
+		proc_names__set(p->names, e->type == TTF_EV_FORK ? e->tid : e->tgid, e->comm);
 	return conn_table__on_event(p->conns, e, len);
 }
 

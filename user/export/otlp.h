@@ -57,6 +57,8 @@
 
 #define OTLP_SEMCONV_VERSION "1.37.0"
 #define OTLP_MAX_CAUSES 4
+#define OTLP_MAX_HOPS 4		/* processes a request crossed (3 at most today); more: no span */
+#define OTLP_MAX_HOP_STAGES 5	/* a process hop's stages (4 at most today: a gateway's) */
 
 /* What one request's spans need, copied out of the request (which is freed after the hook). */
 struct otlp_span_src {
@@ -97,13 +99,23 @@ struct otlp_span_src {
 	char causes[OTLP_MAX_CAUSES][80];	/* "itl #3 41.2 ms: prefill of request 12" */
 	uint32_t n_steps;
 	struct ttf_step_span steps[TTF_MAX_STEP_SPANS];
-	/* through a gateway (user/model/hops.h): one child span per hop */
+	/*
+	 * Its hops (user/model/hop_view.h): through a gateway, or a message hop
+	 * to an engine. One child span per process hop, in that process's
+	 * resource: [0] the request's own process (gateway, frontend) over the
+	 * TTFT, a child of the request span; the others children of [0].
+	 */
 	int have_hops;
+	int n_hops;		/* 0 with have_hops: [0] gateway, [1] upstream */
+	int hop_kind;		/* enum ttf_hop_view_kind; 0: a gateway's */
 	struct otlp_hop {
+		const char *hop;	/* "gateway", "upstream", "engine", ...: a static name */
 		uint32_t tgid;		/* 0: the upstream's process was not traced */
 		char comm[16];
 		uint64_t start_ns, end_ns;
-	} hops[2];		/* [0] the gateway (the request span's own process), [1] the upstream */
+		int n_stages;		/* its stages, as span attributes ttftrace.hop.stage.STAGE */
+		struct { const char *name; int64_t ns; } stages[OTLP_MAX_HOP_STAGES];
+	} hops[OTLP_MAX_HOPS];
 	int hop_exact;		/* the client request - upstream call join */
 	int hop_buffering;
 	int64_t hop_held_ns;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "user/lib/hash.h"
+#include "user/model/hop_view.h"
 #include "user/model/hops.h"
 #include "user/model/vocab.h"
 #include "user/lib/version.h"
@@ -15,6 +16,7 @@
 #define SPAN_KIND_INTERNAL 1
 #define SPAN_KIND_SERVER 2
 #define SPAN_KIND_CLIENT 3
+#define SPAN_KIND_CONSUMER 5
 #define STATUS_CODE_ERROR 2
 /* Span.flags (trace.proto SpanFlags): W3C trace-flags in bits 0-7, then these */
 #define SPAN_FLAGS_HAS_IS_REMOTE 0x100
@@ -32,6 +34,43 @@ enum {
 	F_SPAN_STATUS = 15, F_SPAN_FLAGS = 16,				/* Span */
 	F_STATUS_MESSAGE = 2, F_STATUS_CODE = 3,			/* Status */
 };
+
+/* The hops of a (hop_view.h): one per process, the first over the TTFT. */
+static void fill_hops(struct otlp_span_src *s, const struct ttf_attrib *a)
+{
+	struct ttf_hop_view v;
+
+	if (!ttf_hop_view__build(a, s->start_ns, &v) || !v.n_procs)
+		return;
+	s->have_hops = 1;
+	s->hop_kind = v.kind;
+	for (int i = 0; i < v.n_procs && i < OTLP_MAX_HOPS; i++) {
+		struct otlp_hop *h = &s->hops[s->n_hops++];
+
+		h->hop = v.procs[i].hop;
+		h->tgid = v.procs[i].tgid;
+		memcpy(h->comm, v.procs[i].comm, sizeof(h->comm) - 1);
+		h->start_ns = v.procs[i].start_ns;
+		h->end_ns = v.procs[i].end_ns;
+		for (int k = 0; k < v.n_stages && h->n_stages < OTLP_MAX_HOP_STAGES; k++)
+			if (v.stages[k].proc == i) {
+				h->stages[h->n_stages].name = v.stages[k].name;
+				h->stages[h->n_stages++].ns = v.stages[k].ns;
+			}
+	}
+	/* the client-facing process holds the whole TTFT */
+	s->hops[0].start_ns = s->start_ns;
+	s->hops[0].end_ns = s->start_ns + (s->ttft_ns > 0 ? s->ttft_ns : 0);
+	if (a->hops) {
+		s->hop_exact = a->hops->exact;
+		s->hop_buffering = a->hops->buffering;
+		s->hop_held_ns = a->hops->held_ns;
+		s->hop_upstream_port = a->hops->up_port;
+		s->hop_up_addr = a->hops->up_addr;
+	} else {
+		s->hop_exact = 1;	/* a message hop: joined by its request id */
+	}
+}
 
 void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 			 const struct ttf_req_metrics *m, const struct ttf_attrib *a)
@@ -92,27 +131,7 @@ void otlp_span_src__fill(struct otlp_span_src *s, const struct ttf_request *r,
 	for (uint32_t i = 0; i < a->n_causes && s->n_causes < OTLP_MAX_CAUSES; i++)
 		snprintf(s->causes[s->n_causes++], sizeof(s->causes[0]), "itl #%u %.3f ms: %s",
 			 a->causes[i].index, a->causes[i].itl_ns / 1e6, a->causes[i].cause);
-	if (a->hops && a->valid) {
-		const struct ttf_hop_chain *c = a->hops;
-		uint64_t t = s->start_ns;
-
-		s->have_hops = 1;
-		s->hops[0].tgid = c->gw_tgid;
-		memcpy(s->hops[0].comm, c->gw_comm, sizeof(s->hops[0].comm) - 1);
-		s->hops[0].start_ns = t;
-		for (int i = 0; i < TTF_HS_UPSTREAM; i++)
-			t += c->stage_ns[i];
-		s->hops[1].tgid = c->up_tgid;
-		memcpy(s->hops[1].comm, c->up_comm, sizeof(s->hops[1].comm) - 1);
-		s->hops[1].start_ns = t;
-		s->hops[1].end_ns = t + c->stage_ns[TTF_HS_UPSTREAM];
-		s->hops[0].end_ns = s->start_ns + (s->ttft_ns > 0 ? s->ttft_ns : 0);
-		s->hop_exact = c->exact;
-		s->hop_buffering = c->buffering;
-		s->hop_held_ns = c->held_ns;
-		s->hop_upstream_port = c->up_port;
-		s->hop_up_addr = c->up_addr;
-	}
+	fill_hops(s, a);
 }
 
 static void put_be64(uint8_t *p, uint64_t v)
@@ -397,43 +416,78 @@ static void step_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint64
 	}
 }
 
-/*
- * Through a gateway: "hop.gateway" over the TTFT (its process), with
- * "hop.upstream" inside it from the upstream request's write to the
- * upstream's first token (the upstream's process), both children of the
- * request span.
- */
-static void hop_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint64_t seed,
-		      int64_t off)
+/* Hops of s as the spans read them: a source without n_hops is a gateway's two. */
+static int n_hops(const struct otlp_span_src *s)
 {
-	static const char *const names[2] = { "hop.gateway", "hop.upstream" };
-	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS;
+	return !s->have_hops ? 0 : s->n_hops ? s->n_hops : 2;
+}
 
-	for (int i = 0; i < 2; i++) {
-		const struct otlp_hop *h = &s->hops[i];
+static const char *hop_name(const struct otlp_span_src *s, int i)
+{
+	return s->hops[i].hop ? s->hops[i].hop : i ? "upstream" : "gateway";
+}
 
-		begin_span(e, s, seed, base + i, i ? base : 0, names[i],
-			   i ? SPAN_KIND_CLIENT : SPAN_KIND_INTERNAL, h->start_ns, h->end_ns, off);
-		if (h->tgid) {
-			ATTR_INT(e, "process.pid", h->tgid);
+/* The process whose resource holds hop i's span. */
+static uint32_t hop_tgid(const struct otlp_span_src *s, int i)
+{
+	return i && s->hops[i].tgid ? s->hops[i].tgid : s->tgid;
+}
+
+/*
+ * Hop i's span "hop.NAME": [0] the request's own process (a gateway, a
+ * frontend) over the TTFT, a child of the request span; the others children
+ * of it, each from its process's first stage to its last (a gateway's
+ * upstream call is a CLIENT span, an engine reached by a message a CONSUMER
+ * one), with the process and its stages (seconds) as attributes.
+ */
+static void hop_span(struct otlp_enc *e, const struct otlp_span_src *s, int i, uint64_t seed,
+		     int64_t off)
+{
+	const struct otlp_hop *h = &s->hops[i];
+	int base = 1 + TTF_ST__ALL + TTF_MAX_STEP_SPANS, kind = SPAN_KIND_INTERNAL;
+	char name[48];
+
+	if (i)
+		kind = s->hop_kind == TTF_HOPV_MSG ? SPAN_KIND_CONSUMER : SPAN_KIND_CLIENT;
+	snprintf(name, sizeof(name), "hop.%s", hop_name(s, i));
+	begin_span(e, s, seed, base + i, i ? base : 0, name, kind, h->start_ns,
+		   h->end_ns > h->start_ns ? h->end_ns : h->start_ns, off);
+	ATTR_STR(e, "ttftrace.hop", hop_name(s, i));
+	if (h->tgid) {
+		ATTR_INT(e, "process.pid", h->tgid);
+		if (h->comm[0])
 			ATTR_STR(e, "process.executable.name", h->comm);
-		}
-		if (i == 0) {
-			ATTR_STR(e, "ttftrace.hop.join", s->hop_exact ? "exact" : "inferred");
+	}
+	for (int k = 0; k < h->n_stages; k++) {
+		snprintf(name, sizeof(name), "ttftrace.hop.stage.%s", h->stages[k].name);
+		ATTR_DBL(e, name, h->stages[k].ns / 1e9);
+	}
+	if (i == 0) {
+		ATTR_STR(e, "ttftrace.hop.join", s->hop_exact ? "exact" : "inferred");
+		if (s->hop_kind != TTF_HOPV_MSG) {
 			ATTR_STR(e, "ttftrace.hop.buffering", s->hop_buffering ? "true" : "false");
 			ATTR_DBL(e, "ttftrace.hop.held", s->hop_held_ns / 1e9);
-		} else {
-			const struct ttf_conn_addr *a = &s->hop_up_addr;
-			char addr[64];
-
-			otlp__addr_str(a->family, a->raddr, addr, sizeof(addr));
-			if (addr[0])
-				ATTR_STR(e, "server.address", addr);
-			ATTR_INT(e, "server.port", s->hop_upstream_port);
-			conn_attrs(e, a->family, a->laddr, a->lport, a->raddr, a->rport);
 		}
-		otlp_enc__end(e);
+	} else if (s->hop_kind != TTF_HOPV_MSG && !strcmp(hop_name(s, i), "upstream")) {
+		const struct ttf_conn_addr *a = &s->hop_up_addr;
+		char addr[64];
+
+		otlp__addr_str(a->family, a->raddr, addr, sizeof(addr));
+		if (addr[0])
+			ATTR_STR(e, "server.address", addr);
+		ATTR_INT(e, "server.port", s->hop_upstream_port);
+		conn_attrs(e, a->family, a->laddr, a->lport, a->raddr, a->rport);
 	}
+	otlp_enc__end(e);
+}
+
+/* The hop spans of s that live in process tgid's resource. */
+static void hop_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint32_t tgid,
+		      uint64_t seed, int64_t off)
+{
+	for (int i = 0; i < n_hops(s); i++)
+		if (hop_tgid(s, i) == tgid)
+			hop_span(e, s, i, seed, off);
 }
 
 static void request_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint64_t seed,
@@ -470,8 +524,6 @@ static void request_spans(struct otlp_enc *e, const struct otlp_span_src *s, uin
 		cursor += s->stage_ns[st];
 	}
 	step_spans(e, s, seed, off);
-	if (s->have_hops)
-		hop_spans(e, s, seed, off);
 }
 
 void otlp__resource(struct otlp_enc *e, uint32_t field, uint32_t tgid, const char *comm,
@@ -506,6 +558,39 @@ void otlp__resource(struct otlp_enc *e, uint32_t field, uint32_t tgid, const cha
 	otlp_enc__end(e);
 }
 
+/* Did a request before s[i] (or s[i] itself, before hop h) name process tgid? */
+static int seen_before(const struct otlp_span_src *s, int i, int h, uint32_t tgid)
+{
+	for (int j = 0; j <= i; j++)
+		for (int k = -1; k < (j < i ? n_hops(&s[j]) : h); k++)
+			if ((k < 0 ? s[j].tgid : hop_tgid(&s[j], k)) == tgid)
+				return 1;
+	return 0;
+}
+
+/* Process tgid's resourceSpans: its requests' spans and the hop spans it ran. */
+static void resource_spans(struct otlp_enc *e, const struct otlp_span_src *s, int n,
+			   uint32_t tgid, const char *comm, const char *host,
+			   const struct otlp_config *cfg, uint64_t seed, int64_t off)
+{
+	otlp_enc__begin(e, F_REQ_RESOURCE_SPANS, "resourceSpans", true);
+	otlp__resource(e, F_RS_RESOURCE, tgid, comm, host, cfg);
+	otlp_enc__begin(e, F_RS_SCOPE_SPANS, "scopeSpans", true);
+	otlp_enc__begin(e, F_SS_SCOPE, "scope", false);
+	otlp_enc__str(e, F_SCOPE_NAME, "name", "ttftrace");
+	otlp_enc__str(e, F_SCOPE_VERSION, "version", TTF_VERSION);
+	otlp_enc__end(e);
+	for (int j = 0; j < n; j++) {
+		if (s[j].tgid == tgid)
+			request_spans(e, &s[j], seed, off);
+		hop_spans(e, &s[j], tgid, seed, off);
+	}
+	otlp_enc__str(e, F_SS_SCHEMA_URL, "schemaUrl",
+		      "https://opentelemetry.io/schemas/" OTLP_SEMCONV_VERSION);
+	otlp_enc__end(e);
+	otlp_enc__end(e);
+}
+
 int otlp__build_traces(enum otlp_proto proto, const struct otlp_span_src *s, int n,
 		       const char *host, const struct otlp_config *cfg, uint64_t seed,
 		       int64_t mono_to_unix_ns, char **out, size_t *len)
@@ -516,29 +601,20 @@ int otlp__build_traces(enum otlp_proto proto, const struct otlp_span_src *s, int
 	*len = 0;
 	if (!e)
 		return -ENOMEM;
-	/* one resourceSpans per server process, in order of first appearance */
-	for (int i = 0; i < n; i++) {
-		int seen = 0;
+	/*
+	 * One resourceSpans per process, in order of first appearance: a
+	 * server's request spans, and the hop spans of the processes a request
+	 * crossed, each in its own process's resource.
+	 */
+	for (int i = 0; i < n; i++)
+		for (int h = -1; h < n_hops(&s[i]); h++) {
+			uint32_t tgid = h < 0 ? s[i].tgid : hop_tgid(&s[i], h);
+			const char *comm = h < 0 || !s[i].hops[h].comm[0] ? s[i].comm :
+					   s[i].hops[h].comm;
 
-		for (int j = 0; j < i && !seen; j++)
-			seen = s[j].tgid == s[i].tgid;
-		if (seen)
-			continue;
-		otlp_enc__begin(e, F_REQ_RESOURCE_SPANS, "resourceSpans", true);
-		otlp__resource(e, F_RS_RESOURCE, s[i].tgid, s[i].comm, host, cfg);
-		otlp_enc__begin(e, F_RS_SCOPE_SPANS, "scopeSpans", true);
-		otlp_enc__begin(e, F_SS_SCOPE, "scope", false);
-		otlp_enc__str(e, F_SCOPE_NAME, "name", "ttftrace");
-		otlp_enc__str(e, F_SCOPE_VERSION, "version", TTF_VERSION);
-		otlp_enc__end(e);
-		for (int j = i; j < n; j++)
-			if (s[j].tgid == s[i].tgid)
-				request_spans(e, &s[j], seed, mono_to_unix_ns);
-		otlp_enc__str(e, F_SS_SCHEMA_URL, "schemaUrl",
-			      "https://opentelemetry.io/schemas/" OTLP_SEMCONV_VERSION);
-		otlp_enc__end(e);
-		otlp_enc__end(e);
-	}
+			if (!seen_before(s, i, h, tgid))
+				resource_spans(e, s, n, tgid, comm, host, cfg, seed, mono_to_unix_ns);
+		}
 	return otlp_enc__finish(e, out, len);
 }
 

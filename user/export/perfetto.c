@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/lib/log.h"
-#include "user/model/hops.h"
 #include "user/model/vocab.h"
 #include "user/export/perfetto_int.h"
 
@@ -47,12 +46,18 @@ static int seen(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns)
 	return 0;
 }
 
+void pf_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+	     const char *name, const char *cat, uint64_t flow_id)
+{
+	pf_ev(&pf->out, ph, ts_ns, pid, tid);
+	pf_name(&pf->out, name, cat);
+	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", flow_id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+}
+
 static void flow_ev(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
 		    uint64_t flow_id)
 {
-	pf_ev(&pf->out, ph, ts_ns, pid, tid);
-	pf_name(&pf->out, "serve", "request");
-	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", flow_id, ph == 'f' ? ",\"bp\":\"e\"" : "");
+	pf_flow(pf, ph, ts_ns, pid, tid, "serve", "request", flow_id);
 }
 
 void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id)
@@ -105,63 +110,6 @@ static void flags_arg(struct perfetto *pf, const struct ttf_request *r,
 		pf_jstr(pf->out.f, names[i]);
 	}
 	fputc(']', pf->out.f);
-}
-
-/* The hop track of a process (tid PERFETTO_TID_HOPS + tgid), named once. */
-static uint32_t hop_track(struct perfetto *pf, uint32_t tgid)
-{
-	int i = pf_name_process(pf, tgid);
-
-	if (i < 0 || !pf->tgid_hops[i]) {
-		pf_meta(&pf->out, tgid, PERFETTO_TID_HOPS + tgid, "thread_name",
-			"hops (gateway <-> upstream)");
-		if (i >= 0)
-			pf->tgid_hops[i] = 1;
-	}
-	return PERFETTO_TID_HOPS + tgid;
-}
-
-static void hop_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint64_t id)
-{
-	pf_ev(&pf->out, ph, ts_ns, pid, PERFETTO_TID_HOPS + pid);
-	pf_name(&pf->out, "hop", "hop");
-	fprintf(pf->out.f, ",\"id\":%" PRIu64 "%s}", id, ph == 'f' ? ",\"bp\":\"e\"" : "");
-}
-
-/*
- * Through a gateway: its slice on its process's hop track over the TTFT,
- * the upstream's slice on the upstream's (upstream request written -> first
- * token out), a mark on the gateway's where that token came back, and one
- * flow gateway -> upstream -> gateway, each end at its slice's start.
- */
-static void hop_slices(struct perfetto *pf, const struct ttf_request *r,
-		       const struct ttf_req_metrics *m, const struct ttf_hop_chain *c)
-{
-	uint64_t t = m->t_start_ns, up_start, up_end;
-	uint32_t gw = hop_track(pf, c->gw_tgid);
-	char name[64];
-
-	for (int i = 0; i < TTF_HS_UPSTREAM; i++)
-		t += c->stage_ns[i];
-	up_start = t;
-	up_end = t + c->stage_ns[TTF_HS_UPSTREAM];
-	snprintf(name, sizeof(name), "gateway: req %" PRIu64, r->id);
-	pf_complete(&pf->out, c->gw_tgid, gw, m->t_start_ns, m->ttft_ns > 0 ? m->ttft_ns : 0,
-		    name, "hop");
-	fprintf(pf->out.f, ",\"args\":{\"join\":\"%s\",\"buffering\":%s}}",
-		c->exact ? "exact" : "inferred", c->buffering ? "true" : "false");
-	if (!c->up_tgid)
-		return;
-	snprintf(name, sizeof(name), "upstream: req %" PRIu64 " (its %" PRIu64 ")", r->id,
-		 c->up_req_id);
-	pf_complete(&pf->out, c->up_tgid, hop_track(pf, c->up_tgid), up_start, up_end - up_start,
-		    name, "hop");
-	fputs("}", pf->out.f);
-	pf_complete(&pf->out, c->gw_tgid, gw, up_end, 0, "first token from upstream", "hop");
-	fputs("}", pf->out.f);
-	hop_flow(pf, 's', m->t_start_ns, c->gw_tgid, r->id);
-	hop_flow(pf, 't', up_start, c->up_tgid, r->id);
-	hop_flow(pf, 'f', up_end, c->gw_tgid, r->id);
 }
 
 /* Stage slices on the lane, in the order they follow each other inside [start, first token]. */
@@ -316,8 +264,7 @@ static void on_request(void *ctx, const struct ttf_request *r, const struct ttf_
 	/* the flows leave from the request slice: their starts follow it, before the stages */
 	served(pf, r, m, a, lane, start, end);
 	stage_slices(pf, lane, start, a);
-	if (a && a->valid && a->hops)
-		hop_slices(pf, r, m, a->hops);
+	pf_hops(pf, r, m, a);
 	for (uint32_t i = 0; i < r->n_events; i++) {
 		pf_ev(o, 'i', ttf_metrics__event_time(&r->events[i]), PERFETTO_PID_REQUESTS, lane);
 		pf_name(o, "token", "token");
@@ -373,10 +320,11 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 		",\"threads_refused\":%" PRIu64 ",\"connections_refused\":%" PRIu64
 		",\"sched_reordered\":%" PRIu64 ",\"sched_merged\":%" PRIu64
 		",\"sched_served_clipped_ns\":%" PRIu64 ",\"gpu_spans_unread\":%" PRIu64
-		",\"gpu_flows_dropped\":%" PRIu64, mode_names[pf->sched_mode], pf->out.events,
+		",\"gpu_flows_dropped\":%" PRIu64 ",\"hop_slices_over_lanes\":%" PRIu64,
+		mode_names[pf->sched_mode], pf->out.events,
 		lanes_used(pf), pf->lanes_full, pf->flows, pf->threads_refused, pf->conns_refused,
 		pf->sched_reordered, pf->sched_merged, pf->served_clipped_ns, pf->gpu_unread,
-		pf->gpu_flows_dropped);
+		pf->gpu_flows_dropped, pf->hop_slices_over);
 	for (int i = 0; i < n; i++) {
 		fputs(",", f);
 		pf_jstr(f, cnt[i].name);
@@ -388,6 +336,10 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 	if (err)
 		ttf_error(err == -ENOSPC ? "free space on that file system" : "check permissions",
 			  "writing %s: %s", pf->out.path, strerror(-err));
+	if (pf->hop_slices_over)
+		fprintf(stderr, "Warning: perfetto: %" PRIu64 " hop slices over %d lanes "
+			"of a process (or %d processes), not drawn\n", pf->hop_slices_over,
+			PF_HOP_LANES, PF_HOP_PROCS);
 	if (pf->threads_refused || pf->conns_refused || pf->gpu_unread || pf->lanes_full ||
 	    pf->gpu_flows_dropped)
 		fprintf(stderr, "Warning: perfetto: %" PRIu64 " threads and %" PRIu64

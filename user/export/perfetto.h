@@ -46,10 +46,11 @@
  *   - "GPU <device>" (pid PERFETTO_PID_GPU + device, tid = stream): kernels
  *     and copies from the CUPTI store, read PERFETTO_GPU_LAG_NS behind the
  *     clock (collectors deliver per-thread buffers late) and at the end;
- *   - through a gateway (user/model/hops.h): on a "hops" track of each
- *     process (tid PERFETTO_TID_HOPS + tgid) the gateway's slice over the
- *     TTFT and the upstream's slice, and one flow (cat "hop") gateway ->
- *     upstream -> gateway.
+ *   - across processes (user/model/hop_view.h: a gateway and its upstream,
+ *     a frontend and its engine): on a "hops lane N" track of each process
+ *     (tid PERFETTO_TID_HOPS + tgid + (N - 1) * 2^22) the client-facing
+ *     process's slice over the TTFT and each other process's slice, and
+ *     one flow (cat "hop") through them and back (perfetto_hops.c).
  *
  * Events are streamed to FILE.tmp.XXXXXX as they come (memory bounded by the
  * per-thread, per-connection and lane tables); finish writes the closing
@@ -67,7 +68,7 @@
 #define PERFETTO_PID_REQUESTS 0x40000001u
 #define PERFETTO_PID_CONNS 0x40000002u
 #define PERFETTO_PID_GPU 0x40001000u	/* + CUDA device id */
-#define PERFETTO_TID_HOPS 0x40000000u	/* + tgid: a process's hop track */
+#define PERFETTO_TID_HOPS 0x40000000u	/* + tgid (+ lane * 2^22): a process's hop lanes */
 
 #define PERFETTO_GPU_LAG_NS 3000000000ull
 #define PERFETTO_MAX_THREADS 4096	/* thread-state table; more threads are counted, not drawn */

@@ -57,6 +57,14 @@ struct pf_gpu_flow {
 	uint64_t a, b;		/* the step window */
 };
 
+#define PF_HOP_PROCS 16	/* processes with hop lanes (perfetto_hops.c) */
+#define PF_HOP_LANES 16	/* lanes per process: requests in it at once */
+
+struct pf_hop_lanes {
+	uint32_t tgid;
+	uint64_t end[PF_HOP_LANES];	/* 0: never used */
+};
+
 struct perfetto {
 	struct pf_out out;
 	int finished;
@@ -74,22 +82,32 @@ struct perfetto {
 	struct pf_mark_key seen[PF_MARKS_SEEN];	/* ring */
 	uint32_t seen_next;
 	uint32_t tgids[64];	/* processes already named */
-	uint8_t tgid_hops[64];	/* ... whose hop track is named */
 	int n_tgids;
 	uint64_t streams[64];	/* GPU device << 32 | stream already named */
 	int n_streams;
 	uint64_t threads_refused, conns_refused, sched_reordered, gpu_unread;
 	uint64_t lanes_full, flows, gpu_flows_dropped, sched_merged, served_clipped_ns;
+	struct pf_hop_lanes hop_lanes[PF_HOP_PROCS];
+	int n_hop_lanes;
+	uint64_t hop_slices_over;	/* hop slices with no free hop lane: not drawn */
 };
 
 /* perfetto.c */
 /* A zero-length mark (cat "request") at ts on (pid, tid), once per place; then the flow's end. */
 void pf_mark_flow(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_ns,
 		  const char *name, uint64_t flow_id);
+/* One flow event (ph 's', 't' or 'f'; 'f' binds to the enclosing slice, "bp":"e"). */
+void pf_flow(struct perfetto *pf, char ph, uint64_t ts_ns, uint32_t pid, uint32_t tid,
+	     const char *name, const char *cat, uint64_t flow_id);
 /* The flow's start: at the request slice (its lane, its start). */
 void pf_flow_start(struct perfetto *pf, uint32_t lane, uint64_t req_start_ns, uint64_t flow_id);
 /* Names the process of tgid ("comm tgid (threads)") once. Returns its table index or -1. */
 int pf_name_process(struct perfetto *pf, uint32_t tgid);
+
+/* perfetto_hops.c */
+/* A request's slices per process hop and its flow across them (nothing without hops). */
+void pf_hops(struct perfetto *pf, const struct ttf_request *r, const struct ttf_req_metrics *m,
+	     const struct ttf_attrib *a);
 
 /* perfetto_thr.c */
 struct thr *pf_thr_get(struct perfetto *pf, uint32_t tid, uint32_t tgid);

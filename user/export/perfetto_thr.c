@@ -44,7 +44,6 @@ int pf_name_process(struct perfetto *pf, uint32_t tgid)
 	pf_meta(&pf->out, tgid, 0, "process_name", name);
 	if (pf->n_tgids >= (int)(sizeof(pf->tgids) / sizeof(pf->tgids[0])))
 		return -1;	/* past the table, processes are named again: harmless */
-	pf->tgid_hops[pf->n_tgids] = 0;
 	pf->tgids[pf->n_tgids] = tgid;
 	return pf->n_tgids++;
 }

@@ -13,7 +13,7 @@
 #include "user/lib/version.h"
 #include "user/model/vocab.h"
 #include "user/export/prom.h"
-#include "user/model/hops.h"
+#include "user/model/hop_view.h"
 #include "user/export/prom_pcie.h"
 
 /*
@@ -149,7 +149,7 @@ struct prom_series {
 	int model;		/* index into prom_metrics.models; MODEL_OTHER, MODEL_UNKNOWN */
 	struct histo ttft, tokenize, tpot, itl, e2e;
 	struct histo stage[TTF_ST__ALL];
-	struct histo hop_stage[TTF_HS__MAX];	/* through a gateway (user/model/hops.h) */
+	struct histo hop_stage[PROM_MAX_HOP_STAGES];	/* by prom_metrics.hop_stages */
 	uint64_t requests[N_CLASSES][TTF_OC__MAX];	/* by enum ttf_outcome (vocab.h) */
 	uint64_t out_tokens, prompt_tokens;
 	uint64_t in_flight;	/* read completely, not finished */
@@ -163,8 +163,15 @@ struct prom_metrics {
 	int n_models;
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
-	int any_hops;		/* a request came through a gateway: hop histograms are out */
-	int any_pd;		/* ... with a prefill call (disaggregated): its stages are out too */
+	/*
+	 * The (hop, stage) pairs requests had (user/model/hop_view.h), in the
+	 * order first seen: both are names from fixed tables, so the labels are
+	 * bounded; a stage appears once a request had it (a prefill call's
+	 * only with a disaggregated chain). More are counted, not exported.
+	 */
+	struct { const char *hop, *stage; } hop_stages[PROM_MAX_HOP_STAGES];
+	int n_hop_stages;
+	uint64_t hop_stages_over;
 	uint64_t uprobe_hits;
 	int n_counters;
 	struct prom_counter counters[MAX_COUNTERS];
@@ -265,10 +272,41 @@ static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_r
 	init_histo(pm, &s->e2e, PROM_H_E2E);
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		init_histo(pm, &s->stage[i], PROM_H_STAGE);
-	for (int i = 0; i < TTF_HS__MAX; i++)
+	for (int i = 0; i < PROM_MAX_HOP_STAGES; i++)
 		init_histo(pm, &s->hop_stage[i], PROM_H_STAGE);
 	pm->series[pm->n_series++] = s;
 	return s;
+}
+
+/* The index of (hop, stage), registered when new; -1 when the table is full. */
+static int hop_stage_index(struct prom_metrics *pm, const char *hop, const char *stage)
+{
+	for (int i = 0; i < pm->n_hop_stages; i++)
+		if (!strcmp(pm->hop_stages[i].hop, hop) && !strcmp(pm->hop_stages[i].stage, stage))
+			return i;
+	if (pm->n_hop_stages == PROM_MAX_HOP_STAGES)
+		return -1;
+	pm->hop_stages[pm->n_hop_stages].hop = hop;
+	pm->hop_stages[pm->n_hop_stages].stage = stage;
+	return pm->n_hop_stages++;
+}
+
+/* A request's hop stages (through a gateway, or a message hop to an engine). */
+static void add_hop_stages(struct prom_metrics *pm, struct prom_series *s,
+			   const struct ttf_attrib *a, uint64_t t_start_ns)
+{
+	struct ttf_hop_view v;
+
+	if (!ttf_hop_view__build(a, t_start_ns, &v))
+		return;
+	for (int i = 0; i < v.n_stages; i++) {
+		int k = hop_stage_index(pm, v.stages[i].hop, v.stages[i].name);
+
+		if (k < 0)
+			pm->hop_stages_over++;
+		else
+			histo__add(&s->hop_stage[k], v.stages[i].ns / 1e9);
+	}
 }
 
 static enum ttf_outcome outcome_of(uint32_t flags)
@@ -322,13 +360,7 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 				histo__add(&s->stage[st], a->stage_ns[st] / 1e9);
 		if (a->stage_ns[TTF_ST_TOKENIZE] >= 0)
 			histo__add(&s->tokenize, a->stage_ns[TTF_ST_TOKENIZE] / 1e9);
-		if (a->hops) {
-			pm->any_hops = 1;
-			pm->any_pd |= a->hops->pd.seen;
-			for (int i = 0; i < TTF_HS__MAX; i++)
-				if (ttf_hop_stage_present(a->hops, i))
-					histo__add(&s->hop_stage[i], a->hops->stage_ns[i] / 1e9);
-		}
+		add_hop_stages(pm, s, a, m->t_start_ns);
 	}
 }
 
@@ -454,6 +486,9 @@ static void put_counters(FILE *f, const struct prom_metrics *pm)
 		put_label(f, pm->counters[i].name);
 		fprintf(f, "\"} %llu\n", (unsigned long long)pm->counters[i].value);
 	}
+	if (pm->hop_stages_over)	/* never so far: the pairs are a fixed set */
+		fprintf(f, "ttftrace_dropped_events_total{reason=\"prom_hop_stages_full\"} %llu\n",
+			(unsigned long long)pm->hop_stages_over);
 	for (int i = 0; i < pm->n_counters; i++) {
 		const char *name = pm->counters[i].name;
 		double div;
@@ -545,21 +580,23 @@ static void put_stages(FILE *f, const struct prom_metrics *pm)
 	}
 }
 
-/* Through a gateway: the hop stages (docs/metrics.md M20), only once a request had them. */
+/*
+ * Through a gateway or a message hop: the hop stages (docs/metrics.md M20,
+ * docs/design.md D15) with their hop, only once a request had them.
+ */
 static void put_hop_stages(FILE *f, const struct prom_metrics *pm)
 {
-	char label[PROM_LABEL_BYTES], full[PROM_LABEL_BYTES + 32];
+	char label[PROM_LABEL_BYTES], full[PROM_LABEL_BYTES + 64];
 
-	if (!pm->any_hops)
+	if (!pm->n_hop_stages)
 		return;
 	put_head(f, "ttftrace_hop_stage_seconds", "histogram",
-		 "TTFT of requests through a gateway split per hop (disjoint, sum to TTFT)");
+		 "TTFT of requests that crossed processes, split per hop (disjoint, sum to TTFT)");
 	for (int i = 0; i < pm->n_series; i++) {
 		series_label(pm, pm->series[i], label, sizeof(label));
-		for (int k = 0; k < TTF_HS__MAX; k++) {
-			if (!pm->any_pd && (k == TTF_HS_PREFILL_CALL || k == TTF_HS_HANDOFF))
-				continue;
-			snprintf(full, sizeof(full), "%sstage=\"%s\",", label, ttf_hop_stage_name(k));
+		for (int k = 0; k < pm->n_hop_stages; k++) {
+			snprintf(full, sizeof(full), "%shop=\"%s\",stage=\"%s\",", label,
+				 pm->hop_stages[k].hop, pm->hop_stages[k].stage);
 			put_histo(f, "ttftrace_hop_stage_seconds", full, &pm->series[i]->hop_stage[k]);
 		}
 	}
@@ -731,6 +768,7 @@ struct prom_sink {
 	struct prom_metrics *pm;
 	struct MHD_Daemon *mhd;
 	char *sysfs_root;	/* PCIe gauges (user/export/prom_pcie.h); NULL: /sys */
+	char *out_path;		/* prom_file_sink__new: written at finish; NULL: served */
 };
 
 /* The request metrics, then the PCIe gauges read now (outside the lock). */
@@ -848,8 +886,28 @@ static void sink_counters(void *ctx, const struct report_counter *c, int n)
 
 static int sink_finish(void *ctx, const struct report_counter *c, int n)
 {
+	struct prom_sink *ps = ctx;
+	char *text;
+	size_t len;
+	FILE *f;
+	int err = 0;
+
 	sink_counters(ctx, c, n);
-	return 0;
+	if (!ps->out_path)
+		return 0;
+	text = prom_metrics__render(ps->pm, &len);	/* the tracer's thread: no lock needed */
+	if (!text)
+		return -ENOMEM;
+	f = fopen(ps->out_path, "w");
+	if (!f || fwrite(text, 1, len, f) != len)
+		err = -errno;
+	if (f && fclose(f) && !err)
+		err = -errno;
+	if (err)
+		ttf_error("check that the directory exists and is writable", "cannot write %s: %s",
+			  ps->out_path, strerror(-err));
+	free(text);
+	return err;
 }
 
 static void sink_destroy(void *ctx)
@@ -861,6 +919,7 @@ static void sink_destroy(void *ctx)
 	pthread_mutex_destroy(&ps->lock);
 	prom_metrics__free(ps->pm);
 	free(ps->sysfs_root);
+	free(ps->out_path);
 	free(ps);
 }
 
@@ -905,6 +964,16 @@ static void print_url(int fd)
 	}
 }
 
+static void sink_of(struct prom_sink *ps, struct ttf_sink *out)
+{
+	*out = (struct ttf_sink){
+		.name = "prometheus", .ctx = ps, .request = sink_request,
+		.request_read = sink_request_read, .rejected = sink_rejected,
+		.engine_event = sink_engine_event, .counters = sink_counters,
+		.finish = sink_finish, .destroy = sink_destroy,
+	};
+}
+
 int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_buckets *b,
 		   struct ttf_sink *out)
 {
@@ -946,14 +1015,26 @@ int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_b
 		goto cleanup;
 	}
 	print_url(fd);
-	*out = (struct ttf_sink){
-		.name = "prometheus", .ctx = ps, .request = sink_request,
-		.request_read = sink_request_read, .rejected = sink_rejected,
-		.engine_event = sink_engine_event, .counters = sink_counters,
-		.finish = sink_finish, .destroy = sink_destroy,
-	};
+	sink_of(ps, out);
 	return 0;
 cleanup:
 	sink_destroy(ps);
 	return err;
+}
+
+int prom_file_sink__new(const char *path, const struct prom_buckets *b, struct ttf_sink *out)
+{
+	struct prom_sink *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return -ENOMEM;
+	pthread_mutex_init(&ps->lock, NULL);
+	ps->pm = prom_metrics__new(b);
+	ps->out_path = strdup(path);
+	if (!ps->pm || !ps->out_path) {
+		sink_destroy(ps);
+		return -ENOMEM;
+	}
+	sink_of(ps, out);
+	return 0;
 }

@@ -72,6 +72,8 @@ struct prom_buckets {
 
 #define PROM_MAX_COMMS 16
 #define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
+/* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hop_view.h: 16 today) */
+#define PROM_MAX_HOP_STAGES 32
 
 #define PROM_BUCKETS_HINT \
 	"--buckets NAME=B1,B2,... with NAME one of ttft, stage, tokenize, tpot, itl, e2e " \
@@ -125,5 +127,12 @@ int prom__parse_listen(const char *spec, struct sockaddr_storage *sa, socklen_t 
  */
 int prom_sink__new(const char *spec, const char *sysfs_root, const struct prom_buckets *b,
 		   struct ttf_sink *out);
+
+/*
+ * The same metrics, written once to path at the end of the run (`ttftrace
+ * replay --metrics-out`): the exposition text of a scrape then, without the
+ * PCIe gauges. 0 or -ENOMEM; finish returns a write error (said on stderr).
+ */
+int prom_file_sink__new(const char *path, const struct prom_buckets *b, struct ttf_sink *out);
 
 #endif /* TTFTRACE_PROM_H */

@@ -17,6 +17,7 @@
 #include "user/export/report.h"
 #include "user/export/report_hops.h"
 #include "user/export/report_msg_hops.h"
+#include "user/export/report_hop_split.h"
 #include "user/export/report_stages.h"
 #include "user/export/report_zmtp.h"
 #include "user/export/sink.h"
@@ -60,6 +61,7 @@ struct report {
 	struct stage_stats *stages; /* TTFT stage split, when attribution runs */
 	struct hop_stats *hops;     /* through a gateway (report_hops.h) */
 	struct msg_hop_stats *msg_hops; /* across a ZMQ hop to an engine (report_msg_hops.h) */
+	struct hop_split *hop_split;	/* per hop, either chain (report_hop_split.h) */
 	struct json_buf line;       /* NDJSON line being printed, kept between lines */
 	int header_done;
 };
@@ -104,6 +106,7 @@ void report__free(struct report *rp)
 	stage_stats__free(rp->stages);
 	hop_stats__free(rp->hops);
 	msg_hop_stats__free(rp->msg_hops);
+	hop_split__free(rp->hop_split);
 	json_buf__free(&rp->line);
 	free(rp);
 }
@@ -489,6 +492,11 @@ void report__request(struct report *rp, const struct ttf_request *r,
 			rp->msg_hops = msg_hop_stats__new();
 		if (a->msg && !a->hops && (!rp->msg_hops || msg_hop_stats__add(rp->msg_hops, a)))
 			rp->samples_lost++;
+		if ((a->hops || a->msg) && !rp->hop_split)
+			rp->hop_split = hop_split__new();
+		if ((a->hops || a->msg) &&
+		    (!rp->hop_split || hop_split__add(rp->hop_split, a, m->t_start_ns, m->ttft_ns)))
+			rp->samples_lost++;
 	}
 	if (rp->opts.json) {
 		cJSON *o = request_json(r, m);
@@ -582,6 +590,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 	report_stages__summary_text(out, rp->stages);
 	report_hops__summary_text(out, rp->hops);
 	report_msg_hops__summary_text(out, rp->msg_hops);
+	hop_split__summary_text(out, rp->hop_split);
 	fprintf(out, "Drops and health:\n");
 	for (i = 0; i < n_counters; i++) {
 		if (!counters[i].value)
@@ -679,6 +688,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	report_stages__summary_json(o, rp->stages, &err);
 	report_hops__summary_json(o, rp->hops, &err);
 	report_msg_hops__summary_json(o, rp->msg_hops, &err);
+	hop_split__summary_json(o, rp->hop_split, &err);
 	sub = json_add__obj(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)

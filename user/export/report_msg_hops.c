@@ -59,7 +59,7 @@ int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
 	return err ? -ENOMEM : 0;
 }
 
-static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
+static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, const char *comm, int *err)
 {
 	cJSON *h = cJSON_CreateObject();
 
@@ -69,6 +69,8 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, int *err)
 		return NULL;
 	}
 	*err |= !cJSON_AddStringToObject(h, "hop", name);
+	*err |= !(comm[0] ? cJSON_AddStringToObject(h, "comm", comm) :
+		  cJSON_AddNullToObject(h, "comm"));
 	*err |= !cJSON_AddNumberToObject(h, "pid", pid);
 	return h;
 }
@@ -102,7 +104,7 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 	arr = cJSON_AddArrayToObject(o, "hops");
 	*err |= !arr;
 	for (int k = 0; arr && k < c->n_procs; k++) {
-		h = hop(arr, c->role[k], c->tgid[k], err);
+		h = hop(arr, c->role[k], c->tgid[k], c->comm[k], err);
 		if (k < TTF_MT__MAX)	/* frontend: emit, engine: queue */
 			take_gap(h, &c->take[k], k == TTF_MT_FRONTEND ? "emit" : "queue", err);
 		if (!h || !k)

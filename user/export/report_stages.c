@@ -9,6 +9,7 @@
 #include "user/lib/fit.h"
 #include "user/lib/json_print.h"
 #include "user/lib/stats.h"
+#include "user/lib/tail_bucket.h"
 
 struct row {
 	int64_t ttft_ns;
@@ -20,10 +21,6 @@ struct row {
  * power of two of ns, allocated when first used), each with its request
  * count and per-stage sums: fixed-size memory for the tail stage.
  */
-#define TAIL_SUB_BITS 6
-#define TAIL_OCTAVES 48
-#define TAIL_BUCKETS ((TAIL_OCTAVES << TAIL_SUB_BITS) + 1)
-
 struct tail_bucket {
 	uint64_t n;
 	double sum[TTF_ST__ALL];
@@ -43,21 +40,6 @@ struct stage_stats {
 	struct stats *share;			/* their token shares, percent */
 };
 
-/* Bucket of ttft_ns: exact below 2^TAIL_SUB_BITS ns, then log-linear. */
-static size_t tail_bucket(int64_t ttft_ns)
-{
-	uint64_t v = ttft_ns > 0 ? (uint64_t)ttft_ns : 0;
-	int e;
-
-	if (v < (1u << TAIL_SUB_BITS))
-		return v;
-	e = 63 - __builtin_clzll(v);	/* v in [2^e, 2^(e+1)) */
-	if (e - TAIL_SUB_BITS + 1 >= TAIL_OCTAVES)
-		return TAIL_BUCKETS - 1;
-	return ((size_t)(e - TAIL_SUB_BITS + 1) << TAIL_SUB_BITS) +
-	       ((v >> (e - TAIL_SUB_BITS)) & ((1u << TAIL_SUB_BITS) - 1));
-}
-
 /* Stages that count towards the tail (as stage_sum_ms: SERVER and COPY are merges). */
 static void tail_sums(const int64_t *stage_ns, double *sum)
 {
@@ -72,7 +54,7 @@ static void tail_sums(const int64_t *stage_ns, double *sum)
 
 static int tail_add(struct stage_stats *ss, int64_t ttft_ns, const int64_t *stage_ns)
 {
-	size_t b = tail_bucket(ttft_ns);
+	size_t b = tail_bucket_of(ttft_ns);
 
 	if (!ss->tail[b] && !(ss->tail[b] = calloc(1, sizeof(*ss->tail[b]))))
 		return -ENOMEM;

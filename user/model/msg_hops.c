@@ -64,6 +64,47 @@ const char *ttf_msg_stage_name(enum ttf_msg_stage s)
 	return s >= 0 && s < TTF_MS__MAX ? stage_names[s] : "?";
 }
 
+int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out)
+{
+	for (int i = 0; i < c->n_stages; i++)
+		out[i] = c->stage[i];
+	return c->n_stages;
+}
+
+const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
+			      uint32_t *tgid, const char **comm)
+{
+	int k;
+
+	*tgid = 0;
+	*comm = "";
+	switch (s) {
+	case TTF_MS_NET_IN:
+	case TTF_MS_NET_OUT:
+		return "net";
+	case TTF_MS_IPC_IN:
+	case TTF_MS_IPC_OUT:
+	case TTF_MS_IPC_BACK:
+		return "ipc";
+	case TTF_MS_QUEUE:
+	case TTF_MS_PREFILL:
+		k = 1;
+		break;
+	case TTF_MS_DETOKENIZE:
+		k = 2;
+		break;
+	default:	/* read_wait, frontend, emit: in the frontend's process */
+		k = 0;
+		break;
+	}
+	if (k >= c->n_procs)
+		return "ipc";
+	*tgid = c->tgid[k];
+	*comm = c->comm[k];
+	/* by position, not by the stack profile's role: a fixed set of hop names */
+	return default_roles[k];
+}
+
 enum ttf_msg_stage ttf_msg_stage_at(int i)
 {
 	return i >= 0 && i < TTF_MS__MAX ? (enum ttf_msg_stage)time_order[i] : TTF_MS__MAX;
@@ -256,6 +297,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	}
 	memset(out, 0, sizeof(*out));
 	out->fe_tgid = out->tgid[0] = r->tgid;
+	snprintf(out->comm[0], sizeof(out->comm[0]), "%.15s", r->comm);
 	out->eng_tgid = in[0]->tgid;
 	for (int k = 0; k < n; k++)
 		out->tgid[k + 1] = in[k]->tgid;

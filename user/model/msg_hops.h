@@ -94,6 +94,7 @@ struct ttf_msg_chain {
 	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
 	/* the processes in the order the request passed them: [0] fe_tgid, [1] eng_tgid */
 	uint32_t tgid[MSG_HOPS_PROCS];
+	char comm[MSG_HOPS_PROCS][16];	/* their names; "" unknown (user/model/proc_names.h) */
 	uint8_t n_procs;		/* 2 (vLLM-shaped) or 3 (SGLang-shaped) */
 	uint8_t n_stages;		/* stage[0 .. n_stages): this chain's stages, in time order */
 	uint8_t stage[TTF_MS__MAX];	/* enum ttf_msg_stage */
@@ -139,5 +140,21 @@ const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
 const char *ttf_msg_stage_name(enum ttf_msg_stage s);
 /* The i-th stage (0 .. TTF_MS__MAX) in time order: ... ipc_out, detokenize, ipc_back, emit ... */
 enum ttf_msg_stage ttf_msg_stage_at(int i);
+
+/*
+ * The stages of chain c in time order into out (TTF_MS__MAX entries at
+ * most); returns how many. The outputs iterate over these, never over the
+ * enum (a chain of another shape has other stages).
+ */
+int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out);
+/*
+ * The hop a stage lies in: a process by its position in the chain
+ * ("frontend", "engine", "output": a fixed set, whatever role a stack
+ * profile gives it) or a link ("ipc", "net"); for a process, its tgid and
+ * comm in c (*tgid 0, *comm "" for a link). The outputs iterate over these
+ * (user/model/hop_view.h).
+ */
+const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
+			      uint32_t *tgid, const char **comm);
 
 #endif /* TTFTRACE_MSG_HOPS_H */
