@@ -726,7 +726,11 @@ static int run_loop(struct tracer *t)
 
 	while (!stop_requested) {
 		uint64_t drain_start = now_ns();
-		int err, got = drain_sources(t, poll_ms, &err);
+		/* -d: an idle poll does not wait past the deadline */
+		int wait_ms = deadline && deadline <= drain_start ? 0 :
+			      deadline && (deadline - drain_start) / 1000000 + 1 < (uint64_t)poll_ms ?
+			      (int)((deadline - drain_start) / 1000000 + 1) : poll_ms;
+		int err, got = drain_sources(t, wait_ms, &err);
 		uint64_t now;
 
 		if (err) {

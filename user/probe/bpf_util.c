@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -75,10 +76,13 @@ static bool fd_is_perf_event(int dirfd, const char *name)
 }
 
 /*
- * In the child after fork (one thread, no locks: raw syscalls only): close
- * every descriptor but the perf events, then exit, which releases those.
+ * In the grandchild after fork (one thread, no locks: raw syscalls only):
+ * close every descriptor but the perf events, the links' own descriptors
+ * keep[0..n_keep) and hold_fd, wait until
+ * hold_fd reads EOF (the tracer closed its end: its own closes are done),
+ * then exit, which releases the perf events here, the last holder.
  */
-_Noreturn static void release_perf_events(void)
+_Noreturn static void release_perf_events(int hold_fd, const int *keep, int n_keep)
 {
 	char buf[4096];
 	int dirfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -100,20 +104,69 @@ _Noreturn static void release_perf_events(void)
 				continue;
 			for (const char *c = d->d_name; *c; c++)
 				fd = fd * 10 + (*c - '0');
-			if (fd != dirfd && !fd_is_perf_event(dirfd, d->d_name))
+			bool kept = fd == dirfd || fd == hold_fd;
+
+			for (int i = 0; i < n_keep && !kept; i++)
+				kept = keep[i] == fd;
+			if (!kept && !fd_is_perf_event(dirfd, d->d_name))
 				close(fd);
 		}
+	}
+	if (dirfd >= 0)
+		close(dirfd);
+	for (;;) {
+		long r = read(hold_fd, buf, sizeof(buf));
+
+		if (r == 0 || (r < 0 && errno != EINTR))
+			break;
 	}
 	_exit(0);
 }
 
+/*
+ * Fork a grandchild that holds the perf events and keep[] until *hold_w is closed; the
+ * child between exits at once and is reaped here, so no zombie is left.
+ * Returns 0 with *hold_w set, or -errno (then nothing is held).
+ */
+static int hold_perf_events(int *hold_w, const int *keep, int n_keep)
+{
+	int p[2], status;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		if (fork() == 0)
+			release_perf_events(p[0], keep, n_keep);
+		_exit(0);
+	}
+	close(p[0]);
+	if (pid < 0) {
+		int err = -errno;
+
+		close(p[1]);
+		return err;
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*hold_w = p[1];
+	return 0;
+}
+
 void bpf_util__destroy_links(struct bpf_link **v, int n)
 {
-	pid_t pid = n ? fork() : -1;
+	int hold_w = -1, *keep = n ? calloc(n, sizeof(*keep)) : NULL;
 
-	if (pid == 0)
-		release_perf_events();
-	/* with the child holding the perf events, these closes do not wait */
+	/* the link's descriptor (a bpf_link over the perf event, from BPF_LINK_CREATE) */
+	for (int i = 0; keep && i < n; i++)
+		keep[i] = bpf_link__fd(v[i]);
+	if (keep)
+		hold_perf_events(&hold_w, keep, n);
+	free(keep);
+	/* with the grandchild holding the perf events, these closes do not wait */
 	for (int i = 0; i < n; i++)
 		bpf_link__destroy(v[i]);
+	if (hold_w >= 0)
+		close(hold_w);
 }

@@ -27,11 +27,13 @@ int bpf_util__push_link(struct bpf_link ***v, int *n, struct bpf_link *l);
 
 /*
  * Destroy links v[0..n) (uprobes; frees nothing else). Closing a uprobe's
- * perf event waits in the kernel, about 90 to 120 ms each on 6.18 and
+ * perf event waits in the kernel, about 60 to 120 ms each on 6.18 and
  * serialized (measured with strace on a TLS library's 10 probes, also from
- * parallel threads): a forked child keeps only the perf event descriptors
- * and exits, so the kernel removes the probes there, within about n * 0.1 s,
- * while this process goes on at once. Without a child (fork failed), here.
+ * parallel threads; docs/kernel.md B13) -- but only the last close of a
+ * perf event waits. A forked grandchild keeps only the perf event
+ * descriptors until these closes are done, then exits, so the kernel
+ * removes the probes there, within about n * 0.1 s, while this process goes
+ * on (or exits) at once. Without a grandchild (fork failed), here.
  */
 void bpf_util__destroy_links(struct bpf_link **v, int n);
 

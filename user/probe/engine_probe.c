@@ -169,8 +169,7 @@ void engine_probe__destroy(struct engine_probe *ep)
 	if (!ep)
 		return;
 	for (int i = 0; i < ep->n_attaches; i++) {
-		for (int k = 0; k < ep->attaches[i].n_links; k++)
-			bpf_link__destroy(ep->attaches[i].links[k]);
+		bpf_util__destroy_links(ep->attaches[i].links, ep->attaches[i].n_links);
 		free(ep->attaches[i].links);
 	}
 	for (int i = 0; i < ep->n_missing; i++)

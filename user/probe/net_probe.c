@@ -428,8 +428,8 @@ void net_probe__destroy(struct net_probe *np)
 {
 	if (!np)
 		return;
-	for (int i = 0; i < np->n_links; i++)
-		bpf_link__destroy(np->links[i]);
+	/* per-syscall tracepoints are faultable on 6.18: their detach waits (B13) */
+	bpf_util__destroy_links(np->links, np->n_links);
 	ring_buffer__free(np->rb);
 	net_bpf__destroy(np->sock);
 	net_syscall_bpf__destroy(np->sys);

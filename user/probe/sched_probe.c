@@ -217,8 +217,7 @@ void sched_probe__destroy(struct sched_probe *sp)
 {
 	if (!sp)
 		return;
-	for (int i = 0; i < sp->n_links; i++)
-		bpf_link__destroy(sp->links[i]);
+	bpf_util__destroy_links(sp->links, sp->n_links);
 	ring_buffer__free(sp->rb);
 	sched_bpf__destroy(sp->skel);
 	free(sp);
