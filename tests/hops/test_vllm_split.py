@@ -217,6 +217,10 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
             ", ".join("%s %.3f" % (k, v[k]) for k in TAKE_PARTS)))
     assert good >= 0.95 * n, (good, n, missed)
     s = tr.summary()
+    # the summary's stages are over successful requests (2xx, none aborted or incomplete)
+    failed = [(r["id"], r["status"], r["flags"]) for r in recs.values()
+              if r["status"] != 200 or {"aborted", "incomplete", "error", "unknown"} & set(r["flags"])]
+    assert not failed, (failed, s["left_out_of_percentiles"])
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
     assert s["counters"]["msg_hop_joins"] == len(results)
     assert s["counters"]["msg_hop_unjoined"] == 0

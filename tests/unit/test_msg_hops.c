@@ -166,6 +166,7 @@ static void test_three(void **state)
 	assert_string_equal(c.role[1], "scheduler");
 	assert_string_equal(c.role[2], "detokenizer");
 	assert_string_equal(c.stack, "sglang");
+	assert_int_equal(msg_hops__stats(mh)->out_missed, 0);
 	/* the take windows: emit and the scheduler's queue, as with one process */
 	assert_int_equal(c.take[TTF_MT_FRONTEND].start_ns, 25700000);
 	assert_int_equal(c.take[TTF_MT_FRONTEND].end_ns, 26 * MS);
@@ -182,6 +183,49 @@ static void test_three(void **state)
 	msg(mh, FE, ZMTP_DIR_IN, 45 * MS, RID, NULL);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
 	assert_int_equal(msg_hops__stats(mh)->unjoined, 1);
+	msg_hops__free(mh);
+}
+
+/*
+ * test_three's stack where the scheduler's first output naming the request
+ * (25 ms) was missed and its next (29) seen, while the detokenizer's read
+ * of the first (25.1) was seen: the prefill ends at that read, not 4 ms
+ * late with every later stage 0, and it is counted.
+ */
+static void test_out_missed(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, RID);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 29 * MS, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_IN, 25100000, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_IN, 29100000, RID, ID_B);
+	msg(mh, DET, ZMTP_DIR_OUT, 25600000, RID, ID_B);
+	msg(mh, FE, ZMTP_DIR_IN, 25700000, RID, ID_B);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 25100000 - 15 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 0);
+	assert_int_equal(c.stage_ns[TTF_MS_DETOKENIZE], 500000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_BACK], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 300000);
+	assert_int_equal(msg_hops__stats(mh)->out_missed, 1);
+	/* the frontend's own first message out missed: its stage ends at the engine's read */
+	msg(mh, FE, ZMTP_DIR_OUT, 12 * MS, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, RID, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, RID, NULL);
+	msg(mh, FE, ZMTP_DIR_IN, 25200000, RID, NULL);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1100000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 0);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(msg_hops__stats(mh)->out_missed, 2);
 	msg_hops__free(mh);
 }
 
@@ -269,6 +313,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_three),
+		cmocka_unit_test(test_out_missed),
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_more_ids),

@@ -506,6 +506,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 		C("msg_hop_joins", ms->joined);
 		C("msg_hop_unjoined", ms->unjoined);
+		C("msg_hop_out_missed", ms->out_missed);
 		C("msg_hop_ids_evicted", ms->ids_evicted);
 	}
 	/* only once it happened: recordings of fewer requests keep their counters */
@@ -564,7 +565,7 @@ int pipeline__set_recorded_counters(struct pipeline *p, const struct report_coun
 	return 0;
 }
 
-/* The sources' and the pipeline's own counters (or the recorded ones, updated). */
+/* The sources' and the pipeline's own counters (or the recorded ones, updated, and own ones not recorded that are not 0). */
 static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
 {
 	struct report_counter own[OWN_COUNTERS];
@@ -577,6 +578,15 @@ static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
 				if (!strcmp(own[j].name, c[n].name))
 					c[n].value = own[j].value;
 			n++;
+		}
+		/* one the recording did not have (a newer tracer's), once it counted something */
+		for (int j = 0; j < n_own && n < cap; j++) {
+			int known = 0;
+
+			for (int i = 0; i < p->n_recorded && !known; i++)
+				known = !strcmp(own[j].name, p->recorded[i].name);
+			if (!known && own[j].value)
+				c[n++] = own[j];
 		}
 		return n;
 	}

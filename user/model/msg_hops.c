@@ -226,6 +226,15 @@ static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
+/* *out_ns = in_ns where the crossing out was seen after the crossing in; 1 then. */
+static int bound_out(uint64_t *out_ns, uint64_t in_ns)
+{
+	if (*out_ns <= in_ns)
+		return 0;
+	*out_ns = in_ns;
+	return 1;
+}
+
 /*
  * The processes after the frontend fe, in the order they first read a
  * message naming the id: in[k], out[k] their first IN and OUT crossings.
@@ -277,7 +286,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	const struct ttf_token_event *ev;
 	struct id_entry *e;
 	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
-	int n;
+	int n, missed;
 
 	if (!r->resp_id[0] || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
 		return 0;
@@ -318,6 +327,16 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	end[TTF_MS_IPC_BACK] = n > 1 ? fe_in->ts_ns : 0;
 	end[TTF_MS_EMIT] = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
 	end[TTF_MS_NET_OUT] = m->t_first_token_ns;
+	/*
+	 * A message leaves before it is read: a process's first crossing out seen
+	 * after the next process's first crossing in means its first message out
+	 * was missed (a lost or unrecognised record); that one left by then.
+	 */
+	missed = bound_out(&end[TTF_MS_FRONTEND], in[0]->ts_ns);
+	missed |= bound_out(&end[TTF_MS_PREFILL], n > 1 ? in[1]->ts_ns : fe_in->ts_ns);
+	if (n > 1)
+		missed |= bound_out(&end[TTF_MS_DETOKENIZE], fe_in->ts_ns);
+	mh->stats.out_missed += missed;
 	t = m->t_start_ns;
 	for (int i = 0; i < TTF_MS__MAX; i++) {
 		enum ttf_msg_stage s = ttf_msg_stage_at(i);

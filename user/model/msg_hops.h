@@ -113,6 +113,12 @@ struct msg_hops_stats {
 	uint64_t ids_evicted;		/* forgotten before any request claimed them */
 	uint64_t joined;		/* client requests split by their id */
 	uint64_t unjoined;		/* requests with an id the messages did not complete */
+	/*
+	 * joined requests where a process's first message out naming the id was
+	 * seen after the next process read one (its first was missed): that
+	 * stage ends at the read instead
+	 */
+	uint64_t out_missed;
 };
 
 struct msg_hops;
