@@ -130,28 +130,34 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 						 ms(c->stage_ns[c->stage[i]]));
 }
 
+/* "ROLE (COMM pid N)", or "ROLE (pid N)" with the name unknown. */
+static void proc_label(FILE *out, const struct ttf_msg_chain *c, int k)
+{
+	if (c->comm[k][0])
+		fprintf(out, "%s (%s pid %u)", c->role[k], c->comm[k], c->tgid[k]);
+	else
+		fprintf(out, "%s (pid %u)", c->role[k], c->tgid[k]);
+}
+
 void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
 {
 	const struct ttf_msg_chain *c = a ? a->msg : NULL;
 
 	if (!c || a->hops)
 		return;
-	if (c->n_procs < 3) {
-		fprintf(out, "    hops(ms): frontend %.2f | ipc_in %.2f | engine pid %u queue %.2f "
-			"prefill %.2f | ipc_out %.2f | emit %.2f [join exact, queue/prefill inferred]\n",
-			c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6,
-			c->eng_tgid, c->stage_ns[TTF_MS_QUEUE] / 1e6,
-			c->stage_ns[TTF_MS_PREFILL] / 1e6, c->stage_ns[TTF_MS_IPC_OUT] / 1e6,
-			c->stage_ns[TTF_MS_EMIT] / 1e6);
-		return;
+	fputs("    hops(ms): ", out);
+	proc_label(out, c, 0);
+	fprintf(out, " frontend %.2f | ipc_in %.2f | ", c->stage_ns[TTF_MS_FRONTEND] / 1e6,
+		c->stage_ns[TTF_MS_IPC_IN] / 1e6);
+	proc_label(out, c, 1);
+	fprintf(out, " queue %.2f prefill %.2f | ipc_out %.2f | ", c->stage_ns[TTF_MS_QUEUE] / 1e6,
+		c->stage_ns[TTF_MS_PREFILL] / 1e6, c->stage_ns[TTF_MS_IPC_OUT] / 1e6);
+	if (c->n_procs >= 3) {
+		proc_label(out, c, 2);
+		fprintf(out, " detokenize %.2f | ipc_back %.2f | ",
+			c->stage_ns[TTF_MS_DETOKENIZE] / 1e6, c->stage_ns[TTF_MS_IPC_BACK] / 1e6);
 	}
-	fprintf(out, "    hops(ms): %s %.2f | ipc_in %.2f | %s pid %u queue %.2f prefill %.2f | "
-		"ipc_out %.2f | %s pid %u detokenize %.2f | ipc_back %.2f | emit %.2f "
-		"[join exact, queue/prefill inferred]\n",
-		c->role[0], c->stage_ns[TTF_MS_FRONTEND] / 1e6, c->stage_ns[TTF_MS_IPC_IN] / 1e6,
-		c->role[1], c->tgid[1], c->stage_ns[TTF_MS_QUEUE] / 1e6,
-		c->stage_ns[TTF_MS_PREFILL] / 1e6, c->stage_ns[TTF_MS_IPC_OUT] / 1e6, c->role[2],
-		c->tgid[2], c->stage_ns[TTF_MS_DETOKENIZE] / 1e6, c->stage_ns[TTF_MS_IPC_BACK] / 1e6,
+	fprintf(out, "emit %.2f [join exact, queue/prefill inferred]\n",
 		c->stage_ns[TTF_MS_EMIT] / 1e6);
 }
 
