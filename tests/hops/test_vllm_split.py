@@ -96,10 +96,14 @@ def crossing_truth(xs, t, e):
     fe, eng, rid = t["pid"], e["pid"], t["rid"]
     c = {"fe_out": first[(fe, "out", rid)], "eng_in": first[(eng, "in", rid)],
          "eng_out": first[(eng, "out", rid)], "fe_in": first[(fe, "in", rid)]}
-    reads = [h["t_ns"] for h in http.get(t["rport"], []) if h["t_ns"] <= c["fe_out"]["t_ns"]]
-    prev = [o for o in outs[eng] if o < c["eng_out"]["t_ns"]]
-    b = [max(reads), c["fe_out"]["t_ns"], c["eng_in"]["t_ns"],
-         max(prev[-1] if prev else 0, c["eng_in"]["t_ns"]), c["eng_out"]["t_ns"],
+    # a send is stamped when it returned: one that returned after the read of its
+    # bytes had sent them by that read (D16)
+    fe_out = min(c["fe_out"]["t_ns"], c["eng_in"]["t_ns"])
+    eng_out = min(c["eng_out"]["t_ns"], c["fe_in"]["t_ns"])
+    reads = [h["t_ns"] for h in http.get(t["rport"], []) if h["t_ns"] <= fe_out]
+    prev = [o for o in outs[eng] if o < eng_out]
+    b = [max(reads), fe_out, c["eng_in"]["t_ns"],
+         max(prev[-1] if prev else 0, c["eng_in"]["t_ns"]), eng_out,
          c["fe_in"]["t_ns"], sse[rid]["t_pre_ns"]]
     for i in range(1, len(b)):
         b[i] = min(max(b[i], b[i - 1]), b[-1])

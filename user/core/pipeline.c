@@ -506,7 +506,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 		C("msg_hop_joins", ms->joined);
 		C("msg_hop_unjoined", ms->unjoined);
-		C("msg_hop_out_missed", ms->out_missed);
+		C("msg_hop_out_after_in", ms->out_after_in);
 		C("msg_hop_ids_evicted", ms->ids_evicted);
 	}
 	/* only once it happened: recordings of fewer requests keep their counters */

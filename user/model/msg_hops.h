@@ -115,10 +115,10 @@ struct msg_hops_stats {
 	uint64_t unjoined;		/* requests with an id the messages did not complete */
 	/*
 	 * joined requests where a process's first message out naming the id was
-	 * seen after the next process read one (its first was missed): that
-	 * stage ends at the read instead
+	 * stamped (its syscall's return) after the next process read one: that
+	 * stage ends at the read instead (docs/design.md D16)
 	 */
-	uint64_t out_missed;
+	uint64_t out_after_in;
 };
 
 struct msg_hops;
