@@ -565,7 +565,10 @@ int pipeline__set_recorded_counters(struct pipeline *p, const struct report_coun
 	return 0;
 }
 
-/* The sources' and the pipeline's own counters (or the recorded ones, updated, and own ones not recorded that are not 0). */
+/*
+ * The sources' and the pipeline's own counters; in replay, the recorded
+ * ones, updated, then own ones the recording lacks once they are not 0.
+ */
 static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
 {
 	struct report_counter own[OWN_COUNTERS];

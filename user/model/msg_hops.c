@@ -230,7 +230,7 @@ static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi)
 	return t < lo ? lo : t > hi ? hi : t;
 }
 
-/* *out_ns = in_ns where the crossing out was seen after the crossing in; 1 then. */
+/* *out_ns = in_ns where the crossing out was stamped after the crossing in; 1 then. */
 static int bound_out(uint64_t *out_ns, uint64_t in_ns)
 {
 	if (*out_ns <= in_ns)
@@ -290,7 +290,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	const struct ttf_token_event *ev;
 	struct id_entry *e;
 	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
-	int n, missed;
+	int n, late;
 
 	if (!r->resp_id[0] || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
 		return 0;
@@ -338,12 +338,12 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	 * one CI run; or its first message was missed). Those bytes left by the
 	 * read, so the stage ends there.
 	 */
-	missed = bound_out(&end[TTF_MS_FRONTEND], in[0]->ts_ns);
-	missed |= bound_out(&end[TTF_MS_PREFILL], n > 1 ? in[1]->ts_ns : fe_in->ts_ns);
+	late = bound_out(&end[TTF_MS_FRONTEND], in[0]->ts_ns);
+	late |= bound_out(&end[TTF_MS_PREFILL], n > 1 ? in[1]->ts_ns : fe_in->ts_ns);
 	if (n > 1)
-		missed |= bound_out(&end[TTF_MS_DETOKENIZE], fe_in->ts_ns);
-	mh->stats.out_after_in += missed;
-	if (missed)
+		late |= bound_out(&end[TTF_MS_DETOKENIZE], fe_in->ts_ns);
+	mh->stats.out_after_in += late;
+	if (late)
 		ttf_debug("msg hops: request %llu (%s): a first message out was stamped after the "
 			  "next process read it", (unsigned long long)r->id, r->resp_id);
 	t = m->t_start_ns;

@@ -78,9 +78,9 @@ static bool fd_is_perf_event(int dirfd, const char *name)
 /*
  * In the grandchild after fork (one thread, no locks: raw syscalls only):
  * close every descriptor but the perf events, the links' own descriptors
- * keep[0..n_keep) and hold_fd, wait until
- * hold_fd reads EOF (the tracer closed its end: its own closes are done),
- * then exit, which releases the perf events here, the last holder.
+ * keep[0..n_keep) and hold_fd; wait until hold_fd reads EOF (the tracer
+ * closed its end: its own closes are done), then exit, which releases the
+ * perf events here, the last holder (docs/kernel.md B13).
  */
 _Noreturn static void release_perf_events(int hold_fd, const int *keep, int n_keep)
 {
@@ -124,8 +124,9 @@ _Noreturn static void release_perf_events(int hold_fd, const int *keep, int n_ke
 }
 
 /*
- * Fork a grandchild that holds the perf events and keep[] until *hold_w is closed; the
- * child between exits at once and is reaped here, so no zombie is left.
+ * Fork a grandchild that holds the perf events and keep[] until *hold_w is
+ * closed; the child between exits at once and is reaped here, so no zombie
+ * of ours is left.
  * Returns 0 with *hold_w set, or -errno (then nothing is held).
  */
 static int hold_perf_events(int *hold_w, const int *keep, int n_keep)
