@@ -361,6 +361,29 @@ class Client:
         return [e for e in r.events if _token_text(e)]
 
 
+# A server-side interval against the client's own view of it (see
+# check_server_interval): the most a loaded machine delayed the client's
+# timestamps here was 3.9 ms (CI, three gRPC/HTTP/2 runs); this allows more.
+LOADED_CLIENT_LAG_MS = 10.0
+# Clock reading granularity between the two views (curl's trace: 1 us).
+CLIENT_MARGIN_MS = 0.5
+
+
+def check_server_interval(what, got_ms, client_ms, floor_ms):
+    """ttftrace's `got_ms` for an interval the server measures (its read of
+    the request to its write of an event) against `client_ms`, the client's
+    send to its receipt. The server read after the client sent and wrote
+    before the client received, so got_ms is at most client_ms (plus
+    CLIENT_MARGIN_MS); it is at least `floor_ms`, what the server was told to
+    wait before the event, and at most LOADED_CLIENT_LAG_MS below client_ms.
+    Idle, the bracket is the few hundred microseconds the client adds."""
+    lo = max(floor_ms, client_ms - LOADED_CLIENT_LAG_MS)
+    hi = client_ms + CLIENT_MARGIN_MS
+    assert lo <= got_ms <= hi, (
+        "%s: ttftrace %.3f ms, outside [%.3f, %.3f]: the server waited at least %.3f ms, "
+        "the client saw %.3f ms" % (what, got_ms, lo, hi, floor_ms, client_ms))
+
+
 def conn_client_port(rec):
     """Client port of a ttftrace request's "conn" ("L:lp<-R:rp")."""
     return int(rec["conn"].rsplit(":", 1)[1])

@@ -14,7 +14,7 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from conftest import free_port  # noqa: E402
+from conftest import check_server_interval, free_port  # noqa: E402
 
 # ttftrace's times (server-observed) against the client's own: within this.
 TOL_MS = 2.0
@@ -186,9 +186,18 @@ def by_client_port(recs):
     return out
 
 
-def close_ms(got_ms, want_ns, since_ns, what, tol=TOL_MS):
+def close_ms(got_ms, want_ns, since_ns, what, tol=TOL_MS, floor_ms=None):
+    """ttftrace's interval `got_ms` against the client's (want_ns - since_ns).
+
+    Without a floor: within `tol` either way. With `floor_ms`, the least the
+    server was told to wait before the event: conftest.check_server_interval
+    (at least the floor, never more than the client saw, and below it by no
+    more than a loaded machine delays the client's own timestamps)."""
     want_ms = (want_ns - since_ns) / 1e6
     assert got_ms is not None, "%s: ttftrace reported null, client saw %.3f ms" % (what, want_ms)
+    if floor_ms is not None:
+        check_server_interval(what, got_ms, want_ms, floor_ms)
+        return
     assert abs(got_ms - want_ms) <= tol, "%s: ttftrace %.3f ms, client %.3f ms" % (
         what, got_ms, want_ms)
 

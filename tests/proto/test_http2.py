@@ -9,8 +9,9 @@ traced live (root, BPF):
   dynamic table is "unknown" (flag hpack-unsynced) while the stream is still
   timed, and a path sent as a literal is known again.
 
-Each stream is a request: TTFT (and TTFB) within 2 ms of the client's own
-measurement, token and event counts exact.
+Each stream is a request: TTFT (and TTFB) no less than the server waited
+and no more than the client's own measurement (proto_helpers.close_ms),
+token and event counts exact.
 """
 import os
 import subprocess
@@ -38,7 +39,8 @@ def server(procs, tracer=None):
     return port, srv
 
 
-def check(rec, r, n_tok, path=PATH, ttfb=True):
+def check(rec, r, n_tok, ttft_ms, path=PATH, ttfb=True):
+    """`ttft_ms`: what the server was told to wait before the first token."""
     toks = [o for o, _ in r.events if chat_token(o)]
     assert len(toks) == n_tok  # the server did what it was asked
     assert rec["status"] == 200 and rec["method"] == "POST" and rec["path"] == path, rec
@@ -47,9 +49,9 @@ def check(rec, r, n_tok, path=PATH, ttfb=True):
     assert rec["stream_events"] == len(r.events) == n_tok + 3, rec
     assert "stream" in rec["flags"] and "aborted" not in rec["flags"], rec
     assert "done" not in rec["flags"]
-    close_ms(rec["ttft_ms"], r.t_first_token_ns, r.t_sent_ns, "TTFT")
+    close_ms(rec["ttft_ms"], r.t_first_token_ns, r.t_sent_ns, "TTFT", floor_ms=ttft_ms)
     if ttfb:
-        close_ms(rec["ttfb_ms"], r.t_head_ns, r.t_sent_ns, "TTFB")
+        close_ms(rec["ttfb_ms"], r.t_head_ns, r.t_sent_ns, "TTFB", floor_ms=0)
     assert len(rec["itl_ms"]) == n_tok - 1, rec
 
 
@@ -69,7 +71,7 @@ def test_curl_prior_knowledge(procs, tracer, tmp_path):
     assert len(recs) == 1, tr.requests()
     r = curl_h2_stream(trace, chat_token)
     assert r.status == 200
-    check(recs[0], r, 5)
+    check(recs[0], r, 5, 80)
     assert recs[0]["conn_seq"] == 0
 
 
@@ -90,7 +92,7 @@ def test_h2_three_concurrent_streams(procs, tracer):
     assert len(recs) == 3, tr.requests()
     # the streams' requests, in the order they began (conn_seq)
     for (n, ttft, _), sid, rec in zip(plans, sids, recs):
-        check(rec, res[sid], n)
+        check(rec, res[sid], n, ttft)
     # in flight together: the shortest TTFT ended first, though it began last
     assert recs[2]["ttft_ms"] < recs[1]["ttft_ms"] < recs[0]["ttft_ms"], recs
 
@@ -116,7 +118,7 @@ def test_connection_begun_before_tracing(procs, tracer):
     assert len(recs) == 2, tr.requests()
     # :path was a reference to an entry added before tracing: unknown, and said so
     assert recs[0]["path"] == "unknown" and "hpack-unsynced" in recs[0]["flags"], recs[0]
-    check(recs[0], r1, 4, path="unknown", ttfb=False)
+    check(recs[0], r1, 4, 60, path="unknown", ttfb=False)
     # a new path is a literal: known, though the table still is not
     assert recs[1]["path"] == "/v1/completions", recs[1]
-    check(recs[1], r2, 3, path="/v1/completions", ttfb=False)
+    check(recs[1], r2, 3, 40, path="/v1/completions", ttfb=False)
