@@ -8,7 +8,10 @@ Over tcp:// and ipc://, at concurrency 1 and 8, every request must be
 split, joined exactly, its stages adding up to TTFT, and every crossing on
 the right side of the stack's Python handoffs (a crossing out after its
 handoff, a crossing in before its take; a wrong join breaks that by the
-milliseconds between requests).
+milliseconds between requests). With --wire-ids opaque (both transports,
+concurrency 8) the messages carry no id ttftrace accepts: every request
+must be joined by order and timing (D17, marked inferred) and held to the
+same truth.
 
 The truth of what ttftrace claims: an LD_PRELOAD shim
 (tests/fixtures/vllm_shaped/crossings.c, built by make) in the frontend and
@@ -35,6 +38,14 @@ from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, RT, STEP_MS, d
 pytestmark = needs_root
 
 EPS_NS = 200_000
+# Joined by order and timing (D17): the request's own message is found by
+# order (frontend and ipc_in within the truth for 95% of requests, as the
+# exact join); the step that gave its first token is inferred, and here the
+# engine's Python input thread sometimes hands a request over after the next
+# step began, so the inference picks one step early (24 and 28 of 32 requests
+# had every stage within the truth, tcp and ipc, on 2 idle CPUs). A wrong join
+# by order would miss nearly all.
+INFERRED_BAR = 0.5
 STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit",
           "net_out"]
 
@@ -115,15 +126,26 @@ def pct(v, q):
     return v[min(len(v) - 1, int(q * len(v)))]
 
 
-@pytest.mark.parametrize("transport", ["tcp", "ipc"])
-@pytest.mark.parametrize("concurrency", [1, 8])
-def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
+def unopaque(wire_id):
+    """The fixture's --wire-ids opaque id back to its rid (frontend.py wire_id)."""
+    head, tail = wire_id[:-32], wire_id[-32:]
+    if all("g" <= ch <= "v" for ch in tail):
+        tail = "".join("%x" % (ord(ch) - ord("g")) for ch in tail)
+    return head + tail
+
+
+@pytest.mark.parametrize("transport,concurrency,wire_ids", [
+    ("tcp", 1, "rid"), ("tcp", 8, "rid"), ("ipc", 1, "rid"), ("ipc", 8, "rid"),
+    # no id ttftrace accepts in the messages: joined by order and timing (D17)
+    ("tcp", 8, "opaque"), ("ipc", 8, "opaque")])
+def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids):
     assert os.path.exists(SHIM), "make builds " + SHIM
     port, log = free_port(), str(tmp_path / "truth.ndjson")
     cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log, PYTHON, FRONTEND, "--port",
                     str(port), "--log", log, "--transport", transport,
                     "--prefix-caching", "--step-ms", str(STEP_MS), "--prefill-us-per-token",
-                    str(PREFILL_US), "--block-size", str(BLOCK)] + RT)
+                    str(PREFILL_US), "--block-size", str(BLOCK), "--wire-ids", wire_ids] + RT)
+    join = "inferred" if wire_ids == "opaque" else "exact"
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
     deadline = time.monotonic() + 60
     import socket
@@ -149,11 +171,11 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
     assert not left, "the stack outlived ttftrace: %s" % left
     truth = [json.loads(l) for l in open(log) if l.strip()]
     req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
-    eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}
+    eng_truth = {unopaque(t["rid"]): t for t in truth if t["ev"] == "eng_req"}
     xs = crossings(truth)
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
-    good, missed = 0, {k: 0 for k in HOP_STAGES}
+    good, missed, misordered = 0, {k: 0 for k in HOP_STAGES}, []
     takes = {h: {k: 0.0 for k in TAKE_PARTS} for h in ("frontend", "engine")}
     gaps = {k: [] for k in ("frontend send", "engine take", "engine send", "frontend take")}
     unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
@@ -165,7 +187,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
         assert abs(sum(st.values()) - rec["ttft_ms"]) <= 0.002 * len(st), (st, rec["ttft_ms"])
         fe, eng = rec["hops"]
         assert fe["hop"] == "frontend" and eng["hop"] == "engine", rec["hops"]
-        assert eng["join"] == "exact" and eng["split"] == "inferred", eng
+        assert eng["join"] == join and eng["split"] == "inferred", eng
         assert eng["pid"] != fe["pid"] == rec["pid"], rec["hops"]
         t = req_truth[resp.local_port]
         e = eng_truth[t["rid"]]
@@ -187,7 +209,10 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
             ("frontend read it", e["t_first_sent_ns"] - EPS_NS <= bound["emit"]
              <= t["t_first_recv_ns"] + EPS_NS),
         ]
-        assert all(ok for _, ok in order), (rec["id"], [k for k, ok in order if not ok], st)
+        if join == "exact":
+            assert all(ok for _, ok in order), (rec["id"], [k for k, ok in order if not ok], st)
+        elif not all(ok for _, ok in order):   # inferred: counted against the bar below
+            misordered.append((rec["id"], [k for k, ok in order if not ok]))
         # the truth of what ttftrace claims: the same crossings, seen by the shim
         want, c = crossing_truth(xs, t, e)
         bad = [(k, st[k], round(want[k], 3)) for k in HOP_STAGES if not within(st[k], want[k])]
@@ -219,12 +244,20 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport):
         print("  take gap %s (%s), all requests: %s ms" % (
             h, "emit" if h == "frontend" else "queue",
             ", ".join("%s %.3f" % (k, v[k]) for k in TAKE_PARTS)))
-    assert good >= 0.95 * n, (good, n, missed)
+    print("  %s join; requests on the wrong side of a handoff: %d %s" % (
+        join, len(misordered), misordered[:8]))
+    assert good >= (0.95 if join == "exact" else INFERRED_BAR) * n, (good, n, missed)
+    for k in ("frontend", "ipc_in"):
+        assert missed[k] <= 0.05 * n, (k, missed)
     s = tr.summary()
     # the summary's stages are over successful requests (2xx, none aborted or incomplete)
     failed = [(r["id"], r["status"], r["flags"]) for r in recs.values()
               if r["status"] != 200 or {"aborted", "incomplete", "error", "unknown"} & set(r["flags"])]
     assert not failed, (failed, s["left_out_of_percentiles"])
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
-    assert s["counters"]["msg_hop_joins"] == len(results)
-    assert s["counters"]["msg_hop_unjoined"] == 0
+    if join == "exact":
+        assert s["counters"]["msg_hop_joins"] == len(results)
+        assert s["counters"]["msg_hop_unjoined"] == 0
+    else:   # no ids indexed: only the inferred joins' counter
+        assert s["counters"]["msg_hop_joins_inferred"] == len(results), s["counters"]
+        assert "msg_hop_joins" not in s["counters"], s["counters"]

@@ -308,6 +308,134 @@ static void test_bounded(void **state)
 	msg_hops__free(mh);
 }
 
+/* A message without ids on a unix connection: own inode lo, peer inode hi. */
+static void bare(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, uint64_t bytes,
+		 uint64_t own_ino, uint64_t peer_ino)
+{
+	struct ttf_zmtp_msg m = { .tgid = tgid, .dir = dir, .ts_ns = ts, .bytes = bytes };
+
+	m.addr.family = 1;
+	memcpy(m.addr.laddr, &own_ino, sizeof(own_ino));
+	memcpy(m.addr.raddr, &peer_ino, sizeof(peer_ino));
+	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
+}
+
+/*
+ * No ids in the messages (D17): requests A (read at 10 ms) and B (read at
+ * 12) of the frontend; its request messages (connection 11 <-> 12) at 11
+ * and 12.5, each read by the engine 0.1 ms later; the engine's outputs
+ * (22 <-> 21) at 9, 15, 25 and 30, each read by the frontend 0.2 ms later;
+ * A's first token written at 26, B's at 31. Joined B first: by order.
+ */
+static void test_inferred(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix fa, fb;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&fa, ID_A);
+	req_fix(&fb, "");
+	fb.r.id = 2;
+	fb.ev.write_ns = 31 * MS;
+	fb.m = (struct ttf_req_metrics){ .t_start_ns = 11 * MS, .t_first_token_ns = 31050000,
+					 .ttft_ns = 20050000 };
+	fb.a.bound_ns[1] = 11500000;
+	fb.a.bound_ns[2] = 12 * MS;
+	/* the engine is busy: an output at 9 ms, 2.1 ms before it reads A */
+	bare(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 49, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 9200000, 49, 21, 22);
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	msg_hops__on_read(mh, FE, 2, 12 * MS);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	bare(mh, FE, ZMTP_DIR_OUT, 12500000, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 12600000, 100, 12, 11);
+	for (int k = 0; k < 3; k++) {
+		uint64_t t = (k == 0 ? 15 : k == 1 ? 25 : 30) * MS;
+
+		bare(mh, ENG, ZMTP_DIR_OUT, t, 50 + k, 22, 21);
+		/* a message on another connection, of the same size: not its other end */
+		bare(mh, FE, ZMTP_DIR_IN, t + 100000, 50 + k, 31, 32);
+		bare(mh, FE, ZMTP_DIR_IN, t + 200000, 50 + k, 21, 22);
+	}
+	assert_int_equal(msg_hops__join(mh, &fb.r, &fb.m, &fb.a, &c), 1);
+	assert_int_equal(c.inferred, 1);
+	assert_int_equal(sum(&c), fb.m.ttft_ns);
+	assert_int_equal(c.eng_tgid, ENG);
+	/* busy: the step in flight at its read (ending at 15) was not its, the next one was */
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 500000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 12600000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 31 * MS - 25200000);
+	assert_int_equal(c.out_msgs, 0);
+	/* A: no message names its id, so by order too; the same split as test_split */
+	assert_int_equal(msg_hops__join(mh, &fa.r, &fa.m, &fa.a, &c), 1);
+	assert_int_equal(c.inferred, 1);
+	assert_int_equal(sum(&c), fa.m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
+	assert_int_equal(msg_hops__stats(mh)->joined_inferred, 2);
+	assert_int_equal(msg_hops__stats(mh)->joined, 0);
+	msg_hops__free(mh);
+}
+
+/* An engine with no output before the request's read had stopped: its next step is the request's. */
+static void test_inferred_idle(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, "");
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
+	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 50, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 30200000, 50, 21, 22);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 0);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 25 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
+	msg_hops__free(mh);
+}
+
+/* A request whose message has no other end (no engine read it), or that no message took. */
+static void test_inferred_incomplete(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, "");
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 99, 12, 11);	/* another size: not its end */
+	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
+	/* a read no message took is forgotten when its request ends */
+	msg_hops__on_read(mh, FE, 2, 30 * MS);
+	msg_hops__request_done(mh, 2);
+	bare(mh, FE, ZMTP_DIR_OUT, 31 * MS, 100, 11, 12);
+	f.r.id = 2;
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
+	assert_int_equal(msg_hops__stats(mh)->joined_inferred, 0);
+	msg_hops__free(mh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +445,9 @@ int main(void)
 		cmocka_unit_test(test_incomplete),
 		cmocka_unit_test(test_bounded),
 		cmocka_unit_test(test_more_ids),
+		cmocka_unit_test(test_inferred),
+		cmocka_unit_test(test_inferred_idle),
+		cmocka_unit_test(test_inferred_incomplete),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -150,6 +150,8 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	}
 	to_sinks(p, r, have_m ? &m : NULL, have_a ? &a : NULL);
 release:
+	if (p->msg)
+		msg_hops__request_done(p->msg, r->id);
 	if (p->tl)
 		timeline__release(p->tl, r->id);
 }
@@ -213,9 +215,13 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 		return;
 	}
 	/* Only requests that carry a prompt reach an engine. */
-	if (p->tl && strcmp(r->method, "POST") == 0)
+	if (strcmp(r->method, "POST"))
+		return;
+	if (p->tl)
 		timeline__on_request_read(p->tl, r->id, r->sock_cookie, r->rx_tid,
 					  r->read_done_ns, r->tgid);
+	if (p->msg)
+		msg_hops__on_read(p->msg, r->tgid, r->id, r->read_done_ns);
 }
 
 static void on_response_begin(void *ctx, const struct ttf_request *r)
@@ -243,7 +249,7 @@ static void on_zmtp_msg(void *ctx, const struct ttf_zmtp_msg *m)
 	struct pipeline *p = ctx;
 
 	zmtp_log__add(p->zmtp, m);	/* a drop is counted there */
-	if (p->msg && m->n_ids)
+	if (p->msg)	/* with ids or without: the inferred join pairs them all (D17) */
 		msg_hops__on_msg(p->msg, m);	/* ENOMEM: counted there */
 }
 
@@ -509,6 +515,11 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("msg_hop_out_after_in", ms->out_after_in);
 		C("msg_hop_ids_evicted", ms->ids_evicted);
 	}
+	/* only once it happened: recordings made before D17 keep their counters */
+	if (p->msg && msg_hops__stats(p->msg)->joined_inferred)
+		C("msg_hop_joins_inferred", msg_hops__stats(p->msg)->joined_inferred);
+	if (p->msg && msg_hops__stats(p->msg)->reads_dropped)
+		C("msg_hop_reads_dropped", msg_hops__stats(p->msg)->reads_dropped);
 	/* only once it happened: recordings of fewer requests keep their counters */
 	if (p->busy && loop_busy__stats(p->busy)->overwritten)
 		C("loop_windows_overwritten", loop_busy__stats(p->busy)->overwritten);

@@ -10,6 +10,7 @@
 struct msg_hop_stats {
 	struct stats *st[TTF_MS__MAX];
 	uint64_t n;
+	uint64_t n_inferred;	/* ... of them joined by order and timing (msg_hops.h) */
 	uint8_t max_procs;	/* the longest chain added */
 };
 
@@ -52,6 +53,7 @@ int msg_hop_stats__add(struct msg_hop_stats *hs, const struct ttf_attrib *a)
 	if (!c)
 		return 0;
 	hs->n++;
+	hs->n_inferred += c->inferred;
 	if (c->n_procs > hs->max_procs)
 		hs->max_procs = c->n_procs;
 	for (int i = 0; i < c->n_stages; i++)
@@ -109,14 +111,18 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 			take_gap(h, &c->take[k], k == TTF_MT_FRONTEND ? "emit" : "queue", err);
 		if (!h || !k)
 			continue;
-		*err |= !cJSON_AddStringToObject(h, "join", "exact");
-		*err |= !cJSON_AddStringToObject(h, "join_why", "its response id in the ZMQ "
-						 "messages of both processes");
+		*err |= !cJSON_AddStringToObject(h, "join", c->inferred ? "inferred" : "exact");
+		*err |= !cJSON_AddStringToObject(h, "join_why", c->inferred ?
+			"order and timing: the frontend's next message after its read of the "
+			"request, that message's other end, and the newest message the frontend "
+			"read from the engine before the first token" :
+			"its response id in the ZMQ messages of both processes");
 		if (k == 1) {
 			*err |= !cJSON_AddStringToObject(h, "split", "inferred");
 			*err |= !cJSON_AddStringToObject(h, "inferred_by", "one output message per "
 							 "engine step");
-			*err |= !cJSON_AddNumberToObject(h, "output_messages", c->out_msgs);
+			if (!c->inferred)	/* by order: which messages named it is unknown */
+				*err |= !cJSON_AddNumberToObject(h, "output_messages", c->out_msgs);
 		} else {
 			*err |= !cJSON_AddStringToObject(h, "split", "measured");
 		}
@@ -157,8 +163,8 @@ void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
 		fprintf(out, " detokenize %.2f | ipc_back %.2f | ",
 			c->stage_ns[TTF_MS_DETOKENIZE] / 1e6, c->stage_ns[TTF_MS_IPC_BACK] / 1e6);
 	}
-	fprintf(out, "emit %.2f [join exact, queue/prefill inferred]\n",
-		c->stage_ns[TTF_MS_EMIT] / 1e6);
+	fprintf(out, "emit %.2f [join %s, queue/prefill inferred]\n",
+		c->stage_ns[TTF_MS_EMIT] / 1e6, c->inferred ? "inferred by order" : "exact");
 }
 
 /* The stage with the largest P95. */
@@ -184,9 +190,15 @@ void report_msg_hops__summary_text(FILE *out, const struct msg_hop_stats *hs)
 
 	if (!hs || !hs->n)
 		return;
-	fprintf(out, "Message hops: %llu requests split across their %s (joined by request id; "
-		"queue/prefill inferred from output messages):\n", (unsigned long long)hs->n,
+	fprintf(out, "Message hops: %llu requests split across their %s (", (unsigned long long)hs->n,
 		hs->max_procs > 2 ? "processes" : "frontend and engine");
+	if (hs->n_inferred)
+		fprintf(out, "%llu joined by request id, %llu by order and timing; ",
+			(unsigned long long)(hs->n - hs->n_inferred),
+			(unsigned long long)hs->n_inferred);
+	else
+		fputs("joined by request id; ", out);
+	fputs("queue/prefill inferred from output messages):\n", out);
 	for (int j = 0; j < TTF_MS__MAX; j++) {
 		enum ttf_msg_stage i = ttf_msg_stage_at(j);
 

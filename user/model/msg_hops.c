@@ -27,16 +27,30 @@ struct id_entry {
 	UT_hash_handle hh;
 };
 
-struct out_time {
+/* One message's crossing, ids or not (ring msgs, slot n % MSG_HOPS_MSGS). */
+struct msg_time {
+	uint64_t n;		/* its number: messages seen before it */
 	uint64_t ts_ns;
+	uint64_t bytes;		/* wire bytes: both ends of a message see the same */
+	uint64_t req_id;	/* OUT: the client request it carried, by order (D17); 0 none */
+	uint64_t peer;		/* 1 + the number of its other end's message; 0 unpaired */
+	struct ttf_conn_addr addr;
+	uint32_t tgid;
+	uint8_t dir;		/* enum zmtp_dir */
+};
+
+struct pending_read {
+	uint64_t req_id, read_ns;
 	uint32_t tgid;
 };
 
 struct msg_hops {
 	struct id_entry *ids;		/* uthash, oldest first */
 	unsigned int n_ids;
-	struct out_time outs[MSG_HOPS_OUTS];	/* every OUT message, ring */
-	size_t n_outs, outs_head;
+	struct msg_time msgs[MSG_HOPS_MSGS];	/* every message, ring */
+	uint64_t n_msgs;			/* messages seen */
+	struct pending_read reads[MSG_HOPS_READS];	/* oldest first */
+	size_t n_reads;
 	struct msg_hops_stats stats;
 	struct stack_profiles stacks;
 };
@@ -162,25 +176,98 @@ static struct id_entry *entry(struct msg_hops *mh, const char *id)
 	return e;
 }
 
+/* Message number n, NULL when the ring no longer has it (or never had). */
+static struct msg_time *msg_at(struct msg_hops *mh, uint64_t n)
+{
+	struct msg_time *x = &mh->msgs[n % MSG_HOPS_MSGS];
+
+	return n < mh->n_msgs && x->n == n ? x : NULL;
+}
+
+/* Are a and b the two ends of one connection (each one's addresses the other's swapped)? */
+static int same_conn_swapped(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
+{
+	static const uint8_t zero[16];
+
+	return a->family && a->family == b->family && a->lport == b->rport &&
+	       a->rport == b->lport && !memcmp(a->laddr, b->raddr, sizeof(a->laddr)) &&
+	       !memcmp(a->raddr, b->laddr, sizeof(a->raddr)) &&
+	       memcmp(a->raddr, zero, sizeof(zero));	/* a unix peer not yet known: no pair */
+}
+
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Pair x with the oldest unpaired message at the other end of its connection. */
+static void pair(struct msg_hops *mh, struct msg_time *x)
+{
+	struct msg_time *best = NULL;
+	uint64_t lo = x->n > MSG_HOPS_PAIR_SCAN ? x->n - MSG_HOPS_PAIR_SCAN : 0;
+
+	for (uint64_t k = x->n; k-- > lo;) {
+		struct msg_time *y = msg_at(mh, k);
+
+		if (y && !y->peer && y->dir != x->dir && y->tgid != x->tgid &&
+		    y->bytes == x->bytes && absdiff(y->ts_ns, x->ts_ns) <= MSG_HOPS_PAIR_NS &&
+		    same_conn_swapped(&x->addr, &y->addr))
+			best = y;
+	}
+	if (!best)
+		return;
+	best->peer = x->n + 1;
+	x->peer = best->n + 1;
+}
+
+/* An OUT message of x->tgid carries the oldest request it read before it (D17). */
+static void bind_read(struct msg_hops *mh, struct msg_time *x)
+{
+	for (size_t i = 0; i < mh->n_reads; i++) {
+		if (mh->reads[i].tgid != x->tgid || mh->reads[i].read_ns > x->ts_ns)
+			continue;
+		x->req_id = mh->reads[i].req_id;
+		memmove(&mh->reads[i], &mh->reads[i + 1], (mh->n_reads - i - 1) * sizeof(mh->reads[0]));
+		mh->n_reads--;
+		return;
+	}
+}
+
+void msg_hops__on_read(struct msg_hops *mh, uint32_t tgid, uint64_t req_id, uint64_t read_ns)
+{
+	if (mh->n_reads == MSG_HOPS_READS) {	/* the oldest: no message will take it now */
+		mh->stats.reads_dropped++;
+		memmove(&mh->reads[0], &mh->reads[1], (MSG_HOPS_READS - 1) * sizeof(mh->reads[0]));
+		mh->n_reads--;
+	}
+	mh->reads[mh->n_reads++] = (struct pending_read){ req_id, read_ns, tgid };
+}
+
+void msg_hops__request_done(struct msg_hops *mh, uint64_t req_id)
+{
+	for (size_t i = 0; i < mh->n_reads; i++)
+		if (mh->reads[i].req_id == req_id) {
+			memmove(&mh->reads[i], &mh->reads[i + 1],
+				(mh->n_reads - i - 1) * sizeof(mh->reads[0]));
+			mh->n_reads--;
+			return;
+		}
+}
+
 int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m)
 {
+	struct msg_time *x = &mh->msgs[mh->n_msgs % MSG_HOPS_MSGS];
 	int err = 0;
 
 	ttf_debug("msg hops: pid %u %s at %llu ns: %u ids, first %s", m->tgid,
 		  m->dir == ZMTP_DIR_OUT ? "out" : "in", (unsigned long long)m->ts_ns,
 		  m->n_ids + m->n_more_ids, m->n_ids ? m->ids[0] : "-");
 
-	if (m->dir == ZMTP_DIR_OUT) {
-		struct out_time *o;
-
-		if (mh->n_outs < MSG_HOPS_OUTS) {
-			o = &mh->outs[mh->n_outs++];
-		} else {
-			o = &mh->outs[mh->outs_head];
-			mh->outs_head = (mh->outs_head + 1) % MSG_HOPS_OUTS;
-		}
-		*o = (struct out_time){ m->ts_ns, m->tgid };
-	}
+	*x = (struct msg_time){ .n = mh->n_msgs++, .ts_ns = m->ts_ns, .bytes = m->bytes,
+				.addr = m->addr, .tgid = m->tgid, .dir = m->dir };
+	pair(mh, x);
+	if (m->dir == ZMTP_DIR_OUT)
+		bind_read(mh, x);
 	for (uint32_t i = 0; i < m->n_ids + m->n_more_ids; i++) {
 		const char *id = i < m->n_ids ? m->ids[i] : m->more_ids[i - m->n_ids];
 		struct id_entry *e;
@@ -218,10 +305,14 @@ static const struct crossing *find(const struct id_entry *e, uint32_t tgid, int 
 static uint64_t out_before(const struct msg_hops *mh, uint32_t tgid, uint64_t t_ns)
 {
 	uint64_t best = 0;
+	size_t n = mh->n_msgs < MSG_HOPS_MSGS ? (size_t)mh->n_msgs : MSG_HOPS_MSGS;
 
-	for (size_t i = 0; i < mh->n_outs; i++)
-		if (mh->outs[i].tgid == tgid && mh->outs[i].ts_ns < t_ns && mh->outs[i].ts_ns > best)
-			best = mh->outs[i].ts_ns;
+	for (size_t i = 0; i < n; i++) {
+		const struct msg_time *x = &mh->msgs[i];
+
+		if (x->dir == ZMTP_DIR_OUT && x->tgid == tgid && x->ts_ns < t_ns && x->ts_ns > best)
+			best = x->ts_ns;
+	}
 	return best;
 }
 
@@ -282,53 +373,45 @@ static void name_roles(struct ttf_msg_chain *c, const struct stack_profile *sp)
 	snprintf(c->stack, sizeof(c->stack), "%s", sp ? sp->name : "");
 }
 
-int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
-		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
-		   struct ttf_msg_chain *out)
-{
-	const struct crossing *fe_out, *fe_in, *in[MSG_HOPS_PROCS - 1], *eo[MSG_HOPS_PROCS - 1];
-	const struct ttf_token_event *ev;
-	struct id_entry *e;
-	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
-	int n, late;
+/* Where a request crossed each process of its chain: the first messages naming it. */
+struct hop_times {
+	uint64_t fe_out_ns, fe_in_ns;		/* the frontend wrote, then read */
+	uint64_t in_ns[MSG_HOPS_PROCS - 1];	/* each process after it read */
+	uint64_t out_ns[MSG_HOPS_PROCS - 1];	/* ... then wrote */
+	uint32_t tgid[MSG_HOPS_PROCS - 1];
+	uint32_t out_msgs;			/* the engine's output messages naming it; 0 unknown */
+	int n;					/* processes after the frontend */
+};
 
-	if (!r->resp_id[0] || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
-		return 0;
-	HASH_FIND_STR(mh->ids, r->resp_id, e);
-	if (!e)
-		return 0;
-	fe_out = find(e, r->tgid, 1, ZMTP_DIR_OUT);
-	fe_in = find(e, r->tgid, 1, ZMTP_DIR_IN);
-	n = chain_of(e, r->tgid, in, eo);
-	if (!fe_out || !fe_in || n <= 0) {
-		mh->stats.unjoined++;
-		ttf_debug("msg hops: request %llu: its id's messages are %s (%d crossings)",
-			  (unsigned long long)r->id, n < 0 ? "read by more processes than a chain has" :
-			  "incomplete", e->n_c);
-		drop(mh, e);
-		return 0;
-	}
+/* The split of r over the crossings h (the id join or the inferred one). */
+static void split(struct msg_hops *mh, const struct ttf_request *r,
+		  const struct ttf_req_metrics *m, const struct ttf_attrib *a,
+		  const struct hop_times *h, struct ttf_msg_chain *out)
+{
+	const struct ttf_token_event *ev = &r->events[0];
+	uint64_t end[TTF_MS__MAX], from[TTF_MS__MAX], prev, t;
+	int n = h->n, late;
+
 	memset(out, 0, sizeof(*out));
 	out->fe_tgid = out->tgid[0] = r->tgid;
 	snprintf(out->comm[0], sizeof(out->comm[0]), "%.15s", r->comm);
-	out->eng_tgid = in[0]->tgid;
+	out->eng_tgid = h->tgid[0];
 	for (int k = 0; k < n; k++)
-		out->tgid[k + 1] = in[k]->tgid;
+		out->tgid[k + 1] = h->tgid[k];
 	out->n_procs = (uint8_t)(n + 1);
 	name_roles(out, stack_profiles__match(&mh->stacks, n + 1, r->resp_id));
-	out->out_msgs = eo[0]->n;
-	ev = &r->events[0];
+	out->out_msgs = h->out_msgs;
 	/* each stage's end, in time order; the ones not in this chain are left out */
 	end[TTF_MS_NET_IN] = a->bound_ns[1];
 	end[TTF_MS_READ_WAIT] = a->bound_ns[2];
-	end[TTF_MS_FRONTEND] = fe_out->ts_ns;
-	end[TTF_MS_IPC_IN] = in[0]->ts_ns;
-	prev = out_before(mh, in[0]->tgid, eo[0]->ts_ns);
-	end[TTF_MS_QUEUE] = prev > in[0]->ts_ns ? prev : in[0]->ts_ns;
-	end[TTF_MS_PREFILL] = eo[0]->ts_ns;
-	end[TTF_MS_IPC_OUT] = n > 1 ? in[1]->ts_ns : fe_in->ts_ns;
-	end[TTF_MS_DETOKENIZE] = n > 1 ? eo[1]->ts_ns : 0;
-	end[TTF_MS_IPC_BACK] = n > 1 ? fe_in->ts_ns : 0;
+	end[TTF_MS_FRONTEND] = h->fe_out_ns;
+	end[TTF_MS_IPC_IN] = h->in_ns[0];
+	prev = out_before(mh, h->tgid[0], h->out_ns[0]);
+	end[TTF_MS_QUEUE] = prev > h->in_ns[0] ? prev : h->in_ns[0];
+	end[TTF_MS_PREFILL] = h->out_ns[0];
+	end[TTF_MS_IPC_OUT] = n > 1 ? h->in_ns[1] : h->fe_in_ns;
+	end[TTF_MS_DETOKENIZE] = n > 1 ? h->out_ns[1] : 0;
+	end[TTF_MS_IPC_BACK] = n > 1 ? h->fe_in_ns : 0;
 	end[TTF_MS_EMIT] = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
 	end[TTF_MS_NET_OUT] = m->t_first_token_ns;
 	/*
@@ -338,10 +421,10 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	 * one CI run; or its first message was missed). Those bytes left by the
 	 * read, so the stage ends there.
 	 */
-	late = bound_out(&end[TTF_MS_FRONTEND], in[0]->ts_ns);
-	late |= bound_out(&end[TTF_MS_PREFILL], n > 1 ? in[1]->ts_ns : fe_in->ts_ns);
+	late = bound_out(&end[TTF_MS_FRONTEND], h->in_ns[0]);
+	late |= bound_out(&end[TTF_MS_PREFILL], n > 1 ? h->in_ns[1] : h->fe_in_ns);
 	if (n > 1)
-		late |= bound_out(&end[TTF_MS_DETOKENIZE], fe_in->ts_ns);
+		late |= bound_out(&end[TTF_MS_DETOKENIZE], h->fe_in_ns);
 	mh->stats.out_after_in += late;
 	if (late)
 		ttf_debug("msg hops: request %llu (%s): a first message out was stamped after the "
@@ -363,9 +446,136 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	out->take[TTF_MT_FRONTEND] = (struct ttf_msg_take_gap){ .tid = r->tx_tid,
 		.start_ns = from[TTF_MS_EMIT],
 		.end_ns = from[TTF_MS_EMIT] + (uint64_t)out->stage_ns[TTF_MS_EMIT] };
-	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){ .tid = in[0]->tgid,
+	out->take[TTF_MT_ENGINE] = (struct ttf_msg_take_gap){ .tid = h->tgid[0],
 		.start_ns = from[TTF_MS_QUEUE],
 		.end_ns = from[TTF_MS_QUEUE] + (uint64_t)out->stage_ns[TTF_MS_QUEUE] };
+}
+
+/* The newest (dir -1) or oldest (+1) output of eng to fe from message n on, other than n. */
+static struct msg_time *eng_output(struct msg_hops *mh, uint64_t n, int dir, uint32_t eng,
+				   uint32_t fe)
+{
+	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
+
+	for (uint64_t k = n + dir; k >= lo && k < mh->n_msgs; k += dir) {
+		struct msg_time *x = msg_at(mh, k), *y;
+
+		if (!x || x->dir != ZMTP_DIR_OUT || x->tgid != eng || !x->peer)
+			continue;
+		y = msg_at(mh, x->peer - 1);
+		if (y && y->tgid == fe)
+			return x;
+		if (!k)
+			break;
+	}
+	return NULL;
+}
+
+/* Did the engine read another message from ein's sender after prev (its last output) and before ein? */
+static int request_since(struct msg_hops *mh, const struct msg_time *ein, const struct msg_time *prev)
+{
+	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
+
+	if (prev && prev->n > lo)
+		lo = prev->n;
+	for (uint64_t k = ein->n; k-- > lo;) {
+		const struct msg_time *x = msg_at(mh, k);
+
+		if (x && x->dir == ZMTP_DIR_IN && x->tgid == ein->tgid &&
+		    same_conn_swapped(&x->addr, &msg_at(mh, ein->peer - 1)->addr))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * By order and timing (D17): the message r's process wrote for it (bound at
+ * its read) and that message's other end (the engine read it). The step
+ * that gave the first token: an engine that had stopped (its previous
+ * output further back than the step after the next one lasted, and no
+ * other request read since) starts one for it, so its next output; a busy
+ * engine finishes the step in flight first, so the output after that one,
+ * unless the frontend had written the first token before it read that
+ * output. 1 found.
+ */
+static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, struct hop_times *h)
+{
+	const struct ttf_token_event *ev = &r->events[0];
+	uint64_t emit_ns = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
+	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
+	struct msg_time *mo = NULL, *ein, *prev, *n1, *n2, *eo, *fin;
+
+	for (uint64_t k = mh->n_msgs; k-- > lo && !mo;) {
+		struct msg_time *x = msg_at(mh, k);
+
+		if (x && x->dir == ZMTP_DIR_OUT && x->tgid == r->tgid && x->req_id == r->id)
+			mo = x;
+	}
+	ein = mo && mo->peer ? msg_at(mh, mo->peer - 1) : NULL;
+	if (!ein)
+		return 0;
+	prev = eng_output(mh, ein->n, -1, ein->tgid, r->tgid);
+	n1 = eng_output(mh, ein->n, 1, ein->tgid, r->tgid);
+	n2 = n1 ? eng_output(mh, n1->n, 1, ein->tgid, r->tgid) : NULL;
+	if (!n1)
+		return 0;
+	eo = n1;
+	if (n2 && ((prev && ein->ts_ns - prev->ts_ns <= n2->ts_ns - n1->ts_ns) ||
+		   request_since(mh, ein, prev)))
+		eo = n2;	/* busy: the step in flight was not its */
+	fin = msg_at(mh, eo->peer - 1);
+	if (eo == n2 && (!fin || fin->ts_ns > emit_ns)) {
+		eo = n1;	/* the first token left before the frontend read n2 */
+		fin = msg_at(mh, eo->peer - 1);
+	}
+	if (!fin || fin->ts_ns > emit_ns)
+		return 0;
+	*h = (struct hop_times){ .fe_out_ns = mo->ts_ns, .fe_in_ns = fin->ts_ns,
+				 .in_ns = { ein->ts_ns }, .out_ns = { eo->ts_ns },
+				 .tgid = { ein->tgid }, .n = 1 };
+	return 1;
+}
+
+int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
+		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
+		   struct ttf_msg_chain *out)
+{
+	const struct crossing *fe_out, *fe_in, *in[MSG_HOPS_PROCS - 1], *eo[MSG_HOPS_PROCS - 1];
+	struct hop_times h;
+	struct id_entry *e = NULL;
+	int n;
+
+	if (!r->n_events || !a || !a->valid || m->ttft_ns < 0)
+		return 0;
+	if (r->resp_id[0])
+		HASH_FIND_STR(mh->ids, r->resp_id, e);
+	if (!e) {
+		if (!inferred_times(mh, r, &h))
+			return 0;
+		split(mh, r, m, a, &h, out);
+		out->inferred = 1;
+		mh->stats.joined_inferred++;
+		return 1;
+	}
+	fe_out = find(e, r->tgid, 1, ZMTP_DIR_OUT);
+	fe_in = find(e, r->tgid, 1, ZMTP_DIR_IN);
+	n = chain_of(e, r->tgid, in, eo);
+	if (!fe_out || !fe_in || n <= 0) {
+		mh->stats.unjoined++;
+		ttf_debug("msg hops: request %llu: its id's messages are %s (%d crossings)",
+			  (unsigned long long)r->id, n < 0 ? "read by more processes than a chain has" :
+			  "incomplete", e->n_c);
+		drop(mh, e);
+		return 0;
+	}
+	h = (struct hop_times){ .fe_out_ns = fe_out->ts_ns, .fe_in_ns = fe_in->ts_ns,
+				.out_msgs = eo[0]->n, .n = n };
+	for (int k = 0; k < n; k++) {
+		h.in_ns[k] = in[k]->ts_ns;
+		h.out_ns[k] = eo[k]->ts_ns;
+		h.tgid[k] = in[k]->tgid;
+	}
+	split(mh, r, m, a, &h, out);
 	mh->stats.joined++;
 	drop(mh, e);
 	return 1;

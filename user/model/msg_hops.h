@@ -35,8 +35,23 @@
  * The join is exact (the id); queue/prefill are inferred from the output
  * cadence (one message per step).
  *
- * Bounded: MSG_HOPS_IDS ids (the oldest forgotten first, counted) and the
- * newest MSG_HOPS_OUTS output-message times per process.
+ * Without an id on both sides (messages that name requests by a number, or
+ * not at all), one engine process is joined by order and timing instead
+ * (docs/design.md D17), marked inferred:
+ *
+ *   - each message is paired with the one at the other end of its
+ *     connection: the oldest unpaired message of the other direction whose
+ *     addresses are this one's swapped (loopback 4-tuple, unix inodes), of
+ *     the same wire bytes, within MSG_HOPS_PAIR_NS (a byte stream is FIFO);
+ *   - the k-th client request a process read is the request of the k-th
+ *     message it wrote after that read (msg_hops__on_read);
+ *   - the engine's output that carried the first token is the newest
+ *     message the frontend read from that engine before it began writing
+ *     the token.
+ *
+ * Bounded: MSG_HOPS_IDS ids (the oldest forgotten first, counted), the
+ * newest MSG_HOPS_MSGS message crossings and MSG_HOPS_READS requests read
+ * and not yet given a message (the oldest dropped, counted).
  */
 #ifndef TTFTRACE_MSG_HOPS_H
 #define TTFTRACE_MSG_HOPS_H
@@ -49,7 +64,10 @@
 #include "user/proto/zmtp.h"
 
 #define MSG_HOPS_IDS 16384
-#define MSG_HOPS_OUTS 4096
+#define MSG_HOPS_MSGS 8192
+#define MSG_HOPS_READS 1024
+#define MSG_HOPS_PAIR_NS (100 * 1000000ull)	/* the two ends of one message: at most this apart */
+#define MSG_HOPS_PAIR_SCAN 512	/* the newest messages searched for a message's other end */
 #define MSG_HOPS_PROCS 3	/* the frontend and up to two processes after it */
 
 enum ttf_msg_stage {
@@ -106,6 +124,7 @@ struct ttf_msg_chain {
 	char role[MSG_HOPS_PROCS][STACK_NAME_BYTES];
 	char stack[STACK_NAME_BYTES];
 	struct ttf_msg_take_gap take[TTF_MT__MAX];
+	uint8_t inferred;		/* 0: joined by its id; 1: by order and timing (D17) */
 };
 
 struct msg_hops_stats {
@@ -119,6 +138,8 @@ struct msg_hops_stats {
 	 * stage ends at the read instead (docs/design.md D16)
 	 */
 	uint64_t out_after_in;
+	uint64_t joined_inferred;	/* client requests split by order and timing (D17) */
+	uint64_t reads_dropped;		/* requests read past MSG_HOPS_READS waiting for a message */
 };
 
 struct msg_hops;
@@ -128,12 +149,24 @@ struct msg_hops *msg_hops__new(void);
 void msg_hops__free(struct msg_hops *mh);
 /* The stack profiles that name a chain's processes (copied; NULL: none, the default names). */
 void msg_hops__set_stacks(struct msg_hops *mh, const struct stack_profiles *sp);
-/* One ZMTP message (only its ids and crossing are kept). 0 or -ENOMEM (counted as evicted). */
+/*
+ * One ZMTP message, with ids or without (its ids, crossing, size and
+ * connection are kept). 0 or -ENOMEM (counted as evicted).
+ */
 int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m);
 /*
+ * Client request req_id of process tgid was read (its last byte at
+ * read_ns, CLOCK_MONOTONIC): the next message tgid writes after read_ns is
+ * its message by order (D17).
+ */
+void msg_hops__on_read(struct msg_hops *mh, uint32_t tgid, uint64_t req_id, uint64_t read_ns);
+/* Request req_id ended: forget its read if no message took it. */
+void msg_hops__request_done(struct msg_hops *mh, uint64_t req_id);
+/*
  * r (a client request whose response named r->resp_id, with metrics m and
- * attribution a): fill *out and forget the id. 1 split, 0 not (no id, or
- * its messages incomplete).
+ * attribution a): fill *out and forget the id. Without messages naming its
+ * id, by order and timing (out->inferred 1). 1 split, 0 not (its messages
+ * incomplete, or neither join found them).
  */
 int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,

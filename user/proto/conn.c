@@ -664,6 +664,7 @@ void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m)
 	struct conn *c = conn_of(tc);
 
 	m->sock_cookie = c->cookie;
+	m->addr = c->addr;
 	m->tgid = c->cur ? c->cur->tgid : c->tgid;
 	m->tid = c->cur ? c->cur->tid : 0;
 	m->ts_ns = c->cur ? c->cur->ts_ns : 0;

@@ -36,11 +36,12 @@ enum zmtp_msg_flags {
 
 /*
  * One complete message (all its frames, the last without MORE). The
- * tracker fills sock_cookie, tgid, tid and ts_ns from the record that
+ * tracker fills sock_cookie, addr, tgid, tid and ts_ns from the record that
  * carried the message's last byte (captured or not); the recognizer the rest.
  */
 struct ttf_zmtp_msg {
 	uint64_t sock_cookie;
+	struct ttf_conn_addr addr;	/* the connection's, as its tracker has it (request.h) */
 	uint32_t tgid;
 	uint32_t tid;
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC: that record's timestamp */
