@@ -142,8 +142,16 @@ def test_prometheus_scrapes_ttftrace(sse_server, tracer, procs, tmp_path):
     assert scalar(api, "ttftrace_itl_seconds_count") == n_itl
     itl_le = {le: scalar(api, 'ttftrace_itl_seconds_bucket{le="%s"}' % le)
               for le in ("0.005", "0.0075", "0.01", "0.015", "0.02", "0.03")}
-    # most gaps keep the programmed 12 ms (a late token shortens the next gap)
-    assert itl_le["0.015"] - itl_le["0.01"] >= n_itl - 2, itl_le
+    # the (0.01, 0.015] bucket against the server's own gaps between its token
+    # writes (its log): at least those 0.5 ms inside the bucket, at most those
+    # within 0.5 ms of it. A token the loaded machine wrote late lengthens one
+    # gap and shortens the next: the server's log has them too.
+    gaps = [(b - a) / 1e9 for t in srv.truth() for a, b in zip(t["t_token_ns"], t["t_token_ns"][1:])]
+    assert len(gaps) == n_itl, gaps
+    inside = sum(0.0105 < g <= 0.0145 for g in gaps)
+    near = sum(0.0095 < g <= 0.0155 for g in gaps)
+    assert inside >= n_itl // 2, gaps    # the server kept its schedule, mostly: a test of something
+    assert inside <= itl_le["0.015"] - itl_le["0.01"] <= near, (itl_le, gaps)
     assert abs(scalar(api, "ttftrace_tpot_seconds_sum / ttftrace_tpot_seconds_count")
                - ITL_MS / 1e3) < 1e-3
     assert scalar(api, "ttftrace_output_tokens_total") == N_REQ * TOKENS
