@@ -103,6 +103,20 @@ static inline __u64 ttf_unix_path_ino(const __u8 addr[16])
 #endif
 
 /*
+ * Key of the map listen_ports: a listening TCP port of a traced process, in
+ * the network namespace it listens in. Two containers (or a container and
+ * the host) can each listen on one port number; only the traced one's
+ * connections are wanted. netns_ino: the namespace's proc inode
+ * (net->ns.inum in the kernel, st_ino of /proc/PID/ns/net from user space;
+ * docs/kernel.md B14); 0 on a kernel without network namespaces.
+ */
+struct ttf_listen_key {
+	__u32 netns_ino;
+	__u16 port;             /* host order */
+	__u16 pad;
+};
+
+/*
  * One ring-buffer record. For RECV/SEND, cap_len bytes of payload follow the
  * fixed header (the first bytes the application read or wrote). XMIT, CLOSE,
  * EXIT and FORK carry no payload.

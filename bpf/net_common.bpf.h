@@ -96,7 +96,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
-	__type(key, __u16);	/* local listening port, host order */
+	__type(key, struct ttf_listen_key);
 	__type(value, __u8);
 } listen_ports SEC(".maps");
 
@@ -762,9 +762,20 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 
 /* ---- kernel-side timing of traced sockets -------------------------------- */
 
+/*
+ * The network namespace sk lives in, as its proc inode (net->ns.inum; the
+ * st_ino of /proc/PID/ns/net, docs/kernel.md B14); 0 without CONFIG_NET_NS
+ * (possible_net_t then has no net).
+ */
+static __always_inline __u32 sk_netns_ino(const struct sock *sk)
+{
+	if (!bpf_core_field_exists(sk->__sk_common.skc_net.net))
+		return 0;
+	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
 static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 {
-	__u16 lport;
 	bool unix_sk = false;
 
 	if (!sk_is_tcp(sk)) {
@@ -790,8 +801,12 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 		if (!tgid_traced(bpf_get_current_pid_tgid() >> 32))
 			return false;
 	} else {
-		lport = BPF_CORE_READ(sk, __sk_common.skc_num);
-		if (!bpf_map_lookup_elem(&listen_ports, &lport))
+		struct ttf_listen_key key = {
+			.netns_ino = sk_netns_ino(sk),
+			.port = BPF_CORE_READ(sk, __sk_common.skc_num),
+		};
+
+		if (!bpf_map_lookup_elem(&listen_ports, &key))
 			return false;
 	}
 #ifdef TTF_SK_ID_BY_PTR

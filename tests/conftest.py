@@ -6,6 +6,7 @@ fixture server (tests/fixtures/sse_server.c), a streaming HTTP/1.1 client that
 keeps connections alive and timestamps what it reads, and a helper that starts
 ttftrace, waits for its start-up line and stops it with a signal.
 """
+import ctypes
 import json
 import os
 import shlex
@@ -382,6 +383,36 @@ def check_server_interval(what, got_ms, client_ms, floor_ms):
     assert lo <= got_ms <= hi, (
         "%s: ttftrace %.3f ms, outside [%.3f, %.3f]: the server waited at least %.3f ms, "
         "the client saw %.3f ms" % (what, got_ms, lo, hi, floor_ms, client_ms))
+
+
+CLONE_NEWNET = 0x40000000
+
+
+def in_netns(name, fn):
+    """fn()'s result, run in a thread that joined network namespace name (setns(2)):
+    sockets it makes stay in that namespace wherever they are used."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    out = {}
+
+    def run():
+        fd = os.open("/run/netns/" + name, os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET):
+                out["e"] = OSError(ctypes.get_errno(), "setns " + name)
+                return
+        finally:
+            os.close(fd)
+        try:
+            out["v"] = fn()
+        except BaseException as e:  # re-raised in the caller
+            out["e"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "e" in out:
+        raise out["e"]
+    return out["v"]
 
 
 def conn_client_port(rec):

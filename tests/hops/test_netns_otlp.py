@@ -15,20 +15,18 @@ so socket tuples are those of each namespace, not of the root. The client's
 W3C traceparent (forwarded by the gateway) is the trace id and parent of
 both hosts' server spans.
 """
-import ctypes
 import json
 import os
 import random
 import secrets
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 import conftest
-from conftest import Client, needs_root
+from conftest import Client, in_netns, needs_root
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "export"))
@@ -37,7 +35,6 @@ from test_otlp import Receiver, attrs  # noqa: E402
 pytestmark = needs_root
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLONE_NEWNET = 0x40000000
 TOKENS = 4
 N_REQ = 6       # with the client's traceparent
 N_BARE = 2      # without: joined by the tuple alone
@@ -99,33 +96,6 @@ def netns():
                "receiver_ip": net + "5"}
     finally:
         cleanup()
-
-
-def in_netns(name, fn):
-    """fn()'s result, run in a thread that joined network namespace name (setns(2)):
-    sockets it makes stay in that namespace wherever they are used."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    out = {}
-
-    def run():
-        fd = os.open("/run/netns/" + name, os.O_RDONLY)
-        try:
-            if libc.setns(fd, CLONE_NEWNET):
-                out["e"] = OSError(ctypes.get_errno(), "setns " + name)
-                return
-        finally:
-            os.close(fd)
-        try:
-            out["v"] = fn()
-        except BaseException as e:  # re-raised in the caller
-            out["e"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    t.join()
-    if "e" in out:
-        raise out["e"]
-    return out["v"]
 
 
 def start_in(procs, ns, cmd):

@@ -26,15 +26,21 @@ static void holders_str(const struct target_set *ts, const struct target_listene
 
 void listen_map__print(struct listen_map *m, const struct target_set *ts, FILE *out)
 {
-	char who[TARGET_MAX_HOLDERS * 48];
+	char who[TARGET_MAX_HOLDERS * 48], ns[32];
+	uint32_t own = target__netns("self");
 
 	if (target__listeners(ts, m->listeners, sizeof(m->listeners) / sizeof(m->listeners[0]),
 			      &m->n_listeners))
 		m->n_listeners = 0;
 	for (size_t i = 0; i < m->n_listeners; i++) {
-		holders_str(ts, &m->listeners[i], who, sizeof(who));
-		fprintf(out, "Listener port %u (socket:[%llu]): held by %s\n",
-			m->listeners[i].port, (unsigned long long)m->listeners[i].inode, who);
+		const struct target_listener *l = &m->listeners[i];
+
+		holders_str(ts, l, who, sizeof(who));
+		ns[0] = '\0';
+		if (l->netns != own)	/* another network namespace than this process's (a container) */
+			snprintf(ns, sizeof(ns), " in net:[%u]", l->netns);
+		fprintf(out, "Listener port %u%s (socket:[%llu]): held by %s\n", l->port, ns,
+			(unsigned long long)l->inode, who);
 	}
 }
 

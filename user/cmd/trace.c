@@ -162,10 +162,13 @@ static int trace_listeners(struct tracer *t, uint16_t port, const struct ttf_req
 			   uint32_t *found)
 {
 	struct target_set now = { 0 };
-	char where[16];
+	char where[16], ns_pid[16] = "self";
 	int added = 0;
 
-	if (!target__by_port(&now, port)) {
+	/* an upstream is in its caller's network namespace (a container's own loopback) */
+	if (hop)
+		snprintf(ns_pid, sizeof(ns_pid), "%u", hop->tgid);
+	if (!target__by_port_in(&now, ns_pid, port)) {
 		if (found)
 			*found = now.tgids[0];
 		snprintf(where, sizeof(where), "port %u", port);
@@ -260,8 +263,11 @@ static void on_upstream(void *ctx, const struct ttf_request *u)
 	} else {
 		if (t->n_hops == (int)(sizeof(t->hops) / sizeof(t->hops[0])))
 			return;
+		char caller[16];
+
 		t->hops[t->n_hops++].port = port;
-		net_probe__trace_port(t->probe, port);
+		snprintf(caller, sizeof(caller), "%u", u->tgid);
+		net_probe__trace_port(t->probe, target__netns(caller), port);
 	}
 	t->hops[i].tgid = 0;
 	t->hops[i].looked_ns = u->read_first_ns;
@@ -456,7 +462,7 @@ static int load_probes(struct tracer *t)
 	for (size_t i = 0; i < t->targets.n; i++)
 		net_probe__trace_tgid(t->probe, t->targets.tgids[i]);
 	for (size_t i = 0; i < t->targets.n_ports; i++)
-		net_probe__trace_port(t->probe, t->targets.ports[i]);
+		net_probe__trace_port(t->probe, t->targets.port_netns[i], t->targets.ports[i]);
 	return 0;
 }
 
@@ -614,9 +620,15 @@ static void print_startup(struct tracer *t)
 	else
 		fprintf(stderr, "Tracing PID %s", who);
 	if (t->targets.n_ports) {
+		uint32_t own = target__netns("self");
+
 		fprintf(stderr, ", listening on port");
-		for (size_t i = 0; i < t->targets.n_ports; i++)
+		for (size_t i = 0; i < t->targets.n_ports; i++) {
 			fprintf(stderr, "%s%u", i ? "," : " ", t->targets.ports[i]);
+			/* a container's port: in its own namespace, not this one's */
+			if (t->targets.port_netns[i] != own)
+				fprintf(stderr, " (net:[%u])", t->targets.port_netns[i]);
+		}
 	}
 	fprintf(stderr, "; TTFT ends at the %s. Hit Ctrl-C to end.\n",
 		t->st.xmit ? "device transmit" : "write");

@@ -389,11 +389,12 @@ int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
 				    sizeof(one), BPF_ANY);
 }
 
-int net_probe__trace_port(struct net_probe *np, uint16_t port)
+int net_probe__trace_port(struct net_probe *np, uint32_t netns_ino, uint16_t port)
 {
+	struct ttf_listen_key key = { .netns_ino = netns_ino, .port = port };
 	uint8_t one = 1;
 
-	return bpf_map__update_elem(np->ports, &port, sizeof(port), &one,
+	return bpf_map__update_elem(np->ports, &key, sizeof(key), &one,
 				    sizeof(one), BPF_ANY);
 }
 

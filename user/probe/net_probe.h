@@ -106,9 +106,13 @@ struct net_probe *net_probe__open_load(const struct net_probe_opts *opts, int *e
  * attach.
  */
 int net_probe__attach(struct net_probe *np, struct net_probe_status *st);
-/* Add a process / listening port to the in-kernel filters. */
+/*
+ * Add a process / a listening TCP port (host order) in network namespace
+ * netns_ino (target__netns) to the in-kernel filters (bpf/net.h
+ * struct ttf_listen_key). 0 or a negative errno.
+ */
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid);
-int net_probe__trace_port(struct net_probe *np, uint16_t port);
+int net_probe__trace_port(struct net_probe *np, uint32_t netns_ino, uint16_t port);
 /* fd of the traced_tgids map, for other probes to share (bpf_map__reuse_fd). */
 int net_probe__tgids_fd(struct net_probe *np);
 /*

@@ -192,12 +192,12 @@ int target__by_comm(struct target_set *ts, const char *comm)
 }
 
 /*
- * Inodes of TCP sockets in state LISTEN (st 0A) from /proc/net/tcp{,6};
- * with port != 0 only that local port. Each line:
+ * Inodes of TCP sockets in state LISTEN (st 0A) from one table
+ * (/proc/PID/net/tcp or tcp6); with port != 0 only that local port. Each line:
  * "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode".
  */
-static int listen_inodes(const char *file, uint16_t port, unsigned long *inodes,
-			 uint16_t *ports, size_t max, size_t *n)
+static int listen_inodes_in(const char *file, uint16_t port, unsigned long *inodes,
+			    uint16_t *ports, size_t max, size_t *n)
 {
 	char line[512];
 	FILE *f = fopen(file, "re");
@@ -228,6 +228,62 @@ static int listen_inodes(const char *file, uint16_t port, unsigned long *inodes,
 	}
 	fclose(f);
 	return 0;
+}
+
+/*
+ * The IPv4 and IPv6 TCP listeners (port != 0: on that port only) of the
+ * network namespace process pid ("self" or a number) is in: /proc/PID/net
+ * shows PID's namespace (docs/kernel.md B14).
+ */
+static void listen_inodes(const char *pid, uint16_t port, unsigned long *inodes, uint16_t *ports,
+			  size_t max, size_t *n)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%s/net/tcp", pid);
+	listen_inodes_in(path, port, inodes, ports, max, n);
+	snprintf(path, sizeof(path), "/proc/%s/net/tcp6", pid);
+	listen_inodes_in(path, port, inodes, ports, max, n);
+}
+
+uint32_t target__netns(const char *pid)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/net", pid);
+	return stat(path, &st) ? 0 : (uint32_t)st.st_ino;
+}
+
+#define NS_TABLES 8
+
+/* The TCP listeners of one network namespace, read once per walk over the targets. */
+struct ns_table {
+	uint32_t netns;
+	unsigned long inodes[64];
+	uint16_t ports[64];
+	size_t n;
+};
+
+/*
+ * The table of pid's namespace from tabs[0..*n) (read it and add it when
+ * new); NULL when pid's namespace is unknown (gone) or NS_TABLES are read.
+ */
+static const struct ns_table *ns_table_of(struct ns_table *tabs, size_t *n, const char *pid)
+{
+	uint32_t netns = target__netns(pid);
+
+	if (!netns && strcmp(pid, "self"))
+		return NULL;
+	for (size_t i = 0; i < *n; i++)
+		if (tabs[i].netns == netns)
+			return &tabs[i];
+	if (*n == NS_TABLES)
+		return NULL;
+	tabs[*n].netns = netns;
+	tabs[*n].n = 0;
+	listen_inodes(pid, 0, tabs[*n].inodes, tabs[*n].ports, 64, &tabs[*n].n);
+	return &tabs[(*n)++];
 }
 
 /* Walk /proc/PID/fd of one process; return 1 if it holds a socket in inodes[]. */
@@ -307,19 +363,24 @@ static int socket_owners(struct target_set *ts, const unsigned long *inodes, siz
 
 int target__by_port(struct target_set *ts, uint16_t port)
 {
+	return target__by_port_in(ts, "self", port);
+}
+
+int target__by_port_in(struct target_set *ts, const char *ns_pid, uint16_t port)
+{
 	unsigned long inodes[64];
 	uint16_t ports[64];
 	size_t n = 0;
 	int err;
 
-	listen_inodes("/proc/net/tcp", port, inodes, ports, 64, &n);
-	listen_inodes("/proc/net/tcp6", port, inodes, ports, 64, &n);
+	listen_inodes(ns_pid, port, inodes, ports, 64, &n);
 	if (!n)
 		return -ESRCH;
 	err = socket_owners(ts, inodes, n);
 	if (err)
 		return err;
 	ts->ports[0] = port;
+	ts->port_netns[0] = target__netns(ns_pid);
 	ts->n_ports = 1;
 	return 0;
 }
@@ -426,29 +487,36 @@ out:
 	return err;
 }
 
+/* 1 when ts->ports holds port in namespace netns. */
+static int has_port(const struct target_set *ts, uint32_t netns, uint16_t port)
+{
+	for (size_t k = 0; k < ts->n_ports; k++)
+		if (ts->ports[k] == port && ts->port_netns[k] == netns)
+			return 1;
+	return 0;
+}
+
 int target__collect_listen_ports(struct target_set *ts)
 {
-	unsigned long inodes[64];
-	uint16_t ports[64];
-	size_t n = 0;
+	struct ns_table tabs[NS_TABLES];
+	size_t n_tabs = 0;
 
-	listen_inodes("/proc/net/tcp", 0, inodes, ports, 64, &n);
-	listen_inodes("/proc/net/tcp6", 0, inodes, ports, 64, &n);
 	for (size_t t = 0; t < ts->n; t++) {
+		const struct ns_table *tab;
 		char pid[16];
 		size_t which;
 
 		snprintf(pid, sizeof(pid), "%u", ts->tgids[t]);
+		tab = ns_table_of(tabs, &n_tabs, pid);
+		if (!tab)
+			continue;
 		/* Each process can hold several listening sockets: test each inode alone. */
-		for (size_t i = 0; i < n; i++) {
-			int dup = 0;
-
-			if (!holds_socket(pid, &inodes[i], 1, &which))
+		for (size_t i = 0; i < tab->n; i++) {
+			if (!holds_socket(pid, &tab->inodes[i], 1, &which) ||
+			    has_port(ts, tab->netns, tab->ports[i]) || ts->n_ports == 64)
 				continue;
-			for (size_t k = 0; k < ts->n_ports; k++)
-				dup |= ts->ports[k] == ports[i];
-			if (!dup && ts->n_ports < 64)
-				ts->ports[ts->n_ports++] = ports[i];
+			ts->port_netns[ts->n_ports] = tab->netns;
+			ts->ports[ts->n_ports++] = tab->ports[i];
 		}
 	}
 	return 0;
@@ -457,23 +525,30 @@ int target__collect_listen_ports(struct target_set *ts)
 int target__listeners(const struct target_set *ts, struct target_listener *out, size_t max,
 		      size_t *n)
 {
-	unsigned long inodes[64];
-	uint16_t ports[64];
-	size_t n_all = 0;
+	struct ns_table tabs[NS_TABLES];
+	size_t n_tabs = 0;
 	struct dirent *de;
 	DIR *d;
 
 	*n = 0;
-	listen_inodes("/proc/net/tcp", 0, inodes, ports, 64, &n_all);
-	listen_inodes("/proc/net/tcp6", 0, inodes, ports, 64, &n_all);
-	for (size_t i = 0; i < n_all && *n < max; i++)
-		for (size_t k = 0; k < ts->n_ports; k++)
-			if (ports[i] == ts->ports[k]) {
-				memset(&out[*n], 0, sizeof(out[*n]));
-				out[*n].inode = inodes[i];
-				out[(*n)++].port = ports[i];
-				break;
-			}
+	/* The namespaces of the targets, each once (a listener is in one of them). */
+	for (size_t t = 0; t < ts->n; t++) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%u", ts->tgids[t]);
+		ns_table_of(tabs, &n_tabs, pid);
+	}
+	if (!ts->n)
+		ns_table_of(tabs, &n_tabs, "self");
+	for (size_t k = 0; k < n_tabs; k++)
+		for (size_t i = 0; i < tabs[k].n && *n < max; i++) {
+			if (!has_port(ts, tabs[k].netns, tabs[k].ports[i]))
+				continue;
+			memset(&out[*n], 0, sizeof(out[*n]));
+			out[*n].inode = tabs[k].inodes[i];
+			out[*n].netns = tabs[k].netns;
+			out[(*n)++].port = tabs[k].ports[i];
+		}
 	if (!*n)
 		return 0;
 	d = opendir("/proc");

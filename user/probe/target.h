@@ -15,6 +15,7 @@ struct target_set {
 	uint32_t *tgids;
 	size_t n, cap;
 	uint16_t ports[64];	/* TCP ports the targets listen on (host order) */
+	uint32_t port_netns[64];	/* the network namespace of each (target__netns) */
 	size_t n_ports;
 };
 
@@ -26,8 +27,13 @@ int target_set__add(struct target_set *ts, uint32_t tgid);
 int target__by_pid(struct target_set *ts, pid_t pid);
 /* Every process whose /proc/PID/comm equals comm. -ESRCH when none. */
 int target__by_comm(struct target_set *ts, const char *comm);
-/* Owners of the TCP socket listening on port (IPv4 or IPv6). -ESRCH when none. */
+/*
+ * Owners of the TCP socket listening on port (IPv4 or IPv6) in this
+ * process's network namespace; _in: in that of process ns_pid ("self" or a
+ * number; docs/kernel.md B14). -ESRCH when none.
+ */
 int target__by_port(struct target_set *ts, uint16_t port);
+int target__by_port_in(struct target_set *ts, const char *ns_pid, uint16_t port);
 /* Processes holding socket:[ino] in /proc/PID/fd (a unix socket's owners). -ESRCH when none. */
 int target__by_socket_inode(struct target_set *ts, uint64_t ino);
 /*
@@ -42,8 +48,19 @@ int target__by_unix_path_ino(struct target_set *ts, uint64_t path_ino, char *pat
  * 0 when it has none (yet). -ESRCH when ino is not a unix socket here.
  */
 int target__unix_peer(uint64_t ino, uint64_t *peer);
-/* Add the TCP ports every tgid in ts listens on to ts->ports. */
+/*
+ * Add the TCP ports every tgid in ts listens on to ts->ports, each with its
+ * network namespace: read from /proc/TGID/net/tcp{,6}, which show the
+ * namespace of TGID, not this process's (a container's server is found from
+ * the host; docs/kernel.md B14).
+ */
 int target__collect_listen_ports(struct target_set *ts);
+/*
+ * The network namespace of process pid ("self" or a number): st_ino of
+ * /proc/PID/ns/net, which is the kernel's net->ns.inum (docs/kernel.md B14);
+ * 0 when it cannot be read (the process is gone, or no CONFIG_NET_NS).
+ */
+uint32_t target__netns(const char *pid);
 
 #define TARGET_MAX_HOLDERS 16
 
@@ -57,12 +74,14 @@ int target__collect_listen_ports(struct target_set *ts);
 struct target_listener {
 	uint64_t inode;
 	uint16_t port;		/* host order */
+	uint32_t netns;		/* its network namespace (target__netns) */
 	uint32_t holders[TARGET_MAX_HOLDERS];
 	size_t n_holders;
 };
 
 /*
- * The listening sockets on ts->ports and their holders (one walk of
+ * The listening sockets on ts->ports (each in its port_netns, from the
+ * tables of the targets' namespaces) and their holders (one walk of
  * /proc/PID/fd, this process left out), up to max into out; *n: how many.
  */
 int target__listeners(const struct target_set *ts, struct target_listener *out, size_t max,
