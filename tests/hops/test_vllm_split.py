@@ -11,7 +11,9 @@ handoff, a crossing in before its take; a wrong join breaks that by the
 milliseconds between requests). With --wire-ids opaque (both transports,
 concurrency 8) the messages carry no id ttftrace accepts: every request
 must be joined by order and timing (D17, marked inferred) and held to the
-same truth.
+same truth. With --data-parallel 2 (ipc by id, tcp by order) two engine
+cores serve one frontend, as vLLM's data parallel ranks do: each request is
+held to the rank that served it.
 
 The truth of what ttftrace claims: an LD_PRELOAD shim
 (tests/fixtures/vllm_shaped/crossings.c, built by make) in the frontend and
@@ -134,17 +136,20 @@ def unopaque(wire_id):
     return head + tail
 
 
-@pytest.mark.parametrize("transport,concurrency,wire_ids", [
-    ("tcp", 1, "rid"), ("tcp", 8, "rid"), ("ipc", 1, "rid"), ("ipc", 8, "rid"),
+@pytest.mark.parametrize("transport,concurrency,wire_ids,dp", [
+    ("tcp", 1, "rid", 1), ("tcp", 8, "rid", 1), ("ipc", 1, "rid", 1), ("ipc", 8, "rid", 1),
     # no id ttftrace accepts in the messages: joined by order and timing (D17)
-    ("tcp", 8, "opaque"), ("ipc", 8, "opaque")])
-def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids):
+    ("tcp", 8, "opaque", 1), ("ipc", 8, "opaque", 1),
+    # two engine cores behind one frontend (vLLM data parallel), by id and by order
+    ("ipc", 8, "rid", 2), ("tcp", 8, "opaque", 2)])
+def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, dp):
     assert os.path.exists(SHIM), "make builds " + SHIM
     port, log = free_port(), str(tmp_path / "truth.ndjson")
     cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log, PYTHON, FRONTEND, "--port",
                     str(port), "--log", log, "--transport", transport,
                     "--prefix-caching", "--step-ms", str(STEP_MS), "--prefill-us-per-token",
-                    str(PREFILL_US), "--block-size", str(BLOCK), "--wire-ids", wire_ids] + RT)
+                    str(PREFILL_US), "--block-size", str(BLOCK), "--wire-ids", wire_ids,
+                    "--data-parallel", str(dp)] + RT)
     join = "inferred" if wire_ids == "opaque" else "exact"
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
     deadline = time.monotonic() + 60
@@ -235,8 +240,15 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids):
             for k in TAKE_PARTS:
                 takes[h["hop"]][k] += g[k]
     n = len(results)
-    print("%s c=%d: %d of %d requests: every hop stage within 1 ms or 3%% of the crossing "
-          "truth; misses per stage %s" % (transport, concurrency, good, n, missed))
+    served = {}
+    for t in req_truth.values():
+        served[t["engine_index"]] = served.get(t["engine_index"], 0) + 1
+    # data parallel: both ranks took a share (the engine pid of each request is
+    # held to the truth above, so a join to the wrong rank already failed)
+    assert len(served) == dp and min(served.values()) >= n / (4 * dp), served
+    print("%s c=%d dp=%d: %d of %d requests: every hop stage within 1 ms or 3%% of the crossing "
+          "truth; misses per stage %s; requests per rank %s"
+          % (transport, concurrency, dp, good, n, missed, served))
     for k, v in gaps.items():
         print("  handoff gap %-14s p50 %.3f p95 %.3f max %.3f ms (min %.3f)"
               % (k, pct(v, 0.5), pct(v, 0.95), max(v), min(v)))
