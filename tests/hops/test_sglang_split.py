@@ -5,7 +5,9 @@ request across the tokenizer manager, the scheduler and the detokenizer by
 the rid that is in the SSE chunks and in every message naming the request.
 
 At concurrency 1 and 8, every request must be split into the eleven
-stages, joined exactly, named by profiles/stacks/sglang.ini, its stages
+stages, joined exactly (with --wire-ids opaque, concurrency 8: by order
+and timing, D17, marked inferred, held to the crossing truth for half of
+the requests and for frontend and ipc_in to 95%), named by profiles/stacks/sglang.ini, its stages
 adding up to TTFT, and every crossing on the right side of the stack's own
 truth (tests/fixtures/sglang_shaped: a crossing out after its handoff, a
 crossing in before its take; a wrong join breaks that by the milliseconds
@@ -47,7 +49,8 @@ from conftest import ROOT, conn_client_port, free_port, needs_root
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_vllm_shaped import PYTHON, RT, drive, workload  # noqa: E402
-from test_vllm_split import EPS_NS, SHIM, crossings, stack_pids, within  # noqa: E402
+from test_vllm_split import (EPS_NS, INFERRED_BAR, SHIM, crossings, stack_pids,  # noqa: E402
+                             unopaque, within)
 from hop_bounds import bounds, check_order  # noqa: E402
 
 pytestmark = needs_root
@@ -107,15 +110,18 @@ def end_stack(log):
     assert not left, "the stack outlived ttftrace: %s" % left
 
 
-# msgpack as SGLang with SGLANG_USE_PICKLE_IPC=0, pickle as its default
-@pytest.mark.parametrize("transport,codec", [("tcp", "msgpack"), ("ipc", "msgpack"),
-                                             ("tcp", "pickle")])
-@pytest.mark.parametrize("concurrency", [1, 8])
-def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
+# msgpack as SGLang with SGLANG_USE_PICKLE_IPC=0, pickle as its default; with
+# --wire-ids opaque no rid ttftrace accepts is in the messages: the chain of
+# three is joined by order and timing (D17)
+@pytest.mark.parametrize("transport,codec,concurrency,wire_ids", [
+    ("tcp", "msgpack", 1, "rid"), ("ipc", "msgpack", 1, "rid"), ("tcp", "pickle", 1, "rid"),
+    ("tcp", "msgpack", 8, "rid"), ("ipc", "msgpack", 8, "rid"), ("tcp", "pickle", 8, "rid"),
+    ("ipc", "msgpack", 8, "opaque"), ("tcp", "pickle", 8, "opaque")])
+def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wire_ids):
     assert os.path.exists(SHIM), "make builds " + SHIM
     port, log = free_port(), str(tmp_path / "truth.ndjson")
     cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log, PYTHON, TM, "--port", str(port), "--log", log, "--transport", transport,
-                    "--codec", codec,
+                    "--codec", codec, "--wire-ids", wire_ids,
                     "--decode-ms", "4", "--prefill-ms", "3", "--prefill-us-per-token", "10",
                     "--tokenize-us-per-token", "2", "--detokenize-us", "200"] + RT)
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
@@ -127,8 +133,9 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
     end_stack(log)
     truth = [json.loads(l) for l in open(log) if l.strip()]
     req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
-    sched = {t["rid"]: t for t in truth if t["ev"] == "sched_req"}
-    detok = {t["rid"]: t for t in truth if t["ev"] == "detok_req"}
+    sched = {unopaque(t["rid"]): t for t in truth if t["ev"] == "sched_req"}
+    detok = {unopaque(t["rid"]): t for t in truth if t["ev"] == "detok_req"}
+    join = "inferred" if wire_ids == "opaque" else "exact"
     pids = {t["ev"]: t["pid"] for t in truth}
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
@@ -148,7 +155,7 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
         # each role is the process the truth says played it
         assert [h["pid"] for h in rec["hops"]] == [pids["request"], pids["sched_req"],
                                                    pids["detok_req"]] and rec["pid"] == t["pid"]
-        assert all(h["join"] == "exact" for h in rec["hops"][1:]), rec["hops"]
+        assert all(h["join"] == join for h in rec["hops"][1:]), rec["hops"]
         assert rec["hops"][1]["split"] == "inferred", rec["hops"]
         bound = bounds(rec, STAGES)
         # where a message crossed a socket, against where Python handed it over
@@ -166,7 +173,8 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
             ("tokenizer manager read it", d["t_first_sent_ns"] - EPS_NS <= bound["emit"]
              <= t["t_first_recv_ns"] + EPS_NS),
         ]
-        check_order(rec, order)
+        if join == "exact":
+            check_order(rec, order)
         checks = [
             ("frontend", st["frontend"], (t["t_send_ns"] - t["t_sock_read_ns"]) / 1e6),
             ("to_first_output", st["ipc_in"] + st["queue"] + st["prefill"],
@@ -201,9 +209,15 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec):
           "crossing truth (misses per stage %s); %d of the handoff truth; %d with a first "
           "message out stamped after its read"
           % (transport, codec, concurrency, xing_good, n, missed, good,
-             s["counters"]["msg_hop_out_after_in"]))
-    assert xing_good >= 0.95 * n, (xing_good, n, missed)
+             s["counters"].get("msg_hop_out_after_in", 0)))
+    assert xing_good >= (0.95 if join == "exact" else INFERRED_BAR) * n, (xing_good, n, missed)
+    for k in ("frontend", "ipc_in"):    # the request's own message: by order as by id
+        assert missed[k] <= 0.05 * n, (k, missed)
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
     assert list(s["msg_hops"]["stages_ms"]) == STAGES, s["msg_hops"]
-    assert s["counters"]["msg_hop_joins"] == len(results)
-    assert s["counters"]["msg_hop_unjoined"] == 0
+    if join == "exact":
+        assert s["counters"]["msg_hop_joins"] == len(results)
+        assert s["counters"]["msg_hop_unjoined"] == 0
+    else:
+        assert s["counters"]["msg_hop_joins_inferred"] == len(results), s["counters"]
+        assert "msg_hop_joins" not in s["counters"], s["counters"]

@@ -436,6 +436,59 @@ static void test_inferred_incomplete(void **state)
 	msg_hops__free(mh);
 }
 
+/*
+ * A chain of three without ids (SGLang-shaped, D17): the tokenizer manager
+ * (FE) writes the request at 11 ms (connection 11 <-> 12), the scheduler
+ * reads it at 11.1; its outputs to the detokenizer (41 <-> 42) at 9, 25
+ * and 30, read 0.1 ms later; the detokenizer, slow, writes to FE (51 <->
+ * 52) at 25.3 (answering 9), 25.6 (25) and 30.5 (30), each read 0.1 ms
+ * later; the first token is written at 26. The scheduler was busy (its
+ * output at 9, 2.1 ms before the read) but the frontend wrote the token
+ * before it read the answer to 30, so the step is 25's; the answer to it
+ * is the detokenizer's second write after reading it (the one at 9 was
+ * still unanswered), not its first.
+ */
+static void test_inferred_three(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, "");
+	bare(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 60, 41, 42);
+	bare(mh, DET, ZMTP_DIR_IN, 9100000, 60, 42, 41);
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 61, 41, 42);
+	bare(mh, DET, ZMTP_DIR_IN, 25100000, 61, 42, 41);
+	bare(mh, DET, ZMTP_DIR_OUT, 25300000, 70, 51, 52);
+	bare(mh, FE, ZMTP_DIR_IN, 25400000, 70, 52, 51);
+	bare(mh, DET, ZMTP_DIR_OUT, 25600000, 71, 51, 52);
+	bare(mh, FE, ZMTP_DIR_IN, 25700000, 71, 52, 51);
+	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 62, 41, 42);
+	bare(mh, DET, ZMTP_DIR_IN, 30100000, 62, 42, 41);
+	bare(mh, DET, ZMTP_DIR_OUT, 30500000, 72, 51, 52);
+	bare(mh, FE, ZMTP_DIR_IN, 30600000, 72, 52, 51);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.inferred, 1);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.n_procs, 3);
+	assert_int_equal(c.tgid[1], ENG);
+	assert_int_equal(c.tgid[2], DET);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 0);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 25 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_DETOKENIZE], 500000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_BACK], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 300000);
+	assert_int_equal(msg_hops__stats(mh)->joined_inferred, 1);
+	msg_hops__free(mh);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_inferred),
 		cmocka_unit_test(test_inferred_idle),
 		cmocka_unit_test(test_inferred_incomplete),
+		cmocka_unit_test(test_inferred_three),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

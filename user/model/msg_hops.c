@@ -471,6 +471,25 @@ static struct msg_time *eng_output(struct msg_hops *mh, uint64_t n, int dir, uin
 	return NULL;
 }
 
+/*
+ * The process that reads eng's outputs: the reader of its first paired
+ * output after message n (the frontend in a chain of two, SGLang's
+ * detokenizer in a chain of three). 0 when none is paired yet.
+ */
+static uint32_t eng_reader(struct msg_hops *mh, uint64_t n, uint32_t eng)
+{
+	for (uint64_t k = n + 1; k < mh->n_msgs; k++) {
+		struct msg_time *x = msg_at(mh, k), *y;
+
+		if (!x || x->dir != ZMTP_DIR_OUT || x->tgid != eng || !x->peer)
+			continue;
+		y = msg_at(mh, x->peer - 1);
+		if (y && y->tgid != eng)
+			return y->tgid;
+	}
+	return 0;
+}
+
 /* Did the engine read another message from ein's sender after prev (its last output) and before ein? */
 static int request_since(struct msg_hops *mh, const struct msg_time *ein, const struct msg_time *prev)
 {
@@ -489,6 +508,43 @@ static int request_since(struct msg_hops *mh, const struct msg_time *ein, const 
 }
 
 /*
+ * The frontend fe's read of the engine's output eo: eo's other end when fe
+ * read it (a chain of two). In a chain of three (SGLang) the middle process
+ * (the detokenizer) read it as *mid_in and wrote one message to fe per
+ * message it read, in order (D17): the one answering eo is the next of its
+ * outputs to fe after mid_in, past one for each message it read on that
+ * connection after its previous output and before mid_in (still to be
+ * answered). *mid_in, *mid_out: NULL for two. NULL when not seen.
+ */
+static struct msg_time *fe_read_of(struct msg_hops *mh, const struct msg_time *eo, uint32_t fe,
+				   struct msg_time **mid_in, struct msg_time **mid_out)
+{
+	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
+	struct msg_time *x = msg_at(mh, eo->peer - 1), *last, *o = NULL;
+	int skip = 0;
+
+	*mid_in = *mid_out = NULL;
+	if (!x || x->tgid == fe)
+		return x;
+	last = eng_output(mh, x->n, -1, x->tgid, fe);
+	if (last && last->n > lo)
+		lo = last->n;
+	for (uint64_t k = lo; k < x->n; k++) {
+		const struct msg_time *y = msg_at(mh, k);
+
+		skip += y && y->dir == ZMTP_DIR_IN && y->tgid == x->tgid &&
+			same_conn_swapped(&y->addr, &eo->addr);
+	}
+	for (o = eng_output(mh, x->n, 1, x->tgid, fe); o && skip--;)
+		o = eng_output(mh, o->n, 1, x->tgid, fe);
+	if (!o)
+		return NULL;
+	*mid_in = x;
+	*mid_out = o;
+	return msg_at(mh, o->peer - 1);
+}
+
+/*
  * By order and timing (D17): the message r's process wrote for it (bound at
  * its read) and that message's other end (the engine read it). The step
  * that gave the first token: an engine that had stopped (its previous
@@ -496,14 +552,16 @@ static int request_since(struct msg_hops *mh, const struct msg_time *ein, const 
  * other request read since) starts one for it, so its next output; a busy
  * engine finishes the step in flight first, so the output after that one,
  * unless the frontend had written the first token before it read that
- * output. 1 found.
+ * output (through the middle process in a chain of three, fe_read_of).
+ * 1 found.
  */
 static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, struct hop_times *h)
 {
 	const struct ttf_token_event *ev = &r->events[0];
 	uint64_t emit_ns = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
 	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
-	struct msg_time *mo = NULL, *ein, *prev, *n1, *n2, *eo, *fin;
+	struct msg_time *mo = NULL, *ein, *prev, *n1, *n2, *eo, *fin, *mid_in, *mid_out;
+	uint32_t rd;
 
 	for (uint64_t k = mh->n_msgs; k-- > lo && !mo;) {
 		struct msg_time *x = msg_at(mh, k);
@@ -512,27 +570,33 @@ static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, stru
 			mo = x;
 	}
 	ein = mo && mo->peer ? msg_at(mh, mo->peer - 1) : NULL;
-	if (!ein)
+	if (!ein || !(rd = eng_reader(mh, ein->n, ein->tgid)))
 		return 0;
-	prev = eng_output(mh, ein->n, -1, ein->tgid, r->tgid);
-	n1 = eng_output(mh, ein->n, 1, ein->tgid, r->tgid);
-	n2 = n1 ? eng_output(mh, n1->n, 1, ein->tgid, r->tgid) : NULL;
+	prev = eng_output(mh, ein->n, -1, ein->tgid, rd);
+	n1 = eng_output(mh, ein->n, 1, ein->tgid, rd);
+	n2 = n1 ? eng_output(mh, n1->n, 1, ein->tgid, rd) : NULL;
 	if (!n1)
 		return 0;
 	eo = n1;
 	if (n2 && ((prev && ein->ts_ns - prev->ts_ns <= n2->ts_ns - n1->ts_ns) ||
 		   request_since(mh, ein, prev)))
 		eo = n2;	/* busy: the step in flight was not its */
-	fin = msg_at(mh, eo->peer - 1);
+	fin = fe_read_of(mh, eo, r->tgid, &mid_in, &mid_out);
 	if (eo == n2 && (!fin || fin->ts_ns > emit_ns)) {
 		eo = n1;	/* the first token left before the frontend read n2 */
-		fin = msg_at(mh, eo->peer - 1);
+		fin = fe_read_of(mh, eo, r->tgid, &mid_in, &mid_out);
 	}
 	if (!fin || fin->ts_ns > emit_ns)
 		return 0;
 	*h = (struct hop_times){ .fe_out_ns = mo->ts_ns, .fe_in_ns = fin->ts_ns,
 				 .in_ns = { ein->ts_ns }, .out_ns = { eo->ts_ns },
 				 .tgid = { ein->tgid }, .n = 1 };
+	if (mid_in && MSG_HOPS_PROCS > 2) {
+		h->in_ns[1] = mid_in->ts_ns;
+		h->out_ns[1] = mid_out->ts_ns;
+		h->tgid[1] = mid_in->tgid;
+		h->n = 2;
+	}
 	return 1;
 }
 
