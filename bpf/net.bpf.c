@@ -26,24 +26,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/*
- * Number of the syscall the current task is in (the kernel saves it in
- * pt_regs at entry: orig_ax on x86, syscallno on arm64, a7 on riscv);
- * bpf_task_pt_regs() needs Linux 5.15.
- */
-static __always_inline long current_syscall_nr(void)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
-#else
-	return BPF_CORE_READ(regs, a7);
-#endif
-}
-
 /* User r14 of the current task's syscall (Go's goroutine register on x86; 0 elsewhere). */
 static __always_inline __u64 current_user_r14(void)
 {
@@ -248,6 +230,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	if (!tgid_traced(pid_tgid >> 32))
 		return 0;
 	if (!io_wanted(sk, ret, flags, type)) {
+		/* a transmit this write kept (B1.12): no SEND record will carry it */
+		if (type == TTF_EV_SEND && (a = send_call_slot(pid_tgid)))
+			xmit_flush(a);
 		if (ret == 0) {
 			/* EOF ends a pending io_uring RECV: its slot must not outlive the socket */
 			key.sk = (__u64)(unsigned long)sk;

@@ -64,6 +64,13 @@ enum ttf_event_flags {
 	 * connection ends with this record (docs/kernel.md B1.11).
 	 */
 	TTF_EVF_CLOSED = 1 << 8,
+	/*
+	 * SEND: the device transmit of the write's last segment happened inside
+	 * the write (loopback and most NICs send at once), so no XMIT record
+	 * came for it: it was at ts_ns - xmit_before_ns and ended at seq_end.
+	 * User space reads it as that XMIT, just before this SEND (B1.12).
+	 */
+	TTF_EVF_XMIT_FOLDED = 1 << 9,
 };
 
 /* struct sock_common::skc_family values the probes keep */
@@ -139,7 +146,7 @@ struct ttf_net_event {
 	__u8 laddr[16];         /* local address: IPv4 in the first 4 bytes, network order */
 	__u8 raddr[16];         /* remote address */
 	__u32 flags;            /* enum ttf_event_flags */
-	__u32 pad;
+	__u32 xmit_before_ns;   /* SEND with TTF_EVF_XMIT_FOLDED: ts_ns minus its XMIT's time; else 0 */
 	char comm[TTF_COMM_LEN]; /* task comm of the reader/writer */
 	__u8 payload[];
 };
@@ -160,6 +167,7 @@ enum ttf_counter {
 	TTF_CNT_TLS_PLAIN,          /* TLS plaintext reads/writes joined to their socket */
 	TTF_CNT_TLS_UNJOINED,       /* TLS plaintext reads/writes with no socket known: dropped */
 	TTF_CNT_TLS_CALL_MAP_FULL,  /* could not remember a TLS call's arguments */
+	TTF_CNT_XMIT_FOLDED,        /* transmits carried by their write's SEND record, not sent alone (B1.12) */
 	TTF_CNT__MAX,
 };
 

@@ -72,6 +72,15 @@ struct sys_args {
 	__u8 kind;	/* enum buf_kind */
 	__u8 dir;	/* enum buf_dir */
 	__u16 pad;
+	/*
+	 * A send's device transmit, kept until its SEND record (B1.12):
+	 * xmit_cookie 0 = none kept; xmit_sk the socket it was on.
+	 */
+	__u64 xmit_cookie;
+	__u64 xmit_sk;
+	__u64 xmit_ns;
+	__u32 xmit_seq_end;
+	__u32 xmit_bytes;
 };
 
 struct arrival {
@@ -477,6 +486,99 @@ static __always_inline __u64 syscall_arg(struct pt_regs *regs, const unsigned lo
 	}
 }
 
+/* ---- device transmits (B1.3, B1.12) -------------------------------------- */
+
+/* An XMIT record: bytes of TCP payload ending at seq_end left sk (id cookie) at ts_ns. */
+static __always_inline void emit_xmit(const struct sock *sk, __u64 cookie, __u64 ts_ns,
+				      __u32 seq_end, __u32 bytes)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct ttf_net_event *e;
+
+	e = ttf_rb_reserve(&events, sizeof(*e), &counters, TTF_CNT_RINGBUF_FULL);
+	if (!e)
+		return;
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = TTF_EV_XMIT;
+	e->ts_ns = ts_ns;
+	e->sock_cookie = cookie;
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->bytes = bytes;
+	e->seq_end = seq_end;
+	fill_addr(e, sk);
+	bpf_ringbuf_submit(e, ttf_rb_wakeup_flags(&events, targ_wakeup_bytes));
+	count(TTF_CNT_EVENTS);
+}
+
+/* The transmit kept in a (if any) as an XMIT record of its own; a keeps none after. */
+static __always_inline void xmit_flush(struct sys_args *a)
+{
+	if (!a->xmit_cookie)
+		return;
+	emit_xmit((const struct sock *)a->xmit_sk, a->xmit_cookie, a->xmit_ns,
+		  a->xmit_seq_end, a->xmit_bytes);
+	a->xmit_cookie = 0;
+}
+
+#ifndef TTF_SK_ID_BY_PTR
+/*
+ * Number of the syscall the current task is in (the kernel saves it in
+ * pt_regs at entry: orig_ax on x86, syscallno on arm64, a7 on riscv);
+ * bpf_task_pt_regs() needs Linux 5.15.
+ */
+static __always_inline long current_syscall_nr(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
+#else
+	return BPF_CORE_READ(regs, a7);
+#endif
+}
+#endif
+
+/*
+ * The slot of thread pid_tgid while it is inside a write-like syscall, else
+ * NULL. The syscall source deletes a slot at its syscall's exit; the sock
+ * source keeps it until the thread's next payload syscall, so there the
+ * syscall the thread is in must have the slot's number (see handle_io).
+ */
+static __always_inline struct sys_args *send_call_slot(__u64 pid_tgid)
+{
+	struct sys_args *a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
+
+	if (!a || a->dir != DIR_SEND)
+		return NULL;
+#ifndef TTF_SK_ID_BY_PTR
+	if (a->nr != current_syscall_nr())
+		return NULL;
+#endif
+	return a;
+}
+
+/*
+ * A SEND record e of the write whose slot is a (cookie: its socket): fold
+ * the transmit a kept into e when it is this write's last segment, else send
+ * it as its own record first (B1.12).
+ */
+static __always_inline void xmit_settle(struct sys_args *a, __u64 cookie, struct ttf_net_event *e)
+{
+	__u64 before = e->ts_ns - a->xmit_ns;
+
+	if (a->xmit_cookie == cookie && a->xmit_seq_end == e->seq_end && before <= 0xffffffffULL) {
+		e->flags |= TTF_EVF_XMIT_FOLDED;
+		e->xmit_before_ns = before;
+		a->xmit_cookie = 0;
+		count(TTF_CNT_XMIT_FOLDED);
+		return;
+	}
+	xmit_flush(a);
+}
+
 /*
  * Remember the arguments of a payload syscall of a traced thread: its fd,
  * user buffer (flat buffer, iovec array or msghdr), flags and entry time,
@@ -487,7 +589,7 @@ static __always_inline __u64 syscall_arg(struct pt_regs *regs, const unsigned lo
 static __always_inline void remember_call(struct pt_regs *regs, const unsigned long *args,
 					  long id)
 {
-	struct sys_args a = {};
+	struct sys_args a = {}, *old;
 	__u64 pid_tgid;
 
 	pid_tgid = bpf_get_current_pid_tgid();
@@ -537,7 +639,13 @@ static __always_inline void remember_call(struct pt_regs *regs, const unsigned l
 	a.fd = syscall_arg(regs, args, 0);
 	a.buf = syscall_arg(regs, args, 1);
 	a.len = syscall_arg(regs, args, 2);
-	bpf_map_update_elem(&sys_args, &pid_tgid, &a, BPF_ANY);
+	old = bpf_map_lookup_elem(&sys_args, &pid_tgid);
+	if (old) {
+		xmit_flush(old);	/* kept by a write that made no SEND record */
+		*old = a;
+	} else {
+		bpf_map_update_elem(&sys_args, &pid_tgid, &a, BPF_ANY);
+	}
 }
 
 /* remember_call() from the task's user registers (raw sys_enter). */
@@ -676,7 +784,7 @@ static __always_inline void mark_traced(__u64 cookie)
  * (from tls_on_io) for ciphertext, which gets no payload, or 0.
  */
 static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 type,
-				   const struct sys_args *a, __u32 tls)
+				   struct sys_args *a, __u32 tls)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 zero = 0, want, got = 0;
@@ -701,7 +809,7 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	e->flags = tls;
 	if (sk_closed(sk))
 		e->flags |= TTF_EVF_CLOSED;
-	e->pad = 0;
+	e->xmit_before_ns = 0;
 	fill_addr(e, sk);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
@@ -730,6 +838,8 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 		/* TCP_NAGLE_OFF (include/net/tcp.h): set by setsockopt(TCP_NODELAY) */
 		if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1)
 			e->flags |= TTF_EVF_NODELAY;
+		if (a && a->xmit_cookie)
+			xmit_settle(a, cookie, e);
 	}
 
 	want = type == TTF_EV_RECV ? targ_capture_bytes : targ_capture_send_bytes;
@@ -876,12 +986,11 @@ SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *dev)
 {
 	struct sock *sk = BPF_CORE_READ(skb, sk);
+	__u32 len, hdr_len, bytes, seq_end;
 	__u16 mac_off, th_off;
-	__u32 len, hdr_len, zero = 0;
-	struct ttf_net_event *e;
-	struct scratch *s;
+	struct sys_args *a;
 	struct tcphdr th;
-	__u64 cookie;
+	__u64 cookie, ts;
 	__u8 state;
 	void *head;
 
@@ -913,20 +1022,26 @@ int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *de
 	hdr_len = (th_off - mac_off) + th.doff * 4;
 	if (len <= hdr_len)
 		return 0;	/* pure ACK / control segment */
-	s = bpf_map_lookup_elem(&scratch, &zero);
-	if (!s)
+	ts = bpf_ktime_get_ns();
+	bytes = len - hdr_len;
+	seq_end = bpf_ntohl(th.seq) + bytes;
+	/*
+	 * Inside a write (loopback, and most devices, transmit at once): keep
+	 * it for the write's SEND record, which carries it when it is the
+	 * write's last segment (B1.12). An earlier segment kept by this write
+	 * goes out as its own record.
+	 */
+	a = send_call_slot(bpf_get_current_pid_tgid());
+	if (a) {
+		xmit_flush(a);
+		a->xmit_cookie = cookie;
+		a->xmit_sk = (__u64)(unsigned long)sk;
+		a->xmit_ns = ts;
+		a->xmit_seq_end = seq_end;
+		a->xmit_bytes = bytes;
 		return 0;
-	e = &s->ev;
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = TTF_EV_XMIT;
-	e->ts_ns = bpf_ktime_get_ns();
-	e->sock_cookie = cookie;
-	e->tgid = bpf_get_current_pid_tgid() >> 32;
-	e->tid = (__u32)bpf_get_current_pid_tgid();
-	e->bytes = len - hdr_len;
-	e->seq_end = bpf_ntohl(th.seq) + e->bytes;
-	fill_addr(e, sk);
-	submit(e, sizeof(*e));
+	}
+	emit_xmit(sk, cookie, ts, seq_end, bytes);
 	return 0;
 }
 

@@ -103,6 +103,7 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 		   sk_is_unix_stream(sk)) {
 		unix_conn_end(sk, sk_id(sk, false));	/* EOF: the peer closed (B10) */
 	}
+	xmit_flush(a);	/* a transmit no SEND record carried (B1.12) */
 	bpf_map_delete_elem(&sys_args, &pid_tgid);
 }
 

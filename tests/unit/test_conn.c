@@ -51,6 +51,7 @@ static struct conn_table *mktable(struct out *o, int xmit_expected)
 
 /* ttf_net_event.flags of the records rec() feeds (TLS tests) */
 static uint32_t rec_flags;
+static uint32_t rec_xmit_before_ns;	/* SEND: with TTF_EVF_XMIT_FOLDED in rec_flags */
 
 /*
  * Feed one record. payload may be NULL; bytes 0 means strlen(payload);
@@ -77,6 +78,7 @@ static void rec(struct conn_table *t, int type, uint64_t ts, const char *payload
 	e->cap_len = cl;
 	e->type = type;
 	e->flags = rec_flags;
+	e->xmit_before_ns = rec_xmit_before_ns;
 	e->family = 2;
 	e->lport = 8080;
 	e->rport = 50000;
@@ -350,6 +352,41 @@ static void test_xmit_both_orders(void **state)
 	assert_int_equal(o.r[0].events[1].xmit_ns, 24 * MS);
 	assert_int_equal(o.r[0].events[2].xmit_ns, 24 * MS);
 	assert_int_equal(o.r[0].end_xmit_ns, 26 * MS);
+	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_XMIT);
+	conn_table__free(t);
+}
+
+/* A SEND that carries its write's transmit (B1.12) reads as that XMIT, then the SEND. */
+static void send_folded(struct conn_table *t, uint64_t ts, const char *p, uint32_t seq_end,
+			uint32_t before_ns)
+{
+	rec_flags = TTF_EVF_XMIT_FOLDED;
+	rec_xmit_before_ns = before_ns;
+	send_(t, ts, p, seq_end);
+	rec_flags = 0;
+	rec_xmit_before_ns = 0;
+}
+
+static void test_xmit_folded_into_send(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 1);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_folded(t, 20 * MS + 10, SSE_HEAD, 1000, 5);
+	send_folded(t, 21 * MS + 10, TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1100, 7);
+	/* the folded transmit is the write's last segment; a later one covers the next write */
+	send_(t, 22 * MS, TOK_LEN "\r\n" TOK_EV("b") "\r\n", 1200);
+	xmit(t, 23 * MS, 1200);
+	/* a folded SEND ends the response: emitted at once, not waiting */
+	send_folded(t, 25 * MS, "0\r\n\r\n", 1205, 2000);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 2);
+	assert_int_equal(o.r[0].events[0].write_ns, 21 * MS + 10);
+	assert_int_equal(o.r[0].events[0].xmit_ns, 21 * MS + 3);
+	assert_int_equal(o.r[0].events[1].xmit_ns, 23 * MS);
+	assert_int_equal(o.r[0].resp_first_xmit_ns, 20 * MS + 5);
+	assert_int_equal(o.r[0].end_xmit_ns, 25 * MS - 2000);
 	assert_int_equal(o.r[0].flags & ~TTF_REQ_READ, TTF_REQ_STREAM | TTF_REQ_XMIT);
 	conn_table__free(t);
 }
@@ -660,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_unseen_write_is_a_gap),
 		cmocka_unit_test(test_close_mid_stream_aborted),
 		cmocka_unit_test(test_xmit_both_orders),
+		cmocka_unit_test(test_xmit_folded_into_send),
 		cmocka_unit_test(test_xmit_wait_is_bounded),
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),

@@ -29,7 +29,7 @@ static const struct rec_field net_fields[] = {
 	F(struct ttf_net_event, family, 0), F(struct ttf_net_event, lport, 0),
 	F(struct ttf_net_event, rport, 0), F(struct ttf_net_event, laddr, 0),
 	F(struct ttf_net_event, raddr, 0), F(struct ttf_net_event, flags, 0),
-	F(struct ttf_net_event, pad, 0), F(struct ttf_net_event, comm, 0),
+	F(struct ttf_net_event, xmit_before_ns, 0), F(struct ttf_net_event, comm, 0),
 };
 static const struct rec_field sched_fields[] = {
 	F(struct ttf_sched_event, ts_ns, 1), F(struct ttf_sched_event, tid, 0),

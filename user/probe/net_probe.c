@@ -41,6 +41,7 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_TLS_PLAIN] = "tls_plaintext",
 	[TTF_CNT_TLS_UNJOINED] = "tls_unjoined",
 	[TTF_CNT_TLS_CALL_MAP_FULL] = "tls_call_map_full",
+	[TTF_CNT_XMIT_FOLDED] = "xmit_folded",
 };
 
 static int ring_cb(void *ctx, void *data, size_t len)

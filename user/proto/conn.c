@@ -288,6 +288,23 @@ static void on_xmit(struct conn_table *t, struct conn *c, const struct ttf_net_e
 	}
 }
 
+/*
+ * A SEND that carries its write's device transmit (TTF_EVF_XMIT_FOLDED,
+ * docs/kernel.md B1.12): the XMIT record BPF did not send, taken just
+ * before the SEND, as it came before.
+ */
+static void folded_xmit(struct conn_table *t, const struct ttf_net_event *e)
+{
+	struct ttf_net_event x = {
+		.ts_ns = e->ts_ns - e->xmit_before_ns, .sock_cookie = e->sock_cookie,
+		.tgid = e->tgid, .tid = e->tid, .seq_end = e->seq_end, .type = TTF_EV_XMIT,
+	};
+	struct conn *c = conn_lookup(t, e->sock_cookie);
+
+	if (c && c->role == ROLE_SERVER)
+		on_xmit(t, c, &x);
+}
+
 /* Response ended: emit now, or wait (bounded) for the XMIT of its last write. */
 static void maybe_emit(struct conn_table *t, struct creq *q)
 {
@@ -961,6 +978,8 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 	if (t->n_tls_closes)
 		tls_closes_due(t, e->ts_ns);
 
+	if (e->type == TTF_EV_SEND && (e->flags & TTF_EVF_XMIT_FOLDED))
+		folded_xmit(t, e);
 	switch (e->type) {
 	case TTF_EV_RECV:
 	case TTF_EV_SEND:
