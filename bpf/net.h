@@ -71,6 +71,13 @@ enum ttf_event_flags {
 	 * User space reads it as that XMIT, just before this SEND (B1.12).
 	 */
 	TTF_EVF_XMIT_FOLDED = 1 << 9,
+	/*
+	 * CLOSE of a TCP socket: seq_end is its write_seq at the state change,
+	 * the end of what the process had written by then. A peer that reads
+	 * the last bytes and closes at once can make the CLOSE reach the ring
+	 * before the SEND record of that write (B1.4).
+	 */
+	TTF_EVF_CLOSE_SEQ = 1 << 10,
 };
 
 /* struct sock_common::skc_family values the probes keep */
@@ -137,7 +144,7 @@ struct ttf_net_event {
 	__u32 tgid;             /* process; for FORK the parent */
 	__u32 tid;              /* thread; for FORK the child tgid */
 	__u32 bytes;            /* RECV/SEND: syscall return value (bytes moved); XMIT: TCP payload bytes */
-	__u32 seq_end;          /* SEND: tcp write_seq after the write (unix: 0); XMIT: end seq of the segment */
+	__u32 seq_end;          /* SEND: tcp write_seq after the write (unix: 0); XMIT: end seq of the segment; CLOSE: see TTF_EVF_CLOSE_SEQ */
 	__u16 cap_len;          /* payload bytes that follow this header */
 	__u8 type;              /* enum ttf_event_type */
 	__u8 family;            /* TTF_AF_INET, TTF_AF_INET6 or TTF_AF_UNIX (addresses: see above) */

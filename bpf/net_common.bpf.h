@@ -1145,7 +1145,9 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	e->sock_cookie = cookie;
 	e->tgid = bpf_get_current_pid_tgid() >> 32;
 	e->bytes = newstate;
-	e->seq_end = oldstate;
+	/* what it had written: a SEND record may still be on its way (B1.4) */
+	e->seq_end = BPF_CORE_READ((struct tcp_sock *)sk, write_seq);
+	e->flags = TTF_EVF_CLOSE_SEQ;
 	if (newstate == TCP_CLOSE)
 		e->flags |= TTF_EVF_RESET;
 	fill_addr(e, sk);

@@ -35,11 +35,12 @@ static void on_request(void *ctx, const struct ttf_request *r)
 	o->n++;
 }
 
-static struct conn_table *mktable(struct out *o, int xmit_expected)
+/* send_seq_exact: as the pipeline makes it (SEND seq_end exact: gaps and close waits) */
+static struct conn_table *mktable_with(struct out *o, int xmit_expected, int send_seq_exact)
 {
 	struct conn_table_opts opts = {
 		.sz = sizeof(opts), .on_request = on_request, .ctx = o,
-		.xmit_expected = xmit_expected,
+		.xmit_expected = xmit_expected, .send_seq_exact = send_seq_exact,
 	};
 	struct conn_table *t;
 
@@ -47,6 +48,11 @@ static struct conn_table *mktable(struct out *o, int xmit_expected)
 	t = conn_table__new(&opts);
 	assert_non_null(t);
 	return t;
+}
+
+static struct conn_table *mktable(struct out *o, int xmit_expected)
+{
+	return mktable_with(o, xmit_expected, 0);
 }
 
 /* ttf_net_event.flags of the records rec() feeds (TLS tests) */
@@ -391,6 +397,63 @@ static void test_xmit_folded_into_send(void **state)
 	conn_table__free(t);
 }
 
+/* A peer's close (write_seq carried, TTF_EVF_CLOSE_SEQ) before the last write's SEND record. */
+static void close_seq(struct conn_table *t, uint64_t ts, uint32_t write_seq)
+{
+	rec_flags = TTF_EVF_CLOSE_SEQ;
+	rec(t, TTF_EV_CLOSE, ts, NULL, 1, 0, write_seq, 0, 0, 0);
+	rec_flags = 0;
+}
+
+/* A request, its SSE head written up to head_seq, then a close with write_seq close_at. */
+static struct conn_table *head_then_close(struct out *o, uint32_t head_seq, uint32_t close_at)
+{
+	struct conn_table *t = mktable_with(o, 0, 1);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, SSE_HEAD, head_seq);
+	close_seq(t, 21 * MS, close_at);
+	return t;
+}
+
+static void test_close_waits_for_last_send(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable_with(&o, 0, 1);
+	const char *head = SSE_HEAD, *tok = TOK_LEN "\r\n" TOK_EV("a") "\r\n";
+	uint32_t s1 = 1000 + strlen(head), s2 = s1 + strlen(tok), s3 = s2 + 5;
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 20 * MS, head, s1);
+	send_(t, 21 * MS, tok, s2);
+	/* the client read the terminator and closed before its SEND record came */
+	close_seq(t, 22 * MS, s3);
+	assert_int_equal(o.n, 0);
+	send_(t, 22 * MS + 100, "0\r\n\r\n", s3);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_int_equal(o.r[0].flags & TTF_REQ_ABORTED, 0);
+	assert_int_equal(o.r[0].end_write_ns, 22 * MS + 100);
+	/* the connection is gone: a late record of it starts nothing */
+	send_(t, 23 * MS, tok, s3 + 50);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	conn_table__free(t);
+
+	/* a close whose write never shows up: aborted once the wait is over */
+	t = head_then_close(&o, s1, s2);
+	assert_int_equal(o.n, 0);
+	rec(t, TTF_EV_XMIT, 80 * MS, NULL, 1, 0, 5, 0, 0, 1);	/* another connection's, 59 ms on */
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+
+	/* a close with nothing unseen (its write_seq was reached) ends at once */
+	t = head_then_close(&o, s1, s1);
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+}
+
 static void test_xmit_wait_is_bounded(void **state)
 {
 	struct out o;
@@ -698,6 +761,7 @@ int main(void)
 		cmocka_unit_test(test_close_mid_stream_aborted),
 		cmocka_unit_test(test_xmit_both_orders),
 		cmocka_unit_test(test_xmit_folded_into_send),
+		cmocka_unit_test(test_close_waits_for_last_send),
 		cmocka_unit_test(test_xmit_wait_is_bounded),
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),

@@ -98,8 +98,11 @@ struct conn {
 	bool have_cipher_seq, have_plain_seq;
 	uint32_t cipher_seq;		/* write_seq after the last ciphertext write inside a TLS call */
 	uint32_t plain_seq;		/* the same, as the plaintext records have reached */
-	uint64_t close_ns;		/* a close waits for the plaintext (TLS_CLOSE_WAIT_NS); 0 none */
+	uint64_t close_ns;		/* a close waits (TLS_CLOSE_WAIT_NS); 0 none */
 	uint32_t close_flag;
+	/* the close waits for the SEND record that reaches close_seq, not for plaintext */
+	bool close_for_send;
+	uint32_t close_seq;		/* write_seq at the CLOSE (TTF_EVF_CLOSE_SEQ) */
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
@@ -944,14 +947,41 @@ static bool tls_close_waits(struct conn_table *t, struct conn *c, uint64_t close
 	return true;
 }
 
-/* Waiting closes whose plaintext came, or whose wait is over at now_ns. */
+/*
+ * A CLOSE of a server connection whose process had written more (its
+ * write_seq, TTF_EVF_CLOSE_SEQ) than the SEND records seen so far: the peer
+ * read the last write and closed before that write's SEND record reached
+ * the ring (the writer was preempted between its transmit and
+ * sock_send_length). Wait for that record, bounded like a TLS close.
+ */
+static bool send_close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
+{
+	if (!(e->flags & TTF_EVF_CLOSE_SEQ) || c->tls || !c->have_tx_seq ||
+	    seq_ge(c->tx_seq_end, e->seq_end) || t->n_tls_closes == TLS_CLOSES || c->close_ns)
+		return false;
+	t->tls_closes[t->n_tls_closes++] = c;
+	c->close_ns = e->ts_ns ? e->ts_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	c->close_for_send = true;
+	c->close_seq = e->seq_end;
+	return true;
+}
+
+/* Has a waiting close what it waits for: the plaintext, or the SEND record. */
+static bool close_wait_met(const struct conn *c)
+{
+	if (c->close_for_send)
+		return seq_ge(c->tx_seq_end, c->close_seq);
+	return c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq);
+}
+
+/* Waiting closes whose record came, or whose wait is over at now_ns. */
 static void tls_closes_due(struct conn_table *t, uint64_t now_ns)
 {
 	for (unsigned int i = 0; i < t->n_tls_closes; i++) {
 		struct conn *c = t->tls_closes[i];
 
-		if ((c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)) ||
-		    c->close_ns + TLS_CLOSE_WAIT_NS < now_ns) {
+		if (close_wait_met(c) || c->close_ns + TLS_CLOSE_WAIT_NS < now_ns) {
 			conn_close(t, c, c->close_flag, true, c->close_ns);
 			i--;	/* conn_close moved the last one here */
 		}
@@ -1024,6 +1054,8 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 		/* the socket had closed already: no CLOSE record comes for it */
 		if (e->flags & TTF_EVF_CLOSED)
 			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
+		else if (c->close_for_send)
+			tls_closes_due(t, e->ts_ns);	/* this SEND may be the one it waits for */
 		return 0;
 	case TTF_EV_XMIT:
 		c = conn_lookup(t, e->sock_cookie);
@@ -1032,7 +1064,7 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 		return 0;
 	case TTF_EV_CLOSE:
 		c = conn_lookup(t, e->sock_cookie);
-		if (c && !tls_close_waits(t, c, e->ts_ns))
+		if (c && !tls_close_waits(t, c, e->ts_ns) && !send_close_waits(t, c, e))
 			conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_EXIT:
