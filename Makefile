@@ -46,7 +46,7 @@ BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUTPUT)/%.skel.h,$(BPF_SRCS))
 
-USER_SRCS := $(wildcard user/*.c user/*/*.c)
+USER_SRCS := $(wildcard user/*.c user/*/*.c user/*/*/*.c)
 USER_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(USER_SRCS))
 # Everything but main(): linked into unit tests and tools.
 LIB_OBJS := $(filter-out $(OUTPUT)/user/main.o,$(USER_OBJS))

@@ -52,8 +52,8 @@ def test_every_layer_exists_and_nothing_else():
 
 def layer_violations(root):
     bad = []
-    for path in sorted(glob.glob(os.path.join(root, "user/*/*.[ch]"))):
-        layer = path.split(os.sep)[-2]
+    for path in sorted(glob.glob(os.path.join(root, "user/*/**/*.[ch]"), recursive=True)):
+        layer = os.path.relpath(path, root).split(os.sep)[1]
         with open(path) as f:
             text = f.read()
         for inc in INCLUDE.findall(text):
