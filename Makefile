@@ -4,7 +4,7 @@
 #   make demo       install deps, start the demo llama.cpp server, trace a load
 #   make test       install deps, build, run every test tier
 #   make vmlinux    regenerate vmlinux/<arch>/vmlinux.h from $(VMLINUX_BTF)
-#   make fuzz       build the libFuzzer harnesses (tests/fuzz) into $(OUTPUT)/fuzz
+#   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make V=1        show full commands
@@ -61,8 +61,9 @@ TOOL_BINS := $(addprefix $(OUTPUT)/bin/,$(TOOL_NAMES))
 FIXTURE_SRCS := $(wildcard tests/fixtures/*.c)
 FIXTURE_BINS := $(patsubst %.c,$(OUTPUT)/%,$(FIXTURE_SRCS))
 
-# tests/unit/test_<name>.c -> $(OUTPUT)/tests/unit/test_<name> (cmocka)
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+# tests/unit/<layer>/test_<name>.c -> $(OUTPUT)/tests/unit/<layer>/test_<name> (cmocka),
+# grouped as user/ is (cupti/: the injected collector)
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst %.c,$(OUTPUT)/%,$(UNIT_SRCS))
 
 # cupti/*.c -> $(OUTPUT)/libttftrace-cupti.so (injected into CUDA processes)
@@ -130,9 +131,10 @@ $(OUTPUT)/tests/fixtures/%: tests/fixtures/%.c | $(OUTPUT)/tests/fixtures
 
 $(OUTPUT)/tests/unit/%.o: tests/unit/%.c | $(OUTPUT)/tests/unit $(SKELS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $(DEPFLAGS) -c $< -o $@
 
-$(OUTPUT)/tests/unit/test_%: $(OUTPUT)/tests/unit/test_%.o $(LIB_OBJS) $(CUPTI_LIB)
+$(filter-out $(OUTPUT)/tests/unit/cupti/%,$(UNIT_BINS)): $(OUTPUT)/tests/unit/%: $(OUTPUT)/tests/unit/%.o $(LIB_OBJS) $(CUPTI_LIB)
 	$(call msg,UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(filter %.o,$^) $(LDLIBS) -lcmocka -ldl -o $@
 
@@ -176,9 +178,8 @@ clean:
 	$(Q)rm -rf $(OUTPUT) ttftrace
 
 # --- CUPTI collector tests and bench --------------------------------------------
-# test_cupti_* link the collector's own objects (cupti/*.c is not in LIB_OBJS);
-# the more specific pattern wins over test_% above.
-$(OUTPUT)/tests/unit/test_cupti_%: $(OUTPUT)/tests/unit/test_cupti_%.o $(LIB_OBJS) $(CUPTI_OBJS)
+# tests/unit/cupti/ link the collector's own objects (cupti/*.c is not in LIB_OBJS).
+$(filter $(OUTPUT)/tests/unit/cupti/%,$(UNIT_BINS)): $(OUTPUT)/tests/unit/cupti/%: $(OUTPUT)/tests/unit/cupti/%.o $(LIB_OBJS) $(CUPTI_OBJS)
 	$(call msg,UNIT,$@)
 	$(Q)$(CC) $(CFLAGS) $(filter %.o,$^) $(LDLIBS) -lcmocka -ldl -o $@
 
@@ -189,14 +190,14 @@ $(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
 # --- end CUPTI block -------------------------------------------------------------
 
 # --- Fuzz harnesses ----------------------------------------------------------------
-# tests/fuzz/fuzz_<name>.c -> $(OUTPUT)/fuzz/fuzz_<name>, linked with libFuzzer, ASan and
+# tests/noroot/fuzz/fuzz_<name>.c -> $(OUTPUT)/fuzz/fuzz_<name>, linked with libFuzzer, ASan and
 # UBSan together with the project sources it exercises, compiled again with coverage
 # instrumentation under $(OUTPUT)/fuzz/obj (fuzzer-no-link: no second main). Needs clang
 # with libFuzzer (Debian: clang-14 + libclang-rt-14-dev, tools/setup.sh).
 #   make fuzz                       every harness
 #   make fuzz FUZZ_NAMES="sse record"
 FUZZ_DIR := $(OUTPUT)/fuzz
-FUZZ_NAMES ?= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES ?= $(patsubst tests/noroot/fuzz/fuzz_%.c,%,$(wildcard tests/noroot/fuzz/fuzz_*.c))
 FUZZ_BINS := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -I$(OUTPUT) -Wall -Wno-unused-parameter
 FUZZ_INST := -fsanitize=fuzzer-no-link,address,undefined
@@ -207,7 +208,7 @@ FUZZ_USER_OBJS := $(patsubst $(OUTPUT)/%,$(FUZZ_DIR)/obj/%,$(LIB_OBJS))
 fuzz: $(FUZZ_BINS)
 
 # Harnesses and the CUPTI decoder: UB aborts, and the CUPTI headers are needed.
-$(FUZZ_DIR)/obj/tests/fuzz/%.o $(FUZZ_DIR)/obj/cupti/%.o: \
+$(FUZZ_DIR)/obj/tests/noroot/fuzz/%.o $(FUZZ_DIR)/obj/cupti/%.o: \
 	FUZZ_EXTRA = -fno-sanitize-recover=undefined -I$(CUDA_HOME)/include
 
 $(FUZZ_DIR)/obj/%.o: %.c | $(SKELS)
@@ -224,18 +225,18 @@ $(FUZZ_DIR)/obj/record_read_small.o: user/export/record_read.c | $(SKELS)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_INST) -DREAD_BUF_BYTES='(64u << 10)' \
 		-DGZ_BUF_BYTES='(16u << 10)' $(DEPFLAGS) -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_cupti_decode: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_cupti_decode.o \
+$(FUZZ_DIR)/fuzz_cupti_decode: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_cupti_decode.o \
 		$(FUZZ_DIR)/obj/cupti/decode.o $(FUZZ_DIR)/obj/cupti/cbid.o
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN) $^ -o $@
 
-$(FUZZ_DIR)/fuzz_record: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_record.o \
+$(FUZZ_DIR)/fuzz_record: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_record.o \
 		$(FUZZ_DIR)/obj/record_read_small.o \
 		$(filter-out $(FUZZ_DIR)/obj/user/export/record_read.o,$(FUZZ_USER_OBJS))
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN) $^ $(LDLIBS) -ldl -o $@
 
-$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_USER_OBJS)
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_%.o $(FUZZ_USER_OBJS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN) $^ $(LDLIBS) -ldl -o $@
 
@@ -355,12 +356,12 @@ bench-replay-scale: all
 
 -include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)
 
-# io_uring: the fixture of tests/uring links liburing (tools/setup.sh: liburing-dev)
+# io_uring: the fixture of tests/root/uring links liburing (tools/setup.sh: liburing-dev)
 $(OUTPUT)/tests/fixtures/uring_server: tests/fixtures/uring_server.c | $(OUTPUT)/tests/fixtures
 	$(call msg,FIXTURE,$@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) $< -luring -lpthread -o $@
 
-# The vLLM-shaped fixture's crossing truth: an LD_PRELOAD shim (tests/hops/test_vllm_split.py)
+# The vLLM-shaped fixture's crossing truth: an LD_PRELOAD shim (tests/root/hops/test_vllm_split.py)
 XING_SHIM := $(OUTPUT)/tests/fixtures/vllm_crossings.so
 all: $(XING_SHIM)
 $(XING_SHIM): tests/fixtures/vllm_shaped/crossings.c | $(OUTPUT)/tests/fixtures

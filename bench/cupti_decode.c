@@ -14,7 +14,7 @@
 
 #include "cupti/decode.h"
 #include "cupti/sender.h"
-#include "tests/unit/cupti_records.h"
+#include "tests/unit/cupti/cupti_records.h"
 
 #define NBUF 8
 #define BUF_BYTES (2u << 20)

@@ -3,7 +3,7 @@
 # Cost of the scheduler probes per program run, from BPF run-time stats
 # (bpf_prog_info run_time_ns / run_cnt; needs kernel.bpf_stats_enabled=1,
 # restored afterwards). Workload: two threads of one traced process passing a
-# byte over pipes N times (tests/sched/contend.c pingpong). handle_switch runs
+# byte over pipes N times (tests/root/sched/contend.c pingpong). handle_switch runs
 # on every context switch of the machine; untraced ones cost only the map
 # lookups, so its mean mixes both; the ns per round trip (all programs) compares
 # designs that send different numbers of records. Root. Usage: bench/sched_cost.sh [N]
@@ -15,7 +15,7 @@ DRIVER=.output/bin/sched-probe
 tmp=$(mktemp -d)
 old=$(sysctl -n kernel.bpf_stats_enabled)
 trap 'sysctl -qw kernel.bpf_stats_enabled="$old"; rm -rf "$tmp"' EXIT
-cc -O2 -D_GNU_SOURCE -o "$tmp/contend" tests/sched/contend.c -lpthread
+cc -O2 -D_GNU_SOURCE -o "$tmp/contend" tests/root/sched/contend.c -lpthread
 sysctl -qw kernel.bpf_stats_enabled=1
 
 mkfifo "$tmp/go"

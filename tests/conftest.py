@@ -426,14 +426,14 @@ def conn_server_port(rec):
 
 @pytest.fixture(scope="session")
 def cupti_peer(tmp_path_factory):
-    """tests/faults/cupti_peer.c linked with the collector's transport: pushes
+    """tests/root/faults/cupti_peer.c linked with the collector's transport: pushes
     kernel records to a CUPTI socket (usage: cupti_peer SOCK SECONDS)."""
     if not os.path.exists(os.path.join(CUDA_HOME, "include", "cupti.h")):
         pytest.skip("CUDA headers not found under %s" % CUDA_HOME)
     exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
     subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
                     "-I", os.path.join(CUDA_HOME, "include"),
-                    os.path.join(ROOT, "tests/faults/cupti_peer.c"),
+                    os.path.join(ROOT, "tests/root/faults/cupti_peer.c"),
                     os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
                     "-o", exe], check=True)
     return exe

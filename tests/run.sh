@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Run the test tiers with pytest (Debian's python3-pytest):
-#   unit  cmocka binaries under .output/tests/unit (no root)
-#   bpf   ttftrace against the C fixture server (root)
-#   e2e   ttftrace against the demo llama.cpp server (root, node-llama-cpp)
-#   cli   bad input, exit codes, target exits mid-trace
-# Usage: tests/run.sh [TIER...]   (default: all). Tiers that cannot run here
-# (not root, no BTF) report SKIP with the reason.
+# Run the test tiers with pytest (Debian's python3-pytest). Tiers are named by
+# what they need:
+#   unit     cmocka binaries, tests/unit/<layer>/ as user/ is (nothing but the build)
+#   noroot   layout and docs checks, PCIe audit on fake sysfs trees, fuzz seeds
+#   root     ttftrace's BPF programs against fixtures and real gateways (root, BTF);
+#            one folder per area: root/bpf, root/hops, root/proto, root/tls, ...
+#   engine   against the demo's real llama.cpp server (root, node-llama-cpp)
+# Not here: tests/qemu (make qemu-test: QEMU), tests/gpu (make gpu-check: a GPU).
+# Usage: tests/run.sh [TIER...]   (default: all; a tier may be a folder such as
+# root/hops). Tiers that cannot run here (not root, no BTF) report SKIP with the reason.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # bash completion for ttftrace(8): the commands, each command's options, and values
 # where they are known (PIDs, command names, files, fixed choices).
-# tests/packaging checks that it offers every option of every command's --help.
+# tests/root/packaging checks that it offers every option of every command's --help.
 
 _ttftrace_opts_trace="-p --pid --comm --port -c --cmd -d --duration -i --interval --json
 	-o --output -v --verbose --slo --profile --probe --no-profile --gpu-attach

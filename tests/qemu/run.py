@@ -10,7 +10,7 @@ and checks it here:
 
   - the automatic source is syscall, and the start-up warnings say what is lost;
   - 20 fixture requests, each with its 8 tokens and a TTFT within 2 ms of
-    its truth, the rule of tests/bpf/test_net_metrics.py: the server's log
+    its truth, the rule of tests/root/bpf/test_net_metrics.py: the server's log
     (first token written - request read) plus the time the request waited
     in the socket before that read (kernel arrival to the server's read;
     under TCG up to ~13 ms were seen here, and ttftrace's TTFT counts it

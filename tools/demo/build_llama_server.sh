@@ -3,7 +3,7 @@
 # Build llama.cpp's own HTTP server (llama-server, CPU only) from the source
 # that node-llama-cpp ships as a git bundle (llama/gitRelease.bundle, tag
 # in llama/llama.cpp.info.json), into tools/demo/llama-server/. The batching
-# tests (tests/e2e/test_llama_server.py) run it. Idempotent: does nothing when
+# tests (tests/engine/test_llama_server.py) run it. Idempotent: does nothing when
 # the binary is there and the bundle is not newer. About 6 minutes on 2 cores.
 # Needs tools/demo/install.sh first, cmake, g++ and git.
 set -euo pipefail

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * otlp-encode: write the OTLP bodies ttftrace would send for a fixed set of
- * requests, in both encodings, so that tests/export/test_otlp_encoding.py can
+ * requests, in both encodings, so that tests/root/export/test_otlp_encoding.py can
  * decode the protobuf with the official definitions and compare it with the
  * JSON: DIR/traces.pb, traces.json, metrics.pb, metrics.json.
  *

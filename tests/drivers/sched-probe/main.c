@@ -5,7 +5,7 @@
  * line: "TID START_NS END_NS" (CLOCK_MONOTONIC) -> one JSON object per line.
  * At EOF, one summary JSON object: counters, view stats, the threads with the
  * most runqueue wait, the runqueue-latency histogram and BPF run-time stats.
- * A test and benchmark driver (tests/sched, bench/sched_cost.sh).
+ * A test and benchmark driver (tests/root/sched, bench/sched_cost.sh).
  *
  * Usage: sched-probe -p PID [--seed] [-v]
  * "attached" on stderr means the probes are live.

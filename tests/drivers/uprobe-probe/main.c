@@ -4,7 +4,7 @@
  * JSON object on stdout when the process exits (or on SIGINT/SIGTERM, or
  * after --duration-s), per attachment the hits, returns and the durations
  * of entry/return pairs (paired per thread with a stack, so recursion
- * pairs correctly). A test driver for user/probe/engine_probe.c (tests/uprobe/).
+ * pairs correctly). A test driver for user/probe/engine_probe.c (tests/root/uprobe/).
  *
  *   uprobe-probe --pid PID [--pid PID]... [--profile NAME|PATH]
  *                [--probe PATH:SYMBOL=ROLE[:ARGSPEC]]...

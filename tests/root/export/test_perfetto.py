@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""--perfetto against the fixture server under loadgen (root, BTF): the size bound,
+bounded request lanes, flows from each request to the threads that served it, the
+--perfetto-sched modes and .json.gz output; every file is parsed by DevTools' trace
+engine (npm @paulirish/trace_engine, the Performance panel's parser, installed by
+tools/setup.sh) and checked for slices that would not nest (Perfetto's importer
+counts those as misplaced_end_event)."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from conftest import ROOT, TTFTRACE, needs_root
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
+from e2e_helpers import run_loadgen  # noqa: E402
+
+ENGINE_DIR = os.path.join(ROOT, "tests", "root", "export", "trace_engine")
+REQUESTS_PID = 0x40000001
+CONNS_PID = 0x40000002
+BYTES_PER_100_REQUESTS = 1000000    # the default's bound on the fixture
+
+
+def devtools_parse(path):
+    """What DevTools' trace engine made of the file (tests/root/export/trace_engine/check_trace.mjs)."""
+    if not os.path.isdir(os.path.join(ENGINE_DIR, "node_modules", "@paulirish", "trace_engine")):
+        pytest.fail("DevTools' trace engine is not installed: run tools/setup.sh")
+    p = subprocess.run(["node", os.path.join(ENGINE_DIR, "check_trace.mjs"), str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def load(path):
+    op = gzip.open if str(path).endswith(".gz") else open
+    with op(path, "rt") as f:
+        return json.load(f)
+
+
+def assert_nested(evs):
+    """On every track, complete events nest or are disjoint (never partly overlap)."""
+    tracks = defaultdict(list)
+    for e in evs:
+        if e["ph"] == "X":
+            tracks[(e["pid"], e["tid"])].append((e["ts"], -e["dur"], e))
+    for key, sl in tracks.items():
+        sl.sort(key=lambda x: (x[0], x[1]))
+        stack = []
+        for ts, ndur, e in sl:
+            end = ts - ndur
+            while stack and stack[-1] <= ts + 5e-4:   # 1 ns is 1e-3 us; floats near 3e10 us
+                stack.pop()
+            assert not stack or end <= stack[-1] + 5e-4, (key, e, stack[-1])
+            stack.append(end)
+
+
+def traced_run(sse_server, tracer, tmp_path, name, n, c, *args):
+    srv = sse_server()
+    pf = tmp_path / name
+    tr = tracer("--port", srv.port, "--perfetto", pf, *args)
+    lg = run_loadgen(srv.port, str(tmp_path / "lg.json"), n=n, c=c, max_tokens=32,
+                     include_usage=False, timeout_s=180)
+    assert len(lg["requests"]) == n
+    tr.wait_requests(n, timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    reqs = tr.requests()
+    assert len(reqs) == n, tr.stderr
+    return srv, pf, reqs
+
+
+@needs_root
+def test_default_size_lanes_flows(sse_server, tracer, tmp_path):
+    """100 requests, 4 at a time, 32 tokens each: at most 1 MB per 100 requests;
+    4 lanes at most; per request two flows that DevTools binds, from its slice to
+    the mark on its reader thread where the read of its last byte returned and to
+    the mark on its writer thread where its first token's write began; scheduler
+    slices only of those threads and only inside their requests' TTFT."""
+    n, c = 100, 4
+    srv, pf, reqs = traced_run(sse_server, tracer, tmp_path, "run.json", n, c)
+    size = os.path.getsize(pf)
+    per100 = size * 100 / n
+    print("perfetto: %d bytes for %d requests (%.0f per 100)" % (size, n, per100))
+    assert per100 <= BYTES_PER_100_REQUESTS, per100
+    trace = load(pf)
+    evs = trace["traceEvents"]
+    assert_nested(evs)
+    assert trace["otherData"]["sched"] == "served"
+    # lanes: as many as requests were open at once at the server (loadgen's next request
+    # may arrive while the last bytes of the one before are still leaving: c + 1)
+    opened = sorted((r["t_arrival_ns"], 1) for r in reqs)
+    opened += sorted((e["ts"] * 1000 + e["dur"] * 1000, -1) for e in evs
+                     if e["pid"] == REQUESTS_PID and e.get("cat") == "request" and e["ph"] == "X")
+    most, now = 0, 0
+    for _, d in sorted(opened, key=lambda x: (x[0], x[1])):
+        now += d
+        most = max(most, now)
+    assert most <= trace["otherData"]["lanes"] <= c + 1, (most, trace["otherData"]["lanes"])
+    assert trace["otherData"]["requests_over_lanes"] == 0
+    lanes = {e["tid"] for e in evs if e["pid"] == REQUESTS_PID and e["ph"] == "X"}
+    assert len(lanes) == trace["otherData"]["lanes"]
+
+    by_id = {r["id"]: r for r in reqs}
+    spans = {}
+    for e in evs:
+        if e["pid"] == REQUESTS_PID and e["ph"] == "X" and e.get("cat") == "request":
+            spans[(e["tid"], e["ts"])] = e["args"]["id"]
+    assert sorted(spans.values()) == sorted(by_id)
+
+    parsed = devtools_parse(pf)
+    assert parsed["events"] == len(evs)
+    assert parsed["warnings"] == {}, parsed["warnings"]
+    got = defaultdict(dict)
+    for fl in parsed["flows"]:
+        assert len(fl) == 2, fl
+        src, dst = fl
+        rid = spans[(src["tid"], src["ts"])]
+        assert src["pid"] == REQUESTS_PID and src["cat"] == "request"
+        assert dst["ph"] == "X" and dst["cat"] == "request"
+        kind = dst["name"].split()[0]
+        assert dst["name"] == "%s req %d" % (kind, rid), dst
+        got[rid][kind] = dst
+    assert sorted(got) == sorted(by_id)
+    for rid, r in by_id.items():
+        rd, wr = got[rid]["read"], got[rid]["write"]
+        assert (rd["pid"], rd["tid"]) == (r["pid"], r["tid_rx"])
+        assert (wr["pid"], wr["tid"]) == (r["pid"], r["tid_tx"])
+        t0, t1 = r["t_arrival_ns"] / 1000, r["t_first_token_ns"] / 1000
+        # read: after arrival, by read_wait; the write began before the first token left
+        assert rd["ts"] == pytest.approx(t0 + r["stages_ms"]["net_in"] * 1000 +
+                                         r["stages_ms"]["read_wait"] * 1000, abs=2)
+        assert t0 <= rd["ts"] <= wr["ts"] <= t1 + 1e-3
+        assert wr["ts"] == pytest.approx(t1 - r["stages_ms"]["net_out"] * 1000, abs=2)
+
+    # served: only threads that served a request, only inside one's [arrival, first
+    # token], or its [arrival, end] when it had ITL outliers (their gaps are drawn too)
+    windows = defaultdict(list)
+    for r in reqs:
+        till = r["t_end_ns"] if r["outliers"] else r["t_first_token_ns"]
+        for tid in {r["tid_rx"], r["tid_tx"]}:
+            windows[tid].append((r["t_arrival_ns"] / 1000, till / 1000))
+    sched = [e for e in evs if e.get("cat") == "sched"]
+    assert sched, "no scheduler slices"
+    for e in sched:
+        assert e["pid"] == srv.pid and e["tid"] in windows, e
+        assert any(a - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= b + 1e-3
+                   for a, b in windows[e["tid"]]), e
+    assert not [e for e in sched if e["tid"] == srv.pid]   # the accept thread served none
+
+    # connections: the join instant carries the request's conn, conn_seq and cookie
+    reqslice = {e["args"]["id"]: e["args"] for e in evs
+                if e["pid"] == REQUESTS_PID and e.get("cat") == "request" and e["ph"] == "X"}
+    joins = [e for e in evs if e["pid"] == CONNS_PID and e["ph"] == "i" and "req" in e.get("args", {})]
+    assert len(joins) == n
+    for e in joins:
+        a, r = reqslice[e["args"]["req"]], by_id[e["args"]["req"]]
+        assert e["tid"] == a["conn"] and e["args"]["conn_seq"] == a["conn_seq"] == r["conn_seq"]
+        assert e["args"]["cookie"] == a["conn_cookie"] == r["sock_cookie"]
+
+
+@needs_root
+def test_sched_modes_none_and_all(sse_server, tracer, tmp_path):
+    """none: no scheduler slice at all; all: every traced thread as it switched,
+    the accept thread (which served no request) included."""
+    _, pf, reqs = traced_run(sse_server, tracer, tmp_path, "none.json", 8, 2,
+                             "--perfetto-sched", "none")
+    trace = load(pf)
+    assert trace["otherData"]["sched"] == "none"
+    assert not [e for e in trace["traceEvents"] if e.get("cat") == "sched"]
+    assert len([e for e in trace["traceEvents"] if e["ph"] == "f"]) == 2 * len(reqs)
+    devtools_parse(pf)
+
+    srv, pf, reqs = traced_run(sse_server, tracer, tmp_path, "all.json", 8, 2,
+                               "--perfetto-sched", "all")
+    trace = load(pf)
+    assert trace["otherData"]["sched"] == "all"
+    assert_nested(trace["traceEvents"])
+    sched = [e for e in trace["traceEvents"] if e.get("cat") == "sched"]
+    assert {e["tid"] for e in sched} >= {srv.pid} | {r["tid_rx"] for r in reqs}
+    assert not [e for e in sched if "args" in e]    # as they came: nothing merged
+    parsed = devtools_parse(pf)
+    assert len(parsed["flows"]) == 2 * len(reqs)
+
+
+@needs_root
+def test_gzip_output(sse_server, tracer, tmp_path):
+    """FILE.json.gz is a gzip stream of the same trace, which DevTools reads too."""
+    _, pf, reqs = traced_run(sse_server, tracer, tmp_path, "run.json.gz", 6, 2)
+    with open(pf, "rb") as f:
+        assert f.read(2) == b"\x1f\x8b"
+    trace = load(pf)
+    assert trace["otherData"]["generator"] == "ttftrace"
+    ids = sorted(e["args"]["id"] for e in trace["traceEvents"]
+                 if e["pid"] == REQUESTS_PID and e.get("cat") == "request" and e["ph"] == "X")
+    assert ids == sorted(r["id"] for r in reqs)
+    parsed = devtools_parse(pf)
+    assert parsed["events"] == len(trace["traceEvents"])
+    assert len(parsed["flows"]) == 2 * len(reqs)
+
+
+def test_bad_sched_mode():
+    p = subprocess.run([TTFTRACE, "--perfetto", "/tmp/x.json", "--perfetto-sched", "some",
+                        "-p", "1"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert "Error: --perfetto-sched must be served, all or none, not 'some'" in p.stderr
+    assert "HINT: " in p.stderr
+    p = subprocess.run([TTFTRACE, "--perfetto-sched", "all", "-p", "1"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 2, p.stderr
+    assert "Error: --perfetto-sched is for --perfetto: give --perfetto FILE too" in p.stderr
+
+
+def test_replay_perfetto_gzip_equals_plain(tmp_path):
+    """`ttftrace replay REC --perfetto F` on the demo recording (llama.cpp, engine
+    probes): F.json.gz decodes to F.json byte for byte; DevTools binds, per request,
+    a flow to the reader, to the engine thread at its prefill step and to the writer."""
+    rec = os.path.join(ROOT, "tests", "root", "replay", "data", "demo.rec")
+    plain, gz = tmp_path / "demo.json", tmp_path / "demo.json.gz"
+    for out in (plain, gz):
+        p = subprocess.run([TTFTRACE, "replay", rec, "--json", "-q", "-o", str(tmp_path / "x"),
+                            "--perfetto", str(out)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    with open(plain, "rb") as f:
+        text = f.read()
+    with gzip.open(gz, "rb") as f:
+        assert f.read() == text
+    with open(tmp_path / "x") as f:
+        reqs = [json.loads(l) for l in f if '"type":"request"' in l]
+    trace = json.loads(text)
+    assert_nested(trace["traceEvents"])
+    parsed = devtools_parse(gz)
+    assert parsed["warnings"] == {}
+    kinds = defaultdict(set)
+    for src, dst in parsed["flows"]:
+        kinds[dst["name"].split()[0]].add((dst["pid"], dst["tid"]))
+    assert kinds["read"] == {(r["pid"], r["tid_rx"]) for r in reqs}
+    assert kinds["write"] == {(r["pid"], r["tid_tx"]) for r in reqs}
+    assert kinds["prefill"], parsed["flows"]   # the engine thread's steps
+    assert len(parsed["flows"]) == sum(2 + r["prefill_steps"] for r in reqs)
+
+
+DATA = os.path.join(ROOT, "tests", "root", "replay", "data")
+PROC_STAGES = {"frontend": ("read_wait", "frontend", "emit"), "engine": ("queue", "prefill"),
+               "output": ("detokenize",)}
+
+
+@pytest.mark.parametrize("name", ["vllm_split", "sglang_split"])
+def test_message_hop_flows_from_replay(tmp_path, name):
+    """The vLLM-shaped recording (frontend -> engine over zmq) and the
+    SGLang-shaped one (-> scheduler -> detokenizer ->) replayed with
+    --perfetto (no root): per request a slice on a hop lane of the frontend
+    over its TTFT and one on a hop lane of each other process over its
+    stages, and one flow that DevTools binds frontend -> each process ->
+    frontend (where the first token left the last of them); no
+    track holds slices that would not nest (4 requests were in flight at
+    once: they take lanes)."""
+    pf = tmp_path / "p.json"
+    subprocess.run([TTFTRACE, "replay", os.path.join(DATA, name + ".rec"), "-q", "-o",
+                    os.devnull, "--perfetto", str(pf)], check=True, timeout=60)
+    recs = {r["id"]: r for r in (json.loads(l) for l in open(os.path.join(DATA, name + ".ndjson")))
+            if r["type"] == "request"}
+    trace = load(pf)
+    evs = trace["traceEvents"]
+    assert_nested(evs)
+    assert trace["otherData"]["hop_slices_over_lanes"] == 0
+    hops = {e["name"]: e for e in evs if e.get("cat") == "hop" and e["ph"] == "X"}
+    parsed = devtools_parse(pf)
+    assert parsed["warnings"] == {}, parsed["warnings"]
+    flows = [fl for fl in parsed["flows"] if fl[0]["cat"] == "hop"]
+    assert len(flows) == len(recs) == 8
+    lanes = set()
+    for fl in flows:
+        # DevTools gives the slices each flow event bound to
+        names = [e["name"] for e in fl]
+        rid = int(names[0].split()[-1])
+        r, st = recs[rid], recs[rid]["hop_stages_ms"]
+        procs = ["frontend", "engine", "output"][:len(r["hops"])]
+        assert names == ["%s: req %d" % (p, rid) for p in procs] + \
+            ["first token from %s" % procs[-1]], names
+        assert [e["pid"] for e in fl] == [h["pid"] for h in r["hops"]] + [r["hops"][0]["pid"]]
+        assert fl[-1]["tid"] == fl[0]["tid"]
+        t0, order = r["t_arrival_ns"] / 1e3, list(st)
+        fe = hops[names[0]]
+        assert fl[0]["ts"] == pytest.approx(t0, abs=1e-3) == fe["ts"]
+        assert fe["dur"] == pytest.approx(r["ttft_ms"] * 1e3, abs=1)
+        for p, e in zip(procs[1:], fl[1:-1]):
+            sl = hops["%s: req %d" % (p, rid)]
+            first = min(order.index(k) for k in PROC_STAGES[p])
+            last = max(order.index(k) for k in PROC_STAGES[p])
+            start = sum(st[k] for k in order[:first]) * 1e3
+            assert (e["tid"], e["ts"]) == (sl["tid"], sl["ts"])
+            assert sl["ts"] == pytest.approx(t0 + start, abs=3)
+            assert sl["dur"] == pytest.approx(sum(st[k] for k in order[first:last + 1]) * 1e3,
+                                              abs=3)
+            assert sl["args"] == {"%s_ms" % k: st[k] for k in PROC_STAGES[p]}
+        back = sum(st[k] for k in order[:max(order.index(k) for k in PROC_STAGES[procs[-1]]) + 1])
+        assert fl[-1]["ts"] == pytest.approx(t0 + back * 1e3, abs=4)
+        lanes.add(fl[0]["tid"])
+    assert 1 < len(lanes) <= 4     # concurrent requests on their own hop lanes
