@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The long fuzzing runs recorded in README "Robustness tests": each harness
+# The long fuzzing runs recorded in docs/robustness.md "Robustness tests": each harness
 # (built with `make fuzz`) for RUNS executions (default 10 million), one after
 # the other (each uses one core).
 #   tests/noroot/fuzz/long_run.sh [name...]      default: every harness

@@ -7,7 +7,7 @@ sanitizer report or a harness check (abort) fails the test; the input that
 did it is copied to tests/noroot/fuzz/regressions/<harness>/ to be kept.
 
 The long runs (10 million executions per harness, tests/noroot/fuzz/long_run.sh) are
-in README "Robustness tests".
+in docs/robustness.md "Robustness tests".
 No root needed.
 """
 import glob

@@ -5,7 +5,7 @@ The fixture server (tests/fixtures/sse_server) serves 64 kept-alive
 connections as fast as it can (2 ms to the first token, then 2 ms per token,
 8 tokens), loadgen keeps all 64 busy, and ttftrace traces it with the
 default probes (network, scheduler) and writes NDJSON. Its VmRSS is sampled
-every second. Goal (README "Memory"): peak at most 64 MiB; after warm-up
+every second. Goal (bench/README.md "Memory"): peak at most 64 MiB; after warm-up
 (the first 40% of the run: the scheduler and timeline stores filling to
 their caps), it grows by at most 2 MiB.
 

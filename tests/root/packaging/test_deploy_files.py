@@ -7,7 +7,7 @@ build stage must install the build packages of tools/setup.sh (what a fresh
 machine gets), its runtime stage a package for every library the built
 binary links (readelf NEEDED, resolved with ldconfig and dpkg), and its
 entrypoint is where `make install PREFIX=/usr` puts the binary. The DaemonSet
-and the unit grant exactly the capabilities the README and ttftrace's start-up
+and the unit grant exactly the capabilities docs/deploy.md and ttftrace's start-up
 check name (CAP_BPF, CAP_PERFMON; CAP_SYS_PTRACE for other users' /proc
 entries), hostPID, and nothing privileged.
 """

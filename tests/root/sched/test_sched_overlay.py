@@ -91,8 +91,8 @@ def test_contention_and_sleep(procs, contend):
     assert summary["sched_ringbuf_full"] == 0
     # A lost record turns an interval unknown (see user/model/sched.h). On these
     # Firecracker VMs the kernel now and then switches without running
-    # sched_switch programs (bpftrace misses the same switches; README,
-    # "Overlay"): counted as sched_switch_gaps. Keep it rare.
+    # sched_switch programs (bpftrace misses the same switches; docs/definitions.md,
+    # "TTFT stages"): counted as sched_switch_gaps. Keep it rare.
     view = summary["view"]
     print("records %d, inconsistent %d" % (view["events"], view["inconsistent"]))
     assert view["inconsistent"] <= 0.03 * view["events"], summary

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Hostile files (README "Privileges and privacy", hostile input): ttftrace
+"""Hostile files (docs/deploy.md "Privileges and privacy", hostile input): ttftrace
 runs as root and parses ELF files that the traced process (a container)
 controls, to place uprobes.
 

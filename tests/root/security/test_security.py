@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Security and privacy (README "Privileges and privacy").
+"""Security and privacy (docs/deploy.md "Privileges and privacy").
 
 - Payload bytes (prompt, headers, query string, generated text) never reach
   an output: a marker planted in the request is searched in every output of
   a trace (stdout, stderr, -o NDJSON, text mode, --perfetto, Prometheus
   /metrics, the HTML report of `ttftrace report`, `ttftrace replay` output).
   The one exception by design is the --record file: it IS the captured
-  payload (replay needs it), so it is created mode 0600 (README "Privileges
+  payload (replay needs it), so it is created mode 0600 (docs/deploy.md "Privileges
   and privacy"); the test checks that mode, also over an existing file.
 - The metrics endpoint binds to loopback unless told otherwise.
 - Files are created with fixed modes: reports 0644, recordings 0600, even
