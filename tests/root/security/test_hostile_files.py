@@ -13,7 +13,7 @@ controls, to place uprobes.
   absolute symlink that stays inside the root resolves there and its probe
   counts every call.
 The resolver's own cases (openat2 and the fallback walk) are in
-tests/unit/test_proc_root.c, the parsers' fuzzing in tests/noroot/fuzz.
+tests/unit/probe/test_proc_root.c, the parsers' fuzzing in tests/noroot/fuzz.
 """
 import os
 import shutil

@@ -3,7 +3,7 @@
  * The scheduler ring record (struct ttf_sched_span, bpf/sched.h) as the
  * events it stands for (sched_probe__expand), and the view those events
  * build: the same times as the three-records-per-cycle sequence of
- * tests/unit/test_sched.c's basic view.
+ * tests/unit/model/test_sched.c's basic view.
  */
 #include <stdarg.h>
 #include <stddef.h>

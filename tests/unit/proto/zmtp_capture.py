@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """
 Record the bytes real pyzmq (libzmq) puts on a tcp:// connection, for
-tests/unit/test_zmtp.c: a recording TCP proxy sits between the connecting
+tests/unit/proto/test_zmtp.c: a recording TCP proxy sits between the connecting
 and the binding socket and writes each recv() it made, with its direction,
 into tests/unit/proto/zmtp_captures.h (regenerate: /usr/bin/python3 this file).
 
