@@ -7,6 +7,9 @@
 - docs/README.md indexes every file of docs/ and every labelled section.
 - README.md's layout names only paths that exist, and names every
   top-level folder and every folder of user/ two levels deep.
+- Every source or test path the docs cite (`user/model/hops/join.c`,
+  `tests/root/hops/test_pd.py`) exists, so a moved file cannot leave its
+  docs behind.
 
 Each check is a function of a root path, so that the tests below can plant
 a failure in a copy and see it caught.
@@ -137,6 +140,35 @@ def layout_problems(root):
     return bad
 
 
+# a file of the tree named in prose: user/..., bpf/..., tests/..., tools/..., with an extension
+CITED_PATH = re.compile(r"(?<![\w./-])((?:user|bpf|cupti|tests|tools|bench|deploy|profiles)"
+                        r"/[\w./-]*\w\.(?:c|h|py|sh|go|js|mjs|ini|json|yml|html))\b")
+PROSE = ("README.md", "bench/README.md", "docs/*.md")
+
+
+def stale_paths(root, prose=PROSE):
+    """'doc cites path, which does not exist' for every cited file missing under root
+    (placeholders such as profiles/stacks/NAME.ini and the kernel's own tools/testing/
+    are not ours)."""
+    bad = []
+    for pattern in prose:
+        for path in sorted(glob.glob(os.path.join(root, pattern))):
+            with open(path, errors="replace") as f:
+                text = f.read()
+            for cited in sorted(set(CITED_PATH.findall(text))):
+                if re.search(r"/[A-Z]+\.", cited) or cited.startswith("tools/testing/"):
+                    continue
+                if not os.path.exists(os.path.join(root, cited)):
+                    bad.append("%s cites %s, which does not exist"
+                               % (os.path.relpath(path, root), cited))
+    return bad
+
+
+def test_every_cited_path_exists():
+    bad = stale_paths(ROOT)
+    assert not bad, "\n".join(bad)
+
+
 def test_every_cited_label_has_its_section():
     bad = stale_labels(ROOT)
     assert not bad, "\n".join(bad)
@@ -202,3 +234,11 @@ def test_a_layout_mismatch_is_caught(tmp_path):
         "README.md's layout names bench/, which does not exist",
         "README.md's layout misses user/model/newpart/",
     ]
+
+
+def test_a_stale_path_is_caught(tmp_path):
+    """A doc that names a file the tree no longer has is found."""
+    root = copy_of_docs(tmp_path)
+    (root / "user" / "model" / "there.c").write_text("")
+    (root / "docs" / "x.md").write_text("See user/model/there.c and user/model/gone.c.\n")
+    assert stale_paths(str(root), ("docs/x.md",)) == ["docs/x.md cites user/model/gone.c, which does not exist"]
