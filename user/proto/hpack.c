@@ -52,16 +52,6 @@ struct hpack_dec {
 	struct hpack_dec_stats stats;
 };
 
-void hpack_static(uint32_t index, const char **name, const char **value)
-{
-	if (index < 1 || index > STATIC_N) {
-		*name = *value = NULL;
-		return;
-	}
-	*name = static_table[index][0];
-	*value = static_table[index][1];
-}
-
 struct hpack_dec *hpack_dec__new(bool synced)
 {
 	struct hpack_dec *d = calloc(1, sizeof(*d));
