@@ -249,6 +249,10 @@ struct conn_table *conn_table__new(const struct conn_table_opts *opts)
 	if (!t)
 		return NULL;
 	t->opts = *opts;
+	if (track_counts_new(t)) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -270,6 +274,7 @@ void conn_table__free(struct conn_table *t)
 		conn_free_state(c);
 		free(c);
 	}
+	track_counts_free(t);
 	free(t);
 }
 

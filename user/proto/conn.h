@@ -66,7 +66,10 @@ struct conn_table_opts {
 	const struct grpc_profile *grpc_profile;
 };
 
-/* Counters the tracker keeps; all are printed at exit when non-zero. */
+/*
+ * Counters the tracker keeps; all are printed at exit when non-zero. The
+ * recognizers' own follow them (conn_table__counter()).
+ */
 struct conn_stats {
 	uint64_t events;            /* records consumed */
 	uint64_t connections;       /* connections seen */
@@ -76,20 +79,6 @@ struct conn_stats {
 	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP) */
 	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
-	uint64_t h2_frames_skipped; /* HTTP/2 frames not parsed (sync lost, gap inside) */
-	uint64_t h2_streams_unseen; /* HTTP/2 streams begun before tracing (not timed) */
-	uint64_t hpack_unknown;     /* header fields referencing unknown HPACK entries */
-	uint64_t hpack_errors;      /* header blocks that could not be decoded */
-	uint64_t grpc_lost;         /* gRPC messages whose framing was lost */
-	uint64_t traceparent_invalid; /* requests with an invalid traceparent header (ignored) */
-	uint64_t zmtp_conns;        /* ZMTP connections summarized */
-	uint64_t zmtp_msgs_in;      /* ZMTP messages read by traced processes */
-	uint64_t zmtp_msgs_out;     /* ... written */
-	uint64_t zmtp_partial;      /* ZMTP messages with body bytes not captured */
-	uint64_t zmtp_ids;          /* request ids found in ZMTP messages */
-	uint64_t zmtp_lost_sync;    /* ZMTP directions whose framing was lost */
-	uint64_t zmtp_mid_stream;   /* ZMTP connections recognized without a greeting */
-	uint64_t len32_conns;       /* connections of 4-byte length-prefixed messages (summarized as ZMTP's) */
 };
 
 /* Returns NULL with errno set on failure. */
@@ -110,5 +99,16 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 void conn_table__finish(struct conn_table *t, uint64_t now_ns);
 
 const struct conn_stats *conn_table__stats(const struct conn_table *t);
+
+/*
+ * The recognizers' counters (recognizer.h: struct proto_counters), every
+ * family's in turn, in the order they are printed: how many, and the i-th's
+ * name and value.
+ */
+unsigned int conn_table__n_counters(const struct conn_table *t);
+const char *conn_table__counter_name(const struct conn_table *t, unsigned int i);
+uint64_t conn_table__counter(const struct conn_table *t, unsigned int i);
+/* The recognizers' counter printed as name; 0 when there is none. */
+uint64_t conn_table__count(const struct conn_table *t, const char *name);
 
 #endif /* TTFTRACE_CONN_H */

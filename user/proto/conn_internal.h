@@ -112,6 +112,7 @@ struct conn_table {
 	unsigned int tomb_next;
 	struct creq *wait_head, *wait_tail;
 	uint64_t next_id;
+	uint64_t *proto_counts;		/* proto_counter_groups[], one after another */
 	struct conn *closing[CLOSING_MAX];	/* connections whose close waits (close_wait.c) */
 	unsigned int n_closing;
 };
@@ -164,5 +165,11 @@ void close_waits_due(struct conn_table *t, uint64_t now_ns);
 void close_wait_drop(struct conn_table *t, struct conn *c);
 /* Tracing stops: close every waiting connection as its close said. */
 void close_waits_finish(struct conn_table *t);
+
+/* ---- track.c ---- */
+
+/* The recognizers' counters of t (proto_counts): 0, or -ENOMEM. */
+int track_counts_new(struct conn_table *t);
+void track_counts_free(struct conn_table *t);
 
 #endif /* TTFTRACE_CONN_INTERNAL_H */

@@ -50,6 +50,26 @@ enum { F_DATA, F_HEADERS, F_PRIORITY, F_RST_STREAM, F_SETTINGS, F_PUSH_PROMISE, 
 /* section 6.5.2 */
 #define SETTINGS_HEADER_TABLE_SIZE 1
 
+/* The family's counters (http2_counters), in the order they are printed. */
+enum h2_counter {
+	H2_CNT_FRAMES_SKIPPED,	/* frames not parsed: sync lost, or a gap inside */
+	H2_CNT_STREAMS_UNSEEN,	/* streams that began before tracing: not timed */
+	H2_CNT_HPACK_UNKNOWN,	/* header fields that referenced unknown table entries */
+	H2_CNT_HPACK_ERRORS,	/* header blocks that could not be decoded */
+	H2_CNT_GRPC_LOST,	/* gRPC messages whose framing was lost */
+	H2_CNT__N,
+};
+
+static const char *const h2_counter_names[H2_CNT__N] = {
+	[H2_CNT_FRAMES_SKIPPED] = "h2_frames_skipped",
+	[H2_CNT_STREAMS_UNSEEN] = "h2_streams_unseen",
+	[H2_CNT_HPACK_UNKNOWN] = "hpack_unknown_refs",
+	[H2_CNT_HPACK_ERRORS] = "hpack_errors",
+	[H2_CNT_GRPC_LOST] = "grpc_messages_lost",
+};
+
+const struct proto_counters http2_counters = { .names = h2_counter_names, .n = H2_CNT__N };
+
 struct h2;
 
 struct h2_stream {
@@ -459,7 +479,7 @@ static void body_gap(struct h2_stream *st, size_t len)
 		sse_splitter__gap(st->splitter, len);
 	else if (st->grpc && st->grpc_rd &&
 		 grpc_reader__gap(st->grpc_rd, len, grpc_message, st))
-		track_count(s->tc, TRACK_CNT_GRPC_LOST, 1);
+		track_count(s->tc, &http2_counters, H2_CNT_GRPC_LOST, 1);
 	else
 		st->body_incomplete = true;
 }
@@ -602,13 +622,13 @@ static void on_block_done(struct h2 *s, struct h2_dir *d)
 		err = hpack_dec__block(d->hpack, d->hb, d->hb_len, on_field, &h);
 		decoded = !err;
 		if (err)
-			track_count(s->tc, TRACK_CNT_HPACK_ERRORS, 1);
+			track_count(s->tc, &http2_counters, H2_CNT_HPACK_ERRORS, 1);
 		if (hpack_dec__stats(d->hpack)->unknown_refs > before)
-			track_count(s->tc, TRACK_CNT_HPACK_UNKNOWN,
+			track_count(s->tc, &http2_counters, H2_CNT_HPACK_UNKNOWN,
 				    hpack_dec__stats(d->hpack)->unknown_refs - before);
 	} else {
 		hpack_dec__desync(d->hpack);
-		track_count(s->tc, TRACK_CNT_HPACK_ERRORS, 1);
+		track_count(s->tc, &http2_counters, H2_CNT_HPACK_ERRORS, 1);
 	}
 	if (d->side == TRACK_SIDE_REQ) {
 		req_headers(s, st, d->hb_sid, &h, decoded, d->hb_end_stream, d->hb_len + FRAME_HDR);
@@ -616,7 +636,7 @@ static void on_block_done(struct h2 *s, struct h2_dir *d)
 		resp_headers(s, st, &h, decoded, d->hb_end_stream, d->hb_len + FRAME_HDR);
 		stream_maybe_drop(s, st);
 	} else {
-		track_count(s->tc, TRACK_CNT_H2_STREAMS_UNSEEN, 1);
+		track_count(s->tc, &http2_counters, H2_CNT_STREAMS_UNSEEN, 1);
 	}
 	d->hb_active = false;
 	d->hb_len = 0;
@@ -1050,7 +1070,7 @@ static void http2_feed(void *st, enum track_side side, uint32_t gap_before, cons
 	if (d->lost) {
 		/* framing lost: start again at a record that is whole frames */
 		if (gap_after || !frames_tile((const uint8_t *)buf, len, len, &first, &n, &n_data)) {
-			track_count(s->tc, TRACK_CNT_H2_FRAMES_SKIPPED, 1);
+			track_count(s->tc, &http2_counters, H2_CNT_FRAMES_SKIPPED, 1);
 			return;
 		}
 		d->lost = false;

@@ -74,6 +74,31 @@ struct proto_recognizer {
 	void (*free)(void *st);
 };
 
+/*
+ * A protocol family's counters (HTTP/2's, ZMTP's ...), printed at exit when
+ * non-zero, after the tracker's own (conn_table__counter()). A recognizer
+ * adds to its family's with track_count(tc, &counters, i, n), i an index
+ * into names (an enum of the family's).
+ */
+struct proto_counters {
+	const char *const *names;	/* as printed */
+	unsigned int n;
+};
+
+/*
+ * Every family's counters, in the order they are printed (recognizer.c): a
+ * new family goes last, so that the counters printed before stay in place.
+ */
+extern const struct proto_counters *const proto_counter_groups[];
+extern const unsigned int proto_n_counter_groups;
+
+/* What requests of every protocol share: traceparent_invalid (track.c). */
+extern const struct proto_counters track_req_counters;
+/* HTTP/2 framing, HPACK and gRPC (http2.c). */
+extern const struct proto_counters http2_counters;
+/* ZMTP and the length-prefixed streams summarized with it (zmtp.c). */
+extern const struct proto_counters zmtp_counters;
+
 /* The recognizers, in the order they are tried (recognizer.c). */
 extern const struct proto_recognizer *const proto_recognizers[];
 extern const unsigned int proto_n_recognizers;

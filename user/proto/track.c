@@ -4,10 +4,23 @@
  * token events, flags and counters, and ZMTP messages, written into the
  * tracker's struct creq and struct conn (conn_internal.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/proto/conn_internal.h"
+
+/* What requests of every protocol share (track_req_counters). */
+enum { TRACK_CNT_TRACEPARENT_INVALID };
+
+static const char *const track_req_counter_names[] = {
+	[TRACK_CNT_TRACEPARENT_INVALID] = "traceparent_invalid",
+};
+
+const struct proto_counters track_req_counters = {
+	.names = track_req_counter_names,
+	.n = sizeof(track_req_counter_names) / sizeof(track_req_counter_names[0]),
+};
 
 static uint64_t or_ts(uint64_t v, uint64_t ts)
 {
@@ -136,7 +149,7 @@ void track_req_traceparent(struct track_conn *tc, struct track_req *tq, int n_se
 	if (n_seen == 1 && tp->valid)
 		creq_of(tq)->r.traceparent = *tp;
 	else
-		track_count(tc, TRACK_CNT_TRACEPARENT_INVALID, 1);
+		track_count(tc, &track_req_counters, TRACK_CNT_TRACEPARENT_INVALID, 1);
 }
 
 void track_req_expect(struct track_req *tq, bool wait_known, uint64_t wait_ns)
@@ -331,24 +344,27 @@ void track_oom(struct track_conn *tc)
 	conn_of(tc)->t->stats.events_dropped_oom++;
 }
 
-void track_count(struct track_conn *tc, enum track_counter k, uint64_t n)
+/* Where g's counters begin in t->proto_counts; -1 when g is not in the table. */
+static int counter_base(const struct conn_table *t, const struct proto_counters *g)
 {
-	struct conn_stats *st = &conn_of(tc)->t->stats;
+	unsigned int base = 0;
 
-	switch (k) {
-	case TRACK_CNT_H2_FRAMES_SKIPPED: st->h2_frames_skipped += n; break;
-	case TRACK_CNT_H2_STREAMS_UNSEEN: st->h2_streams_unseen += n; break;
-	case TRACK_CNT_HPACK_UNKNOWN: st->hpack_unknown += n; break;
-	case TRACK_CNT_HPACK_ERRORS: st->hpack_errors += n; break;
-	case TRACK_CNT_GRPC_LOST: st->grpc_lost += n; break;
-	case TRACK_CNT_TRACEPARENT_INVALID: st->traceparent_invalid += n; break;
-	case TRACK_CNT_ZMTP_LOST_SYNC: st->zmtp_lost_sync += n; break;
-	case TRACK_CNT_ZMTP_PARTIAL: st->zmtp_partial += n; break;
-	case TRACK_CNT_ZMTP_IDS: st->zmtp_ids += n; break;
-	case TRACK_CNT_ZMTP_MID_STREAM: st->zmtp_mid_stream += n; break;
-	case TRACK_CNT_LEN32_CONNS: st->len32_conns += n; break;
-	default: break;
+	for (unsigned int k = 0; k < proto_n_counter_groups; k++) {
+		if (proto_counter_groups[k] == g)
+			return base;
+		base += proto_counter_groups[k]->n;
 	}
+	return -1;
+}
+
+void track_count(struct track_conn *tc, const struct proto_counters *g, unsigned int i,
+		 uint64_t n)
+{
+	struct conn_table *t = conn_of(tc)->t;
+	int base = counter_base(t, g);
+
+	if (base >= 0 && i < g->n)
+		t->proto_counts[base + i] += n;
 }
 
 void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m)
@@ -360,10 +376,6 @@ void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m)
 	m->tgid = c->cur ? c->cur->tgid : c->tgid;
 	m->tid = c->cur ? c->cur->tid : 0;
 	m->ts_ns = c->cur ? c->cur->ts_ns : 0;
-	if (m->dir == ZMTP_DIR_IN)
-		c->t->stats.zmtp_msgs_in++;
-	else
-		c->t->stats.zmtp_msgs_out++;
 	if (c->t->opts.on_zmtp_msg)
 		c->t->opts.on_zmtp_msg(c->t->opts.ctx, m);
 }
@@ -375,7 +387,6 @@ void track_zmtp_conn(struct track_conn *tc, struct ttf_zmtp_conn *z)
 	z->sock_cookie = c->cookie;
 	z->tgid = c->tgid;
 	z->addr = c->addr;
-	c->t->stats.zmtp_conns++;
 	if (c->t->opts.on_zmtp_conn)
 		c->t->opts.on_zmtp_conn(c->t->opts.ctx, z);
 }
@@ -383,4 +394,54 @@ void track_zmtp_conn(struct track_conn *tc, struct ttf_zmtp_conn *z)
 const struct grpc_profile *track_grpc_profile(const struct track_conn *tc)
 {
 	return ((const struct conn *)tc)->t->opts.grpc_profile;
+}
+
+/* ---- the recognizers' counters (conn.h) ---- */
+
+int track_counts_new(struct conn_table *t)
+{
+	unsigned int n = 0;
+
+	for (unsigned int k = 0; k < proto_n_counter_groups; k++)
+		n += proto_counter_groups[k]->n;
+	t->proto_counts = calloc(n ? n : 1, sizeof(*t->proto_counts));
+	return t->proto_counts ? 0 : -ENOMEM;
+}
+
+void track_counts_free(struct conn_table *t)
+{
+	free(t->proto_counts);
+	t->proto_counts = NULL;
+}
+
+unsigned int conn_table__n_counters(const struct conn_table *t)
+{
+	unsigned int n = 0;
+
+	for (unsigned int k = 0; k < proto_n_counter_groups; k++)
+		n += proto_counter_groups[k]->n;
+	return n;
+}
+
+const char *conn_table__counter_name(const struct conn_table *t, unsigned int i)
+{
+	for (unsigned int k = 0; k < proto_n_counter_groups; k++) {
+		if (i < proto_counter_groups[k]->n)
+			return proto_counter_groups[k]->names[i];
+		i -= proto_counter_groups[k]->n;
+	}
+	return NULL;
+}
+
+uint64_t conn_table__counter(const struct conn_table *t, unsigned int i)
+{
+	return i < conn_table__n_counters(t) ? t->proto_counts[i] : 0;
+}
+
+uint64_t conn_table__count(const struct conn_table *t, const char *name)
+{
+	for (unsigned int i = 0; i < conn_table__n_counters(t); i++)
+		if (!strcmp(conn_table__counter_name(t, i), name))
+			return t->proto_counts[i];
+	return 0;
 }

@@ -34,6 +34,32 @@
 #include "user/proto/zmtp.h"
 #include "user/proto/zmtp_pickle.h"
 
+/* The family's counters (zmtp_counters), in the order they are printed. */
+enum zmtp_counter {
+	ZMTP_CNT_CONNS,		/* connections summarized (length-prefixed ones too) */
+	ZMTP_CNT_MSGS_IN,	/* messages read by traced processes */
+	ZMTP_CNT_MSGS_OUT,	/* ... written */
+	ZMTP_CNT_PARTIAL,	/* messages with body bytes not captured */
+	ZMTP_CNT_IDS,		/* request ids found in messages (one per message and id) */
+	ZMTP_CNT_LOST_SYNC,	/* directions whose framing was lost (never guessed inside a record) */
+	ZMTP_CNT_MID_STREAM,	/* connections recognized mid-stream (no greeting) */
+	ZMTP_CNT_LEN32_CONNS,	/* connections of 4-byte length-prefixed messages */
+	ZMTP_CNT__N,
+};
+
+static const char *const zmtp_counter_names[ZMTP_CNT__N] = {
+	[ZMTP_CNT_CONNS] = "zmtp_connections",
+	[ZMTP_CNT_MSGS_IN] = "zmtp_messages_in",
+	[ZMTP_CNT_MSGS_OUT] = "zmtp_messages_out",
+	[ZMTP_CNT_PARTIAL] = "zmtp_messages_partial",
+	[ZMTP_CNT_IDS] = "zmtp_request_ids",
+	[ZMTP_CNT_LOST_SYNC] = "zmtp_lost_sync",
+	[ZMTP_CNT_MID_STREAM] = "zmtp_mid_stream_connections",
+	[ZMTP_CNT_LEN32_CONNS] = "len32_connections",
+};
+
+const struct proto_counters zmtp_counters = { .names = zmtp_counter_names, .n = ZMTP_CNT__N };
+
 #define GREETING_BYTES 64
 #define SIG_BYTES 10		/* %xFF, 8 padding bytes, %x7F */
 #define BODY_KEEP 4096		/* a frame body's captured prefix kept for the id walk */
@@ -113,9 +139,9 @@ static struct zmtp *open_as(struct track_conn *tc, enum msg_framing f, bool mid)
 		s->sum.dir[i].minor = 0xff;
 	}
 	if (f == MSG_FRAMING_ZMTP && mid)
-		track_count(tc, TRACK_CNT_ZMTP_MID_STREAM, 1);
+		track_count(tc, &zmtp_counters, ZMTP_CNT_MID_STREAM, 1);
 	else if (f != MSG_FRAMING_ZMTP)
-		track_count(tc, TRACK_CNT_LEN32_CONNS, 1);
+		track_count(tc, &zmtp_counters, ZMTP_CNT_LEN32_CONNS, 1);
 	return s;
 }
 
@@ -202,7 +228,7 @@ static void lose(struct zmtp *s, int dir)
 	d->in_msg = false;
 	s->sum.dir[dir].lost_sync = 1;
 	track_lost_sync(s->tc);
-	track_count(s->tc, TRACK_CNT_ZMTP_LOST_SYNC, 1);
+	track_count(s->tc, &zmtp_counters, ZMTP_CNT_LOST_SYNC, 1);
 }
 
 /* ---- ids ---- */
@@ -215,7 +241,7 @@ static void id_add(struct zmtp *s, struct ttf_zmtp_msg *m, const char *id, size_
 	for (k = 0; k < m->n_ids; k++)
 		if (strlen(m->ids[k]) == n && !memcmp(m->ids[k], id, n))
 			return;		/* said twice in one message */
-	track_count(s->tc, TRACK_CNT_ZMTP_IDS, 1);
+	track_count(s->tc, &zmtp_counters, ZMTP_CNT_IDS, 1);
 	if (m->n_ids == ZMTP_MSG_IDS) {
 		struct zdir *d = &s->d[m->dir];
 
@@ -382,10 +408,12 @@ static void frame_end(struct zmtp *s, int dir)
 	ds->bytes += m->bytes;
 	if (m->flags & ZMTP_MSG_PARTIAL) {
 		ds->partial++;
-		track_count(s->tc, TRACK_CNT_ZMTP_PARTIAL, 1);
+		track_count(s->tc, &zmtp_counters, ZMTP_CNT_PARTIAL, 1);
 	}
 	m->more_ids = (const char (*)[ZMTP_ID_BYTES])d->more;
 	m->n_more_ids = d->n_more;
+	track_count(s->tc, &zmtp_counters,
+		    m->dir == ZMTP_DIR_IN ? ZMTP_CNT_MSGS_IN : ZMTP_CNT_MSGS_OUT, 1);
 	track_zmtp_msg(s->tc, m);
 	m->more_ids = NULL;
 	m->n_more_ids = 0;
@@ -576,6 +604,7 @@ static void zmtp_close(void *st, bool until_close_ends)
 		    (s->d[i].st == Z_SIZE && (s->framing == MSG_FRAMING_ZMTP || s->d[i].size_n)) ||
 		    (s->d[i].st == Z_BODY && !(s->d[i].flags & F_COMMAND)))
 			s->sum.dir[i].cut = 1;
+	track_count(s->tc, &zmtp_counters, ZMTP_CNT_CONNS, 1);
 	track_zmtp_conn(s->tc, &s->sum);
 }
 
