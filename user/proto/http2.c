@@ -24,18 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "user/proto/content_coding.h"
 #include "user/proto/grpc.h"
 #include "user/proto/http.h"
 #include "user/proto/hpack.h"
 #include "user/proto/recognizer.h"
-#include "user/proto/sse.h"
+#include "user/proto/resp_body.h"
 
 #define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define PREFACE_LEN 24
 #define FRAME_HDR 9
 #define HB_MAX_BYTES (256u * 1024)	/* a header block larger than this is not decoded */
-#define BODY_MAX_BYTES (64u * 1024)	/* whole body kept to read its usage */
 #define CTRL_KEEP 64			/* bytes kept of a control frame's payload */
 #define MAX_FRAME_LEN ((1u << 24) - 1)
 
@@ -78,20 +76,13 @@ struct h2_stream {
 	struct track_req *q;		/* NULL: begun before tracing, or emitted */
 	bool resp_head_seen;
 	bool req_done, resp_done;
-	bool sse, grpc, whole;		/* how the response body is read */
-	bool opaque;
 	bool body_seen;			/* a response DATA byte was seen */
 	bool sniff;			/* content-type unknown (HPACK unsynced): judge the body */
 	uint64_t req_bytes, resp_bytes;
 	char path[96];
-	struct sse_splitter *splitter;
-	struct cc_decoder *dec;		/* gzip/deflate body: decoded before reading */
-	uint64_t first_body_ns;		/* the write of the first body byte */
-	struct grpc_reader *grpc_rd;
+	struct resp_body body;		/* the response body (resp_body.h) */
+	struct grpc_reader *grpc_rd;	/* a gRPC body's messages */
 	const struct grpc_rule *rule;
-	char *body;
-	size_t body_len;
-	bool body_incomplete;
 };
 
 /* One direction's frame parser. */
@@ -133,7 +124,7 @@ struct h2_head {
 	bool have_method, have_path;
 	bool unknown;			/* some field referenced an unknown entry */
 	char method[8], path[96];
-	bool sse, grpc;
+	bool sse, ndjson, grpc;		/* content-type: text/event-stream, x-ndjson, grpc */
 	bool have_ctype;		/* a content-type field was read */
 	enum http_coding coding;	/* content-encoding */
 	int grpc_status;		/* -1: none */
@@ -153,10 +144,8 @@ static struct h2_stream *stream_find(struct h2 *s, uint32_t id)
 
 static void stream_free(struct h2_stream *st)
 {
-	sse_splitter__free(st->splitter);
-	cc_decoder__free(st->dec);
+	resp_body__free(&st->body);
 	free(st->grpc_rd);
-	free(st->body);
 	free(st);
 }
 
@@ -188,6 +177,7 @@ static struct h2_stream *stream_new(struct h2 *s, uint32_t id)
 		return NULL;
 	st->s = s;
 	st->id = id;
+	resp_body__init(&st->body, s->tc);
 	s->streams[s->n++] = st;
 	return st;
 }
@@ -212,27 +202,6 @@ static void copy_value(char *dst, size_t cap, const struct hpack_field *f)
 
 	memcpy(dst, f->value, n);
 	dst[n] = '\0';
-}
-
-static bool token_is(const char *v, size_t n, const char *t)
-{
-	return n == strlen(t) && !strncasecmp(v, t, n);
-}
-
-/* One content-encoding field (RFC 9110 section 8.4), after an earlier one. */
-static enum http_coding coding_of(const char *v, size_t n, enum http_coding prev)
-{
-	enum http_coding c;
-
-	if (!n || token_is(v, n, "identity"))
-		return prev;
-	if (token_is(v, n, "gzip") || token_is(v, n, "x-gzip"))
-		c = HTTP_CODING_GZIP;
-	else if (token_is(v, n, "deflate"))
-		c = HTTP_CODING_DEFLATE;
-	else
-		c = HTTP_CODING_OTHER;
-	return prev == HTTP_CODING_NONE ? c : HTTP_CODING_OTHER;
 }
 
 static void on_field(void *ctx, const struct hpack_field *f)
@@ -262,9 +231,10 @@ static void on_field(void *ctx, const struct hpack_field *f)
 	} else if (is(f, "content-type")) {
 		h->have_ctype = true;
 		h->sse = f->value_len >= 17 && !strncmp(f->value, "text/event-stream", 17);
+		h->ndjson = f->value_len >= 20 && !strncmp(f->value, "application/x-ndjson", 20);
 		h->grpc = f->value_len >= 16 && !strncmp(f->value, "application/grpc", 16);
 	} else if (is(f, "content-encoding")) {
-		h->coding = coding_of(f->value, f->value_len, h->coding);
+		h->coding = http_coding_of(f->value, f->value_len, h->coding);
 	} else if (is(f, "traceparent")) {
 		if (h->n_traceparent++ ||
 		    ttf_traceparent__parse(f->value, f->value_len, &h->traceparent))
@@ -279,34 +249,6 @@ static void on_field(void *ctx, const struct hpack_field *f)
 
 /* ---- response bodies ---- */
 
-static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
-{
-	struct h2_stream *st = ctx;
-	struct h2 *s = st->s;
-	const struct ttf_net_event *cur = track_cur(s->tc);
-	struct sse_event_info info;
-	struct ttf_token_event ev = {};
-
-	if (!st->q)
-		return;
-	sse_classify(data, len, &info);
-	if (info.has_usage)
-		track_req_usage(st->q, info.completion_tokens, info.prompt_tokens);
-	if (info.kind == SSE_EV_TOKEN) {
-		ev.write_ns = tag;
-		ev.write_start_ns = cur && cur->ts_ns == tag ? cur->enter_ns : 0;
-		ev.n_tokens = info.n_tokens;
-		ev.flags = info.token_flags;
-		track_resp_event(s->tc, st->q, &ev);
-		return;
-	}
-	track_resp_event(s->tc, st->q, NULL);
-	if (info.kind == SSE_EV_DONE)
-		track_req_flag(st->q, TTF_REQ_DONE_MARKER);
-	else if (info.kind == SSE_EV_ERROR)
-		track_req_flag(st->q, TTF_REQ_ERROR);
-}
-
 /* One gRPC response message: one event, its tokens from the profile, else a chunk. */
 static void grpc_message(void *ctx, const struct grpc_msg *m)
 {
@@ -316,14 +258,14 @@ static void grpc_message(void *ctx, const struct grpc_msg *m)
 	struct ttf_token_event ev = { .n_tokens = 1, .flags = TTF_TOK_CONTENT };
 	int64_t n;
 
-	if (!st->q || st->opaque)
+	if (!st->q || st->body.opaque)
 		return;
 	if (st->rule) {
 		n = m->whole && !m->compressed ?
 			    grpc_count_tokens(st->rule, m->kept, m->kept_len) : -EPROTO;
 		if (n < 0) {
 			/* a message not read whole: no counts rather than wrong ones */
-			st->opaque = true;
+			st->body.opaque = true;
 			track_resp_opaque(st->q, 0);
 			return;
 		}
@@ -338,21 +280,28 @@ static void grpc_message(void *ctx, const struct grpc_msg *m)
 	track_resp_event(s->tc, st->q, &ev);
 }
 
-static void start_sse(struct h2_stream *st)
+static void grpc_data(void *ctx, const char *data, size_t len)
 {
-	st->sse = true;
-	st->whole = false;
-	st->splitter = sse_splitter__new(sse_event, st);
-	if (!st->splitter)
-		track_oom(st->s->tc);
+	struct h2_stream *st = ctx;
+
+	if (st->grpc_rd)
+		grpc_reader__feed(st->grpc_rd, (const uint8_t *)data, len, grpc_message, st);
+}
+
+static void grpc_gap(void *ctx, size_t len)
+{
+	struct h2_stream *st = ctx;
+
+	if (st->grpc_rd && grpc_reader__gap(st->grpc_rd, len, grpc_message, st))
+		track_count(st->s->tc, &http2_counters, H2_CNT_GRPC_LOST, 1);
 }
 
 static void start_grpc(struct h2_stream *st)
 {
 	struct h2 *s = st->s;
+	struct resp_body_reader r = { .data = grpc_data, .gap = grpc_gap, .ctx = st };
 
-	st->grpc = true;
-	st->whole = false;
+	resp_body__read_with(&st->body, &r);
 	st->grpc_rd = malloc(sizeof(*st->grpc_rd));
 	if (st->grpc_rd)
 		grpc_reader__init(st->grpc_rd);
@@ -380,7 +329,7 @@ static void sniff(struct h2_stream *st, const uint8_t *p, size_t len, uint32_t f
 	st->sniff = false;
 	if (starts(p, len, "data:") || starts(p, len, "event:") || starts(p, len, "id:") ||
 	    starts(p, len, ":") || starts(p, len, "retry:")) {
-		start_sse(st);
+		resp_body__events(&st->body, false);
 		track_resp_head(st->q, track_req_info(st->q)->status, true);
 	} else if (len >= 5 && p[0] <= 1 &&
 		   ((uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4]) + 5 <=
@@ -390,98 +339,14 @@ static void sniff(struct h2_stream *st, const uint8_t *p, size_t len, uint32_t f
 	}
 }
 
-/* Body bytes as the server meant them (decoded when coded). */
-static void body_plain(struct h2_stream *st, const uint8_t *p, size_t len)
-{
-	struct h2 *s = st->s;
-	char *b;
-
-	if (!st->q || st->opaque)
-		return;
-	if (st->sse) {
-		if (st->splitter && sse_splitter__feed(st->splitter, (const char *)p, len,
-						       track_cur(s->tc)->ts_ns))
-			track_oom(s->tc);
-		return;
-	}
-	if (st->grpc) {
-		if (st->grpc_rd)
-			grpc_reader__feed(st->grpc_rd, p, len, grpc_message, st);
-		return;
-	}
-	if (st->body_incomplete || st->body_len + len > BODY_MAX_BYTES) {
-		st->body_incomplete = true;
-		return;
-	}
-	b = realloc(st->body, st->body_len + len);
-	if (!b) {
-		st->body_incomplete = true;
-		return;
-	}
-	memcpy(b + st->body_len, p, len);
-	st->body = b;
-	st->body_len += len;
-}
-
-static void h2_decoded(void *ctx, const char *data, size_t len)
-{
-	body_plain(ctx, (const uint8_t *)data, len);
-}
-
-/* A coded body that cannot be followed any more: no counts from here on (never wrong ones). */
-static void go_opaque(struct h2_stream *st)
-{
-	if (st->opaque)
-		return;
-	st->opaque = true;
-	cc_decoder__free(st->dec);
-	st->dec = NULL;
-	if (st->q)
-		track_resp_opaque(st->q, st->sse ? st->first_body_ns : 0);
-}
-
 static void body_data(struct h2_stream *st, const uint8_t *p, size_t len)
 {
 	struct h2 *s = st->s;
 
-	if (st->sniff && st->q && !st->body_seen && !st->dec)
+	if (st->sniff && st->q && !st->body_seen && !st->body.dec)
 		sniff(st, p, len, s->dir[TRACK_SIDE_RESP].len);
-	if (!st->body_seen) {
-		st->body_seen = true;
-		st->first_body_ns = track_cur(s->tc) ? track_cur(s->tc)->ts_ns : 0;
-		if (st->q && st->opaque && (st->sse || st->grpc))
-			track_resp_opaque_first(s->tc, st->q);
-	}
-	if (!st->q || st->opaque)
-		return;
-	if (st->dec) {
-		if (cc_decoder__feed(st->dec, (const char *)p, len))
-			go_opaque(st);
-		return;
-	}
-	body_plain(st, p, len);
-}
-
-static void body_gap(struct h2_stream *st, size_t len)
-{
-	struct h2 *s = st->s;
-
-	if (!st->q)
-		return;
-	track_req_flag(st->q, TTF_REQ_TRUNCATED);
-	if (st->dec) {
-		go_opaque(st);	/* a decoder cannot skip bytes */
-		return;
-	}
-	if (st->opaque)
-		return;
-	if (st->sse && st->splitter)
-		sse_splitter__gap(st->splitter, len);
-	else if (st->grpc && st->grpc_rd &&
-		 grpc_reader__gap(st->grpc_rd, len, grpc_message, st))
-		track_count(s->tc, &http2_counters, H2_CNT_GRPC_LOST, 1);
-	else
-		st->body_incomplete = true;
+	st->body_seen = true;
+	resp_body__data(&st->body, (const char *)p, len);
 }
 
 /* ---- stream events ---- */
@@ -527,21 +392,10 @@ static void resp_end(struct h2 *s, struct h2_stream *st)
 		return;
 	track_resp_touch(s->tc, st->q);	/* an empty DATA frame may end it */
 	r = track_req_info(st->q);
-	if (st->dec && !st->opaque)
-		track_req_flag(st->q, TTF_REQ_DECODED);
-	if (st->whole && !st->opaque) {
-		if (!st->body_incomplete && st->body_len) {
-			struct sse_event_info info;
-
-			sse_classify(st->body, st->body_len, &info);
-			if (info.has_usage)
-				track_req_usage(st->q, info.completion_tokens, info.prompt_tokens);
-			if (info.kind == SSE_EV_ERROR)
-				track_req_flag(st->q, TTF_REQ_ERROR);
-		}
-		if (r->status && r->status < 400)
-			track_resp_whole(s->tc, st->q);
-	}
+	resp_body__end(&st->body);
+	/* a whole body is one token, unless it could not be read (no counts) */
+	if (st->body.mode == RESP_BODY_WHOLE && !st->body.opaque && r->status && r->status < 400)
+		track_resp_whole(s->tc, st->q);
 	track_resp_end(s->tc, st->q, st->resp_bytes);
 }
 
@@ -561,9 +415,7 @@ static void resp_headers(struct h2 *s, struct h2_stream *st, const struct h2_hea
 			track_resp_begin_for(s->tc, st->q);
 			track_req_flag(st->q, TTF_REQ_HPACK_UNKNOWN);
 			track_resp_head(st->q, 0, false);
-			st->whole = true;
-			st->opaque = true;
-			track_resp_opaque(st->q, 0);
+			resp_body__unreadable(&st->body, st->q);
 			st->resp_head_seen = true;
 		} else if (h->status < 200) {
 			track_resp_begin_for(s->tc, st->q);
@@ -572,34 +424,20 @@ static void resp_headers(struct h2 *s, struct h2_stream *st, const struct h2_hea
 		} else {
 			track_resp_begin_for(s->tc, st->q);
 			st->resp_head_seen = true;
-			st->sse = h->sse;
-			st->grpc = h->grpc;
-			st->whole = !h->sse && !h->grpc;
-			track_resp_head(st->q, h->status, st->sse || st->grpc);
+			track_resp_head(st->q, h->status, h->sse || h->ndjson || h->grpc);
 			if (h->status >= 400)
 				track_req_flag(st->q, TTF_REQ_ERROR);
 			if (h->unknown)
 				track_req_flag(st->q, TTF_REQ_HPACK_UNKNOWN);
-			if (h->coding != HTTP_CODING_NONE) {
-				if (cc_decodable(h->coding))
-					st->dec = cc_decoder__new(h->coding, h2_decoded, st);
-				if (!st->dec) {
-					/* br, zstd ...: not decoded, no counts (never wrong ones) */
-					st->opaque = true;
-					track_resp_opaque(st->q, 0);
-				}
-			}
-			if (st->opaque) {
+			resp_body__begin(&st->body, st->q, h->coding);
+			if (st->body.opaque)
 				;
-			} else if (st->sse) {
-				st->sse = false;
-				start_sse(st);
-			} else if (st->grpc) {
-				st->grpc = false;
+			else if (h->sse || h->ndjson)
+				resp_body__events(&st->body, h->ndjson);
+			else if (h->grpc)
 				start_grpc(st);
-			} else if (h->unknown && !h->have_ctype) {
+			else if (h->unknown && !h->have_ctype)
 				st->sniff = true;
-			}
 		}
 	}
 	/* gRPC status, in the trailers or a trailers-only response (section 8.1) */
@@ -903,7 +741,7 @@ static void dir_gap(struct h2 *s, struct h2_dir *d, size_t n)
 
 				if (st && st->q) {
 					track_resp_touch(s->tc, st->q);
-					body_gap(st, k);
+					resp_body__gap(&st->body, k);
 				}
 			} else if (d->type == F_HEADERS || d->type == F_CONTINUATION) {
 				d->hb_broken = true;
