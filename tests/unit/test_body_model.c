@@ -6,7 +6,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/proto/body_model.h"
+#include "user/proto/stream/body_model.h"
 
 /* Feed s in pieces of n bytes; returns 1 and the name when found. */
 static int scan(const char *s, size_t n, char out[BODY_MODEL_MAX])

@@ -16,7 +16,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 #include "user/proto/conn.h"
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 #define MS 1000000ull
 

@@ -6,9 +6,9 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/ndjson.h"
+#include "user/proto/stream/ndjson.h"
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 static void classify(const char *line, struct sse_event_info *out)
 {

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 #include "user/export/report_zmtp.h"
 #include "user/proto/conn.h"
-#include "user/proto/msg_sync.h"
+#include "user/proto/zmtp/msg_sync.h"
 #include "user/proto/recognizer.h"
 #include "zmtp_captures.h"
 #include "zmtp_feed.h"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/zmtp.h"
-#include "user/proto/zmtp_pickle.h"
+#include "user/proto/zmtp/zmtp.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 
 #define RID "0123456789abcdef0123456789abcdef"
 

@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 struct conn_table;
 struct grpc_profile;

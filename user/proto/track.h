@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 struct track_conn;
 struct track_req;

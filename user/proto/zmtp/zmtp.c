@@ -29,10 +29,10 @@
 #include <string.h>
 #include <strings.h>
 #include "user/lib/hash.h"
-#include "user/proto/msg_sync.h"
+#include "user/proto/zmtp/msg_sync.h"
 #include "user/proto/recognizer.h"
-#include "user/proto/zmtp.h"
-#include "user/proto/zmtp_pickle.h"
+#include "user/proto/zmtp/zmtp.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 
 /* The family's counters (zmtp_counters), in the order they are printed. */
 enum zmtp_counter {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "user/proto/http.h"
+#include "user/proto/http1/http.h"
 
 /* Longest line kept; longer lines are scanned to their end and kept truncated. */
 #define HTTP_LINE_MAX 2048

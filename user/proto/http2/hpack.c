@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/hpack.h"
-#include "user/proto/hpack_huffman.h"
+#include "user/proto/http2/hpack.h"
+#include "user/proto/http2/hpack_huffman.h"
 
 /* Appendix A */
 static const char *const static_table[62][2] = {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
-#include "user/proto/content_coding.h"
+#include "user/proto/stream/content_coding.h"
 
 static bool is_token(const char *v, size_t n, const char *t)
 {

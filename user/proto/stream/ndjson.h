@@ -16,7 +16,7 @@
 #define TTFTRACE_NDJSON_H
 
 #include <stddef.h>
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 /* Classify one line (without its newline). */
 void ndjson_classify(const char *line, size_t len, struct sse_event_info *out);

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "user/proto/http.h"
+#include "user/proto/stream/content_coding.h"
 #include "user/proto/track.h"
 
 struct sse_splitter;

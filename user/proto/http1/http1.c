@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/body_model.h"
-#include "user/proto/http.h"
+#include "user/proto/stream/body_model.h"
+#include "user/proto/http1/http.h"
 #include "user/proto/recognizer.h"
-#include "user/proto/resp_body.h"
+#include "user/proto/stream/resp_body.h"
 
 struct http1 {
 	struct track_conn *tc;

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "user/proto/content_coding.h"
+#include "user/proto/stream/content_coding.h"
 #include "user/proto/traceparent.h"
 
 struct http_head {

@@ -5,10 +5,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/content_coding.h"
-#include "user/proto/ndjson.h"
-#include "user/proto/resp_body.h"
-#include "user/proto/sse.h"
+#include "user/proto/stream/content_coding.h"
+#include "user/proto/stream/ndjson.h"
+#include "user/proto/stream/resp_body.h"
+#include "user/proto/stream/sse.h"
 
 #define BODY_MAX_BYTES (64u * 1024) /* non-streamed body kept to read its usage */
 
