@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* user/proto/body_model.c: the "model" of a JSON request body, fed in pieces. */
+/* user/proto/stream/body_model.c: the "model" of a JSON request body, fed in pieces. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* NDJSON token lines (user/proto/ndjson.h) and the splitter's line mode (sse.h). */
+/* NDJSON token lines (user/proto/stream/ndjson.h) and the splitter's line mode (sse.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

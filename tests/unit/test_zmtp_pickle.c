@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Strings in pickled ZMTP bodies (user/proto/zmtp_pickle.h, docs/protocols.md P8). */
+/* Strings in pickled ZMTP bodies (user/proto/zmtp/zmtp_pickle.h, docs/protocols.md P8). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,9 @@
  * Connection tracker: turns the ring-buffer records of bpf/net.h into
  * requests (struct ttf_request). Keys connections by socket cookie; hands
  * each connection's bytes to the protocol recognizer that took it
- * (recognizer.h: HTTP/1.1 with SSE today), which parses both directions;
- * matches SEND records to XMIT records by TCP sequence number.
+ * (recognizer.h: HTTP/1.1, HTTP/2, ZMTP ...), which parses both
+ * directions; matches SEND records to XMIT records by TCP sequence number
+ * (conn_xmit.c).
  *
  * Works on partial captures: each SEND/RECV carries the first cap_len of
  * `bytes` bytes; the rest is a gap the parsers skip by count.
@@ -56,7 +57,7 @@ struct conn_table_opts {
 	 */
 	int send_seq_exact;
 	/*
-	 * Optional: every complete ZMTP message (user/proto/zmtp.h); *m is
+	 * Optional: every complete ZMTP message (user/proto/zmtp/zmtp.h); *m is
 	 * valid only during the call. With on_zmtp_conn, once per ZMTP
 	 * connection, when it closes or tracing stops.
 	 */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * What a protocol recognizer (recognizer.h) calls to build requests on the
- * connection it parses. The tracker (conn.c) owns connections and requests:
+ * connection it parses. The tracker (conn.c, track.c) owns connections and requests:
  * it assigns ids, copies addresses and record times, matches response writes
  * to XMIT records, and emits a request once its response ended (or the
  * connection closed). A recognizer only says what the bytes mean.
@@ -56,7 +56,7 @@ struct track_req *track_req_begin(struct track_conn *tc);
 /* Its head: method and path (truncated to fit), and the API the path names. */
 void track_req_head(struct track_req *q, const char *method, const char *path,
 		    enum ttf_api api);
-/* The "model" its body names (user/proto/body_model.h). */
+/* The "model" its body names (user/proto/stream/body_model.h). */
 void track_req_model(struct track_req *q, const char *model);
 /*
  * Its traceparent header(s): n_seen headers, tp the valid one (n_seen == 1

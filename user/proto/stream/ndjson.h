@@ -2,7 +2,7 @@
 /*
  * NDJSON token streams (Content-Type: application/x-ndjson), as Ollama
  * streams /api/chat and /api/generate and as its runner answers the server:
- * one JSON object per line (user/proto/sse.h splits them).
+ * one JSON object per line (user/proto/stream/sse.h splits them).
  *   token: message.content, message.thinking (reasoning), message.tool_calls
  *          (/api/chat), response or thinking (/api/generate), or a top-level
  *          content (the runner's lines) that is non-empty;
