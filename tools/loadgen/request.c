@@ -6,7 +6,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 #include "tools/loadgen/loadgen.h"
 
 uint64_t lg_now_ns(void)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "user/export/record.h"
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 struct replay_opts {
 	FILE *out;	/* requests and summary */

@@ -32,7 +32,7 @@
 #include "user/probe/tp_check.h"
 #include "user/probe/tls_probe.h"
 #include "user/cmd/trace.h"
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 /*
  * While records come: drain every 50 ms. Each drain costs a wakeup and a

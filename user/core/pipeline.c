@@ -465,20 +465,9 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	C("non_http_connections", cs->non_http);
 	C("token_events_dropped_oom", cs->events_dropped_oom);
 	C("malformed_records", cs->malformed);
-	C("h2_frames_skipped", cs->h2_frames_skipped);
-	C("h2_streams_unseen", cs->h2_streams_unseen);
-	C("hpack_unknown_refs", cs->hpack_unknown);
-	C("hpack_errors", cs->hpack_errors);
-	C("grpc_messages_lost", cs->grpc_lost);
-	C("traceparent_invalid", cs->traceparent_invalid);
-	C("zmtp_connections", cs->zmtp_conns);
-	C("zmtp_messages_in", cs->zmtp_msgs_in);
-	C("zmtp_messages_out", cs->zmtp_msgs_out);
-	C("zmtp_messages_partial", cs->zmtp_partial);
-	C("zmtp_request_ids", cs->zmtp_ids);
-	C("zmtp_lost_sync", cs->zmtp_lost_sync);
-	C("zmtp_mid_stream_connections", cs->zmtp_mid_stream);
-	C("len32_connections", cs->len32_conns);
+	/* the recognizers' own, every protocol family's in turn (user/proto/recognizer.h) */
+	for (unsigned int i = 0; i < conn_table__n_counters(p->conns); i++)
+		C(conn_table__counter_name(p->conns, i), conn_table__counter(p->conns, i));
 	C("zmtp_messages_dropped", zmtp_log__stats(p->zmtp)->dropped);
 	C("requests_not_deferred_oom", p->not_deferred);
 	if (p->tl) {

@@ -4,7 +4,7 @@
 #include <inttypes.h>
 #include "bpf/net.h"
 #include "user/export/report_zmtp.h"
-#include "user/proto/msg_sync.h"
+#include "user/proto/zmtp/msg_sync.h"
 
 static const char *const dir_keys[ZMTP_DIR__N] = { "in", "out" };
 

@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 #include <cjson/cJSON.h>
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 /* The line's object; NULL when out of memory. */
 cJSON *report_zmtp__json(const struct ttf_zmtp_conn *z);

@@ -17,7 +17,7 @@
 #include "user/model/attrib.h"
 #include "user/model/metrics.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 struct ttf_sink {
 	const char *name;

@@ -61,7 +61,7 @@
 #include "user/model/metrics.h"
 #include "user/model/stack_profile.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 #define MSG_HOPS_IDS 16384
 #define MSG_HOPS_MSGS 8192

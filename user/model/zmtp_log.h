@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 #define ZMTP_LOG_PER_CONN 1024
 #define ZMTP_LOG_CONNS 256

@@ -3,8 +3,9 @@
  * Connection tracker: turns the ring-buffer records of bpf/net.h into
  * requests (struct ttf_request). Keys connections by socket cookie; hands
  * each connection's bytes to the protocol recognizer that took it
- * (recognizer.h: HTTP/1.1 with SSE today), which parses both directions;
- * matches SEND records to XMIT records by TCP sequence number.
+ * (recognizer.h: HTTP/1.1, HTTP/2, ZMTP ...), which parses both
+ * directions; matches SEND records to XMIT records by TCP sequence number
+ * (conn_xmit.c).
  *
  * Works on partial captures: each SEND/RECV carries the first cap_len of
  * `bytes` bytes; the rest is a gap the parsers skip by count.
@@ -17,7 +18,7 @@
 #include <linux/types.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 struct conn_table;
 struct grpc_profile;
@@ -56,7 +57,7 @@ struct conn_table_opts {
 	 */
 	int send_seq_exact;
 	/*
-	 * Optional: every complete ZMTP message (user/proto/zmtp.h); *m is
+	 * Optional: every complete ZMTP message (user/proto/zmtp/zmtp.h); *m is
 	 * valid only during the call. With on_zmtp_conn, once per ZMTP
 	 * connection, when it closes or tracing stops.
 	 */
@@ -66,7 +67,10 @@ struct conn_table_opts {
 	const struct grpc_profile *grpc_profile;
 };
 
-/* Counters the tracker keeps; all are printed at exit when non-zero. */
+/*
+ * Counters the tracker keeps; all are printed at exit when non-zero. The
+ * recognizers' own follow them (conn_table__counter()).
+ */
 struct conn_stats {
 	uint64_t events;            /* records consumed */
 	uint64_t connections;       /* connections seen */
@@ -76,20 +80,6 @@ struct conn_stats {
 	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP) */
 	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
-	uint64_t h2_frames_skipped; /* HTTP/2 frames not parsed (sync lost, gap inside) */
-	uint64_t h2_streams_unseen; /* HTTP/2 streams begun before tracing (not timed) */
-	uint64_t hpack_unknown;     /* header fields referencing unknown HPACK entries */
-	uint64_t hpack_errors;      /* header blocks that could not be decoded */
-	uint64_t grpc_lost;         /* gRPC messages whose framing was lost */
-	uint64_t traceparent_invalid; /* requests with an invalid traceparent header (ignored) */
-	uint64_t zmtp_conns;        /* ZMTP connections summarized */
-	uint64_t zmtp_msgs_in;      /* ZMTP messages read by traced processes */
-	uint64_t zmtp_msgs_out;     /* ... written */
-	uint64_t zmtp_partial;      /* ZMTP messages with body bytes not captured */
-	uint64_t zmtp_ids;          /* request ids found in ZMTP messages */
-	uint64_t zmtp_lost_sync;    /* ZMTP directions whose framing was lost */
-	uint64_t zmtp_mid_stream;   /* ZMTP connections recognized without a greeting */
-	uint64_t len32_conns;       /* connections of 4-byte length-prefixed messages (summarized as ZMTP's) */
 };
 
 /* Returns NULL with errno set on failure. */
@@ -110,5 +100,16 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 void conn_table__finish(struct conn_table *t, uint64_t now_ns);
 
 const struct conn_stats *conn_table__stats(const struct conn_table *t);
+
+/*
+ * The recognizers' counters (recognizer.h: struct proto_counters), every
+ * family's in turn, in the order they are printed: how many, and the i-th's
+ * name and value.
+ */
+unsigned int conn_table__n_counters(const struct conn_table *t);
+const char *conn_table__counter_name(const struct conn_table *t, unsigned int i);
+uint64_t conn_table__counter(const struct conn_table *t, unsigned int i);
+/* The recognizers' counter printed as name; 0 when there is none. */
+uint64_t conn_table__count(const struct conn_table *t, const char *name);
 
 #endif /* TTFTRACE_CONN_H */

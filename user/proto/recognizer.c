@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The protocol recognizers the connection tracker tries, in order (recognizer.h). */
+/*
+ * The protocol recognizers the connection tracker tries, in order, and the
+ * counters of their families, in the order they are printed (recognizer.h).
+ */
 #include "user/proto/recognizer.h"
 
 const struct proto_recognizer *const proto_recognizers[] = {
@@ -13,6 +16,15 @@ const struct proto_recognizer *const proto_recognizers[] = {
 };
 
 const unsigned int proto_n_recognizers = sizeof(proto_recognizers) / sizeof(proto_recognizers[0]);
+
+const struct proto_counters *const proto_counter_groups[] = {
+	&http2_counters,
+	&track_req_counters,
+	&zmtp_counters,
+};
+
+const unsigned int proto_n_counter_groups =
+	sizeof(proto_counter_groups) / sizeof(proto_counter_groups[0]);
 
 /* conn.c remembers which recognizers said no in 32 bits */
 _Static_assert(sizeof(proto_recognizers) / sizeof(proto_recognizers[0]) <= 32,

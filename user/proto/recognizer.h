@@ -3,18 +3,21 @@
  * Protocol recognizers: what turns the bytes of one traced connection into
  * requests, responses and token events. The connection tracker (conn.c)
  * keys connections, keeps the requests in flight, matches writes to XMIT
- * records and emits finished requests; a recognizer detects its protocol
+ * records (conn_xmit.c) and emits finished requests; a recognizer detects its protocol
  * from a connection's first payloads, parses both directions, and reports
  * what it sees through track.h.
  *
  * Adding a protocol (HTTP/2, gRPC, NDJSON streaming, ZMTP ...):
- *   1. create user/proto/<proto>.c (http1.c, HTTP/1.1 with SSE, is the
- *      model) defining `const struct proto_recognizer proto_<proto>`; it may
- *      use user/proto/ and user/lib/ only;
+ *   1. create a folder for its family, user/proto/<family>/ (http1/, HTTP/1.1
+ *      with SSE, is the model), with a recognizer defining `const struct
+ *      proto_recognizer proto_<proto>`; it may use user/proto/ (the
+ *      response bodies and event streams of stream/ too) and user/lib/ only;
  *   2. declare it below, and add it to proto_recognizers[] in
  *      user/proto/recognizer.c: the table is tried in order, so a cheap and
  *      certain detect goes first;
- *   3. test it in tests/unit/ (test_conn.c feeds records through the
+ *   3. its counters, if any: a struct proto_counters of its family
+ *      (declared below), appended to proto_counter_groups[];
+ *   4. test it in tests/unit/ (test_conn.c feeds records through the
  *      tracker) and add seeds to tests/fuzz/corpus.
  * The Makefile and tests/fuzz/build.sh pick up every user/proto/ source file by themselves.
  *
@@ -74,19 +77,44 @@ struct proto_recognizer {
 	void (*free)(void *st);
 };
 
+/*
+ * A protocol family's counters (HTTP/2's, ZMTP's ...), printed at exit when
+ * non-zero, after the tracker's own (conn_table__counter()). A recognizer
+ * adds to its family's with track_count(tc, &counters, i, n), i an index
+ * into names (an enum of the family's).
+ */
+struct proto_counters {
+	const char *const *names;	/* as printed */
+	unsigned int n;
+};
+
+/*
+ * Every family's counters, in the order they are printed (recognizer.c): a
+ * new family goes last, so that the counters printed before stay in place.
+ */
+extern const struct proto_counters *const proto_counter_groups[];
+extern const unsigned int proto_n_counter_groups;
+
+/* What requests of every protocol share: traceparent_invalid (track.c). */
+extern const struct proto_counters track_req_counters;
+/* HTTP/2 framing, HPACK and gRPC (http2/http2.c). */
+extern const struct proto_counters http2_counters;
+/* ZMTP and the length-prefixed streams summarized with it (zmtp/zmtp.c). */
+extern const struct proto_counters zmtp_counters;
+
 /* The recognizers, in the order they are tried (recognizer.c). */
 extern const struct proto_recognizer *const proto_recognizers[];
 extern const unsigned int proto_n_recognizers;
 
-/* HTTP/1.1 requests and responses, SSE token streams (http1.c). */
+/* HTTP/1.1 requests and responses, SSE token streams (http1/http1.c). */
 extern const struct proto_recognizer proto_http1;
-/* HTTP/2 cleartext: streams as requests, SSE and gRPC bodies (http2.c). */
+/* HTTP/2 cleartext: streams as requests, SSE and gRPC bodies (http2/http2.c). */
 extern const struct proto_recognizer proto_http2;
-/* ZMTP 3.x (ZeroMQ): messages and request ids, no requests (zmtp.c, zmtp.h). */
+/* ZMTP 3.x (ZeroMQ): messages and request ids, no requests (zmtp/zmtp.c, zmtp.h). */
 extern const struct proto_recognizer proto_zmtp;
-/* ZMTP 3.x seen from the middle: no greeting, frames found (zmtp.c, msg_sync.h). */
+/* ZMTP 3.x seen from the middle: no greeting, frames found (zmtp/zmtp.c, msg_sync.h). */
 extern const struct proto_recognizer proto_zmtp_mid;
-/* Streams of 4-byte big/little-endian length-prefixed messages, opaque but for ids (zmtp.c). */
+/* Streams of 4-byte big/little-endian length-prefixed messages, opaque but for ids (zmtp/zmtp.c). */
 extern const struct proto_recognizer proto_len32be;
 extern const struct proto_recognizer proto_len32le;
 

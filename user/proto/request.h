@@ -84,7 +84,7 @@ struct ttf_request {
 	char path[96];   /* request target without the query string, truncated */
 	int status;      /* HTTP status code; 0 unknown */
 	enum ttf_api api;
-	char model[64];  /* "model" of the request body (user/proto/body_model.h); "" unknown */
+	char model[64];  /* "model" of the request body (user/proto/stream/body_model.h); "" unknown */
 	struct ttf_trace_parent traceparent; /* its W3C traceparent header, when valid */
 
 	uint64_t arrival_first_ns; /* first request byte reached the server socket (kernel) */

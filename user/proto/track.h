@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * What a protocol recognizer (recognizer.h) calls to build requests on the
- * connection it parses. The tracker (conn.c) owns connections and requests:
+ * connection it parses. The tracker (conn.c, track.c) owns connections and requests:
  * it assigns ids, copies addresses and record times, matches response writes
  * to XMIT records, and emits a request once its response ended (or the
  * connection closed). A recognizer only says what the bytes mean.
@@ -21,11 +21,12 @@
 #include <stdint.h>
 #include "bpf/net.h"
 #include "user/proto/request.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 struct track_conn;
 struct track_req;
 struct grpc_profile;
+struct proto_counters;
 
 /* Which way requests travel on a connection, from the traced process's view. */
 enum track_role {
@@ -55,11 +56,11 @@ struct track_req *track_req_begin(struct track_conn *tc);
 /* Its head: method and path (truncated to fit), and the API the path names. */
 void track_req_head(struct track_req *q, const char *method, const char *path,
 		    enum ttf_api api);
-/* The "model" its body names (user/proto/body_model.h). */
+/* The "model" its body names (user/proto/stream/body_model.h). */
 void track_req_model(struct track_req *q, const char *model);
 /*
  * Its traceparent header(s): n_seen headers, tp the valid one (n_seen == 1
- * and tp->valid), else counted in conn_stats.traceparent_invalid.
+ * and tp->valid), else counted (traceparent_invalid).
  */
 void track_req_traceparent(struct track_conn *tc, struct track_req *q, int n_seen,
 			   const struct ttf_trace_parent *tp);
@@ -150,7 +151,7 @@ void track_resp_bytes(struct track_req *q, uint64_t bytes);
 /*
  * A ZMTP message ended in the current record (its last byte captured or
  * in the record's gap): the tracker fills m->sock_cookie, tgid, tid and
- * ts_ns from that record (0 during close), counts it, and calls
+ * ts_ns from that record (0 during close) and calls
  * conn_table_opts.on_zmtp_msg.
  */
 void track_zmtp_msg(struct track_conn *tc, struct ttf_zmtp_msg *m);
@@ -172,22 +173,12 @@ void track_lost_sync(struct track_conn *tc);
 /* An allocation failed: an event or request is lost (conn_stats.events_dropped_oom). */
 void track_oom(struct track_conn *tc);
 
-/* Protocol counters, in struct conn_stats and printed at exit (conn.h). */
-enum track_counter {
-	TRACK_CNT_H2_FRAMES_SKIPPED,	/* HTTP/2 frames not parsed: sync lost, or a gap inside */
-	TRACK_CNT_H2_STREAMS_UNSEEN,	/* HTTP/2 streams that began before tracing: not timed */
-	TRACK_CNT_HPACK_UNKNOWN,	/* header fields that referenced unknown table entries */
-	TRACK_CNT_HPACK_ERRORS,		/* header blocks that could not be decoded */
-	TRACK_CNT_GRPC_LOST,		/* gRPC messages whose framing was lost */
-	TRACK_CNT_TRACEPARENT_INVALID,	/* requests whose traceparent header was invalid (ignored) */
-	TRACK_CNT_ZMTP_LOST_SYNC,	/* ZMTP directions whose framing was lost (never guessed inside a record) */
-	TRACK_CNT_ZMTP_PARTIAL,		/* ZMTP messages with body bytes not captured */
-	TRACK_CNT_ZMTP_IDS,		/* request ids found in ZMTP messages (one per message and id) */
-	TRACK_CNT_ZMTP_MID_STREAM,	/* ZMTP connections recognized mid-stream (no greeting) */
-	TRACK_CNT_LEN32_CONNS,		/* connections of 4-byte length-prefixed messages */
-	TRACK_CNT__N,
-};
-void track_count(struct track_conn *tc, enum track_counter c, uint64_t n);
+/*
+ * Add n to counter i of a protocol family's counters (recognizer.h: struct
+ * proto_counters), printed at exit.
+ */
+void track_count(struct track_conn *tc, const struct proto_counters *g, unsigned int i,
+		 uint64_t n);
 /* The gRPC token profile of the table (conn_table_opts.grpc_profile), or NULL. */
 const struct grpc_profile *track_grpc_profile(const struct track_conn *tc);
 

@@ -18,7 +18,7 @@
 
 #include "user/model/metrics.h"
 #include "user/proto/conn.h"
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 struct ctx {
 	const struct grpc_profile *p;

@@ -21,8 +21,8 @@
 
 #include "user/model/metrics.h"
 #include "user/proto/conn.h"
-#include "user/proto/hpack.h"
-#include "user/proto/hpack_huffman.h"
+#include "user/proto/http2/hpack.h"
+#include "user/proto/http2/hpack_huffman.h"
 
 #define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 

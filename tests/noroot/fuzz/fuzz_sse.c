@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 static void on_event(void *ctx, const char *data, size_t len, uint64_t tag)
 {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* user/proto/body_model.c: the "model" of a JSON request body, fed in pieces. */
+/* user/proto/stream/body_model.c: the "model" of a JSON request body, fed in pieces. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/proto/body_model.h"
+#include "user/proto/stream/body_model.h"
 
 /* Feed s in pieces of n bytes; returns 1 and the name when found. */
 static int scan(const char *s, size_t n, char out[BODY_MODEL_MAX])

@@ -749,6 +749,35 @@ static void test_tls_close_waits_for_plaintext(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * The recognizers' counters, as the summary prints them after the
+ * tracker's own: every family's in turn, names and order fixed (recordings
+ * replay to the same output).
+ */
+static void test_proto_counters_in_print_order(void **state)
+{
+	static const char *const want[] = {
+		"h2_frames_skipped", "h2_streams_unseen", "hpack_unknown_refs", "hpack_errors",
+		"grpc_messages_lost", "traceparent_invalid", "zmtp_connections",
+		"zmtp_messages_in", "zmtp_messages_out", "zmtp_messages_partial",
+		"zmtp_request_ids", "zmtp_lost_sync", "zmtp_mid_stream_connections",
+		"len32_connections",
+	};
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+	unsigned int n = sizeof(want) / sizeof(want[0]);
+
+	(void)state;
+	assert_int_equal(conn_table__n_counters(t), n);
+	for (unsigned int i = 0; i < n; i++) {
+		assert_string_equal(conn_table__counter_name(t, i), want[i]);
+		assert_int_equal(conn_table__counter(t, i), 0);
+	}
+	assert_null(conn_table__counter_name(t, n));
+	assert_int_equal(conn_table__count(t, "no_such_counter"), 0);
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -771,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_expect_wait_unknown_in_one_read),
 		cmocka_unit_test(test_tls_plaintext_parsed_ciphertext_not),
 		cmocka_unit_test(test_tls_close_waits_for_plaintext),
+		cmocka_unit_test(test_proto_counters_in_print_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

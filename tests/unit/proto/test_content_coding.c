@@ -15,7 +15,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 #include "user/proto/conn.h"
-#include "user/proto/content_coding.h"
+#include "user/proto/stream/content_coding.h"
 
 #define MS 1000000ull
 

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 static void test_profile_parse(void **state)
 {

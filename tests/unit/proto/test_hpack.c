@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/hpack.h"
-#include "user/proto/hpack_huffman.h"
+#include "user/proto/http2/hpack.h"
+#include "user/proto/http2/hpack_huffman.h"
 
 static size_t unhex(const char *h, uint8_t *out)
 {

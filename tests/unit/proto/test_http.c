@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/http.h"
+#include "user/proto/http1/http.h"
 
 struct rec {
 	int begins, heads, ends;

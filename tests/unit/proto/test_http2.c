@@ -16,7 +16,7 @@
 #include <zlib.h>
 #include <cmocka.h>
 #include "user/proto/conn.h"
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 #define MS 1000000ull
 
@@ -269,7 +269,7 @@ static void test_mid_connection(void **state)
 	assert_int_equal(o.r[0].n_events, 1);
 	assert_string_equal(o.r[1].path, "/v1/responses");
 	assert_int_equal(o.r[1].api, TTF_API_RESPONSES);
-	assert_int_equal(conn_table__stats(t)->hpack_unknown, 1);
+	assert_int_equal(conn_table__count(t, "hpack_unknown_refs"), 1);
 	conn_table__free(t);
 }
 
@@ -416,7 +416,54 @@ static void test_traceparent(void **state)
 	assert_int_equal(o.r[0].traceparent.span_id[7], 0xb7);
 	assert_int_equal(o.r[0].traceparent.flags, 1);
 	assert_false(o.r[1].traceparent.valid);
-	assert_int_equal(conn_table__stats(t)->traceparent_invalid, 1);
+	assert_int_equal(conn_table__count(t, "traceparent_invalid"), 1);
+	conn_table__free(t);
+}
+
+/*
+ * An NDJSON stream (Ollama over h2c) is read line by line, as over
+ * HTTP/1.1; an SSE stream's first event names the response's id.
+ */
+static void test_ndjson_stream_and_response_id(void **state)
+{
+	static const char l1[] = "{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\"},"
+				 "\"done\":false}\n";
+	static const char l2[] = "{\"response\":\" there\",\"done\":false}\n";
+	static const char ev[] = "data: {\"id\":\"cmpl-0123456789abcdef0123456789abcdef\","
+				 "\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n";
+	struct out o;
+	struct conn_table *t = mk(&o, NULL);
+	struct buf b = {};
+	uint8_t blk[128];
+	size_t n;
+
+	(void)state;
+	put(&b, PREFACE, 24);
+	n = req_block(blk, "/api/chat");
+	frame(&b, 1, 0x5, 1, blk, n);
+	n = req_block(blk, "/v1/chat/completions");
+	frame(&b, 1, 0x5, 3, blk, n);
+	in(t, 10 * MS, &b);
+	n = resp_block(blk, "application/x-ndjson");
+	frame(&b, 1, 0x4, 1, blk, n);
+	frame(&b, 0, 0, 1, l1, strlen(l1));
+	out(t, 20 * MS, &b);
+	frame(&b, 0, 0x1, 1, l2, strlen(l2));
+	out(t, 30 * MS, &b);
+	n = resp_block(blk, SSE);
+	frame(&b, 1, 0x4, 3, blk, n);
+	frame(&b, 0, 0x1, 3, ev, strlen(ev));
+	out(t, 40 * MS, &b);
+	assert_int_equal(o.n, 2);
+
+	assert_true(o.r[0].flags & TTF_REQ_STREAM);
+	assert_int_equal(o.r[0].n_events, 2);
+	assert_int_equal(o.r[0].events[0].write_ns, 20 * MS);
+	assert_int_equal(o.r[0].events[1].write_ns, 30 * MS);
+	assert_string_equal(o.r[0].resp_id, "");		/* NDJSON names none */
+
+	assert_int_equal(o.r[1].n_events, 1);
+	assert_string_equal(o.r[1].resp_id, "cmpl-0123456789abcdef0123456789abcdef");
 	conn_table__free(t);
 }
 
@@ -429,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_grpc_profile_counts),
 		cmocka_unit_test(test_coded_bodies),
 		cmocka_unit_test(test_traceparent),
+		cmocka_unit_test(test_ndjson_stream_and_response_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

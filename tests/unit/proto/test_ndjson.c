@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* NDJSON token lines (user/proto/ndjson.h) and the splitter's line mode (sse.h). */
+/* NDJSON token lines (user/proto/stream/ndjson.h) and the splitter's line mode (sse.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/ndjson.h"
+#include "user/proto/stream/ndjson.h"
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 static void classify(const char *line, struct sse_event_info *out)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 static void classify(const char *s, struct sse_event_info *out)
 {

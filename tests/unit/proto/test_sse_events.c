@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 struct want {
 	const char *data;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/proto/request.h"
-#include "user/proto/sse_json.h"
+#include "user/proto/stream/sse_json.h"
 
 static const char *const agree[] = {
 	"{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"

@@ -7,7 +7,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/http.h"
+#include "user/proto/http1/http.h"
 #include "user/proto/traceparent.h"
 
 /* The example of https://www.w3.org/TR/trace-context/#examples-of-http-traceparent-headers */

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 #include "user/export/report_zmtp.h"
 #include "user/proto/conn.h"
-#include "user/proto/msg_sync.h"
+#include "user/proto/zmtp/msg_sync.h"
 #include "user/proto/recognizer.h"
 #include "zmtp_captures.h"
 #include "zmtp_feed.h"
@@ -30,7 +30,6 @@ static void test_push_pull_mid(void **state)
 {
 	struct out o;
 	struct conn_table *t = mktable(&o);
-	const struct conn_stats *cs = conn_table__stats(t);
 	char b[64];
 
 	(void)state;
@@ -58,9 +57,9 @@ static void test_push_pull_mid(void **state)
 	assert_int_equal(o.z.dir[ZMTP_DIR_IN].lost_sync, 0);
 	assert_int_equal(o.z.dir[ZMTP_DIR_IN].cut, 0);
 	assert_int_equal(o.z.ids_seen, 1 + 6);
-	assert_int_equal(cs->zmtp_mid_stream, 1);
-	assert_int_equal(cs->zmtp_conns, 1);
-	assert_int_equal(cs->len32_conns, 0);
+	assert_int_equal(conn_table__count(t, "zmtp_mid_stream_connections"), 1);
+	assert_int_equal(conn_table__count(t, "zmtp_connections"), 1);
+	assert_int_equal(conn_table__count(t, "len32_connections"), 0);
 	conn_table__free(t);
 }
 
@@ -171,7 +170,6 @@ static void len32_stream(bool be)
 	size_t n = 0, n1;
 	struct out o;
 	struct conn_table *t = mktable(&o);
-	const struct conn_stats *cs = conn_table__stats(t);
 	char id0[64], id1[64];
 
 	snprintf(id0, sizeof(id0), "cmpl-%s", HEX[0]);
@@ -210,8 +208,8 @@ static void len32_stream(bool be)
 	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].msgs, 2);
 	assert_int_equal(o.z.dir[ZMTP_DIR_IN].msgs, 2);
 	assert_int_equal(o.z.ids_seen, 2);
-	assert_int_equal(cs->len32_conns, 1);
-	assert_int_equal(cs->zmtp_mid_stream, 0);
+	assert_int_equal(conn_table__count(t, "len32_connections"), 1);
+	assert_int_equal(conn_table__count(t, "zmtp_mid_stream_connections"), 0);
 	conn_table__free(t);
 }
 
@@ -245,7 +243,7 @@ static void test_len32_resync(void **state)
 	assert_int_equal(o.n, 2);
 	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].lost_sync, 1);
 	assert_int_equal(o.z.dir[ZMTP_DIR_OUT].bytes_unparsed, 7 + n - 7);
-	assert_int_equal(conn_table__stats(t)->zmtp_lost_sync, 1);
+	assert_int_equal(conn_table__count(t, "zmtp_lost_sync"), 1);
 	conn_table__free(t);
 }
 
@@ -296,7 +294,6 @@ static void assert_not_taken(const struct neg *ng)
 {
 	struct out o;
 	struct conn_table *t = mktable(&o);
-	const struct conn_stats *cs = conn_table__stats(t);
 	unsigned int n_mid = 0;
 
 	for (unsigned int i = 0; i < proto_n_recognizers; i++) {
@@ -314,7 +311,8 @@ static void assert_not_taken(const struct neg *ng)
 	for (int k = 0; k < 4; k++)
 		feed(t, k & 1 ? TTF_EV_SEND : TTF_EV_RECV, ng->b, ng->len, ng->len);
 	close_(t);
-	assert_int_equal(cs->zmtp_mid_stream + cs->len32_conns, 0);
+	assert_int_equal(conn_table__count(t, "zmtp_mid_stream_connections") +
+			 conn_table__count(t, "len32_connections"), 0);
 	conn_table__free(t);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Strings in pickled ZMTP bodies (user/proto/zmtp_pickle.h, docs/protocols.md P8). */
+/* Strings in pickled ZMTP bodies (user/proto/zmtp/zmtp_pickle.h, docs/protocols.md P8). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/proto/zmtp.h"
-#include "user/proto/zmtp_pickle.h"
+#include "user/proto/zmtp/zmtp.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 
 #define RID "0123456789abcdef0123456789abcdef"
 

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 #include "user/proto/request.h"
-#include "user/proto/sse_events.h"
+#include "user/proto/stream/sse_events.h"
 
 static bool eq(const char *s, size_t n, const char *lit)
 {

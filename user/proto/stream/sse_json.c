@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
-#include "user/proto/sse_events.h"
-#include "user/proto/sse_json.h"
+#include "user/proto/stream/sse.h"
+#include "user/proto/stream/sse_events.h"
+#include "user/proto/stream/sse_json.h"
 
 #define MAX_DEPTH 64
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "user/proto/http.h"
+#include "user/proto/http1/http.h"
 
 /* Longest line kept; longer lines are scanned to their end and kept truncated. */
 #define HTTP_LINE_MAX 2048
@@ -163,27 +163,6 @@ static bool value_has(const char *v, size_t n, const char *token)
 	return false;
 }
 
-static bool is_token(const char *v, size_t n, const char *t)
-{
-	return n == strlen(t) && !strncasecmp(v, t, n);
-}
-
-/* One Content-Encoding field value, after `prev` (an earlier field line). */
-static enum http_coding coding_of(const char *v, size_t n, enum http_coding prev)
-{
-	enum http_coding c;
-
-	if (!n || is_token(v, n, "identity"))
-		return prev;
-	if (is_token(v, n, "gzip") || is_token(v, n, "x-gzip"))
-		c = HTTP_CODING_GZIP;
-	else if (is_token(v, n, "deflate"))
-		c = HTTP_CODING_DEFLATE;
-	else
-		c = HTTP_CODING_OTHER;	/* br, zstd, or a list of codings */
-	return prev == HTTP_CODING_NONE ? c : HTTP_CODING_OTHER;
-}
-
 static bool parse_header(struct http_parser *p, const char *l, size_t n)
 {
 	struct http_head *h = &p->head;
@@ -223,7 +202,7 @@ static bool parse_header(struct http_parser *p, const char *l, size_t n)
 	} else if (nl == 6 && !strncasecmp(l, "expect", nl)) {
 		h->expect_continue = value_has(v, vl, "100-continue");
 	} else if (nl == 16 && !strncasecmp(l, "content-encoding", nl)) {
-		h->coding = coding_of(v, vl, h->coding);
+		h->coding = http_coding_of(v, vl, h->coding);
 	} else if (nl == 11 && !strncasecmp(l, "traceparent", nl) && h->is_request) {
 		/* W3C Trace Context: more than one traceparent is invalid */
 		if (h->n_traceparent++ || ttf_traceparent__parse(v, vl, &h->traceparent))

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/hpack.h"
-#include "user/proto/hpack_huffman.h"
+#include "user/proto/http2/hpack.h"
+#include "user/proto/http2/hpack_huffman.h"
 
 /* Appendix A */
 static const char *const static_table[62][2] = {
@@ -51,16 +51,6 @@ struct hpack_dec {
 	size_t scratch_cap[2];
 	struct hpack_dec_stats stats;
 };
-
-void hpack_static(uint32_t index, const char **name, const char **value)
-{
-	if (index < 1 || index > STATIC_N) {
-		*name = *value = NULL;
-		return;
-	}
-	*name = static_table[index][0];
-	*value = static_table[index][1];
-}
 
 struct hpack_dec *hpack_dec__new(bool synced)
 {

@@ -7,8 +7,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <zlib.h>
-#include "user/proto/content_coding.h"
+#include "user/proto/stream/content_coding.h"
+
+static bool is_token(const char *v, size_t n, const char *t)
+{
+	return n == strlen(t) && !strncasecmp(v, t, n);
+}
+
+enum http_coding http_coding_of(const char *v, size_t n, enum http_coding prev)
+{
+	enum http_coding c;
+
+	if (!n || is_token(v, n, "identity"))
+		return prev;
+	if (is_token(v, n, "gzip") || is_token(v, n, "x-gzip"))
+		c = HTTP_CODING_GZIP;
+	else if (is_token(v, n, "deflate"))
+		c = HTTP_CODING_DEFLATE;
+	else
+		c = HTTP_CODING_OTHER;	/* br, zstd, or a list of codings */
+	return prev == HTTP_CODING_NONE ? c : HTTP_CODING_OTHER;
+}
 
 #define OUT_BYTES 16384
 

@@ -1,196 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * ZMTP 3.x recognizer (recognizer.h, zmtp.h): ZeroMQ sockets over TCP, as
- * pyzmq's PUSH/PULL and ROUTER/DEALER connect an LLM API server to its
- * engine core. Wire facts: 23/ZMTP (3.0) and 37/ZMTP (3.1), summarized in
- * docs/protocols.md ("ZMTP").
- *
- * Each direction has its own parser: the 64-byte greeting, then frames
- * (flags byte, 1- or 8-byte size, body). Command frames are parsed for
- * READY's Socket-Type and counted (PING/PONG); message frames are joined
- * into messages (MORE), and each frame body's captured prefix is walked as
- * msgpack for request-id strings. Uncaptured bytes are skipped by count
- * inside a frame body; a gap over a frame's flags or size, or a flags byte
- * with reserved bits, loses the direction's framing for good: counted and
- * said (lost_sync), never guessed, since writes need not start at messages.
- * The connection makes no requests: it reports messages (track_zmtp_msg)
- * and, at close, its summary (track_zmtp_conn).
- *
- * Connections seen from their middle (opened before tracing) have no
- * greeting: proto_zmtp_mid says yes to a record that parses as whole
- * frames with an id in a msgpack body (msg_sync.h), and each direction
- * then starts at the first record that parses so ("hunting"). The same
- * machinery reads streams of 4-byte length-prefixed messages
- * (proto_len32be, proto_len32le): one frame a message, opaque bodies
- * scanned for ids. In both, a lost framing hunts again at a later
- * record's start (counted in lost_sync as well).
+ * One ZMTP direction's parser (zmtp_conn.h): the 64-byte greeting, then
+ * frames (flags byte, 1- or 8-byte size, body), command frames read for
+ * READY's Socket-Type, message frames joined into messages (MORE) and
+ * their bodies walked for request ids; gaps skipped by count inside a body,
+ * framing lost (or hunted again, mid-stream) over a flags byte or size.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "user/lib/hash.h"
-#include "user/proto/msg_sync.h"
-#include "user/proto/recognizer.h"
-#include "user/proto/zmtp.h"
-#include "user/proto/zmtp_pickle.h"
-
-#define GREETING_BYTES 64
-#define SIG_BYTES 10		/* %xFF, 8 padding bytes, %x7F */
-#define BODY_KEEP 4096		/* a frame body's captured prefix kept for the id walk */
-#define IDS_TRACKED 4096	/* distinct ids kept per connection for ids_seen */
-
-#define F_MORE 0x01
-#define F_LONG 0x02
-#define F_COMMAND 0x04
-#define F_RESERVED 0xf8
-
-enum zstate { Z_GREETING, Z_FLAGS, Z_SIZE, Z_BODY, Z_LOST, Z_HUNT };
-
-struct zdir {
-	enum zstate st;
-	uint32_t greet_n;		/* greeting bytes consumed */
-	unsigned char greet[GREETING_BYTES];
-	uint64_t greet_known;		/* bit i (i < 64): greeting byte i was captured */
-	uint8_t flags;			/* the frame's */
-	uint8_t size_n, size_w;		/* size bytes read, of size_w */
-	uint64_t size, left;		/* the frame body's size, bytes still to come */
-	unsigned char body[BODY_KEEP];
-	size_t body_n;			/* captured prefix of the body kept */
-	bool body_gap;			/* bytes of the body were not captured: body_n is final */
-	struct ttf_zmtp_msg msg;	/* the message in progress */
-	char (*more)[ZMTP_ID_BYTES];	/* its ids past ZMTP_MSG_IDS (msg.more_ids) */
-	uint32_t n_more, cap_more;
-	bool in_msg;
-	uint64_t seq;
-};
-
-struct id_seen {
-	char id[ZMTP_ID_BYTES];
-	UT_hash_handle hh;
-};
-
-struct zmtp {
-	struct track_conn *tc;
-	enum msg_framing framing;
-	bool mid;			/* no greeting: directions start hunting */
-	struct zdir d[ZMTP_DIR__N];
-	struct ttf_zmtp_conn sum;
-	struct id_seen *ids;		/* distinct ids, uthash by id */
-	unsigned int n_tracked;
-};
-
-static enum proto_verdict zmtp_detect(const char *buf, size_t len, bool is_read,
-				      enum track_role *role)
-{
-	const unsigned char *b = (const unsigned char *)buf;
-
-	(void)is_read;
-	if (!len || b[0] != 0xff)
-		return PROTO_NO;
-	if (len < SIG_BYTES)
-		return PROTO_MAYBE;
-	if (b[SIG_BYTES - 1] != 0x7f || (len > SIG_BYTES && b[SIG_BYTES] < 3))
-		return PROTO_NO;	/* not ZMTP, or ZMTP 1.0/2.0 */
-	/* no requests here: "server" only makes RECV the IN side */
-	*role = TRACK_ROLE_SERVER;
-	return PROTO_YES;
-}
-
-static struct zmtp *open_as(struct track_conn *tc, enum msg_framing f, bool mid)
-{
-	struct zmtp *s = calloc(1, sizeof(*s));
-
-	if (!s)
-		return NULL;
-	s->tc = tc;
-	s->framing = f;
-	s->mid = mid;
-	s->sum.framing = f;
-	s->sum.mid_stream = mid && f == MSG_FRAMING_ZMTP;
-	for (int i = 0; i < ZMTP_DIR__N; i++) {
-		s->d[i].msg.dir = i;
-		s->d[i].st = mid ? Z_HUNT : Z_GREETING;
-		s->sum.dir[i].minor = 0xff;
-	}
-	if (f == MSG_FRAMING_ZMTP && mid)
-		track_count(tc, TRACK_CNT_ZMTP_MID_STREAM, 1);
-	else if (f != MSG_FRAMING_ZMTP)
-		track_count(tc, TRACK_CNT_LEN32_CONNS, 1);
-	return s;
-}
-
-/*
- * No greeting: yes to a record that parses from its first byte as whole
- * frames of framing f (or frames going on past the captured bytes) with a
- * request id in a body (msg_sync.h); no to TLS records; else maybe (a
- * record that starts inside a frame, text included: a later one may
- * start at one; PROTO_UNDECIDED_MAX bounds the wait). A
- * len32 stream needs one whole message; ZMTP takes a body cut by the
- * capture when 256 bytes of it parsed as msgpack with the id.
- */
-static enum proto_verdict mid_detect(enum msg_framing f, const char *buf, size_t len,
-				     enum track_role *role)
-{
-	const unsigned char *b = (const unsigned char *)buf;
-	struct msg_sync ms;
-
-	if (!len)
-		return PROTO_MAYBE;
-	if (msg_sync__tls_record(b, len))
-		return PROTO_NO;
-	if (msg_sync__check(f, b, len, 0, &ms) || !ms.id)
-		return PROTO_MAYBE;
-	if (!(ms.tiled && ms.frames) &&
-	    !(ms.cut && (ms.frames || (f == MSG_FRAMING_ZMTP && len >= 256))))
-		return PROTO_MAYBE;
-	*role = TRACK_ROLE_SERVER;	/* as zmtp_detect: RECV is IN */
-	return PROTO_YES;
-}
-
-static enum proto_verdict zmtp_mid_detect(const char *buf, size_t len, bool is_read,
-					  enum track_role *role)
-{
-	(void)is_read;
-	return mid_detect(MSG_FRAMING_ZMTP, buf, len, role);
-}
-
-static enum proto_verdict len32be_detect(const char *buf, size_t len, bool is_read,
-					 enum track_role *role)
-{
-	(void)is_read;
-	return mid_detect(MSG_FRAMING_LEN32BE, buf, len, role);
-}
-
-static enum proto_verdict len32le_detect(const char *buf, size_t len, bool is_read,
-					 enum track_role *role)
-{
-	(void)is_read;
-	return mid_detect(MSG_FRAMING_LEN32LE, buf, len, role);
-}
-
-static void *zmtp_open(struct track_conn *tc, enum track_role role)
-{
-	(void)role;
-	return open_as(tc, MSG_FRAMING_ZMTP, false);
-}
-
-static void *zmtp_mid_open(struct track_conn *tc, enum track_role role)
-{
-	(void)role;
-	return open_as(tc, MSG_FRAMING_ZMTP, true);
-}
-
-static void *len32be_open(struct track_conn *tc, enum track_role role)
-{
-	(void)role;
-	return open_as(tc, MSG_FRAMING_LEN32BE, true);
-}
-
-static void *len32le_open(struct track_conn *tc, enum track_role role)
-{
-	(void)role;
-	return open_as(tc, MSG_FRAMING_LEN32LE, true);
-}
+#include "user/proto/zmtp/zmtp_conn.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 
 static void lose(struct zmtp *s, int dir)
 {
@@ -202,7 +22,7 @@ static void lose(struct zmtp *s, int dir)
 	d->in_msg = false;
 	s->sum.dir[dir].lost_sync = 1;
 	track_lost_sync(s->tc);
-	track_count(s->tc, TRACK_CNT_ZMTP_LOST_SYNC, 1);
+	track_count(s->tc, &zmtp_counters, ZMTP_CNT_LOST_SYNC, 1);
 }
 
 /* ---- ids ---- */
@@ -215,7 +35,7 @@ static void id_add(struct zmtp *s, struct ttf_zmtp_msg *m, const char *id, size_
 	for (k = 0; k < m->n_ids; k++)
 		if (strlen(m->ids[k]) == n && !memcmp(m->ids[k], id, n))
 			return;		/* said twice in one message */
-	track_count(s->tc, TRACK_CNT_ZMTP_IDS, 1);
+	track_count(s->tc, &zmtp_counters, ZMTP_CNT_IDS, 1);
 	if (m->n_ids == ZMTP_MSG_IDS) {
 		struct zdir *d = &s->d[m->dir];
 
@@ -382,10 +202,12 @@ static void frame_end(struct zmtp *s, int dir)
 	ds->bytes += m->bytes;
 	if (m->flags & ZMTP_MSG_PARTIAL) {
 		ds->partial++;
-		track_count(s->tc, TRACK_CNT_ZMTP_PARTIAL, 1);
+		track_count(s->tc, &zmtp_counters, ZMTP_CNT_PARTIAL, 1);
 	}
 	m->more_ids = (const char (*)[ZMTP_ID_BYTES])d->more;
 	m->n_more_ids = d->n_more;
+	track_count(s->tc, &zmtp_counters,
+		    m->dir == ZMTP_DIR_IN ? ZMTP_CNT_MSGS_IN : ZMTP_CNT_MSGS_OUT, 1);
 	track_zmtp_msg(s->tc, m);
 	m->more_ids = NULL;
 	m->n_more_ids = 0;
@@ -545,90 +367,14 @@ static void hunt(struct zmtp *s, int dir, const unsigned char *p, size_t len, si
 	frame_next(s, d);
 }
 
-static void zmtp_feed(void *st, enum track_side side, uint32_t gap_before, const char *buf,
-		      size_t len, size_t gap_after)
+void zmtp_dir_feed(struct zmtp *s, int dir, uint32_t gap_before, const unsigned char *p,
+		   size_t len, size_t gap_after)
 {
-	struct zmtp *s = st;
-	int dir = side == TRACK_SIDE_REQ ? ZMTP_DIR_IN : ZMTP_DIR_OUT;
-
 	if (gap_before && s->d[dir].st != Z_HUNT)
 		skip(s, dir, gap_before);
 	if (s->d[dir].st == Z_HUNT)
-		hunt(s, dir, (const unsigned char *)buf, len, gap_after);
-	consume(s, dir, (const unsigned char *)buf, len);
+		hunt(s, dir, p, len, gap_after);
+	consume(s, dir, p, len);
 	if (gap_after)
 		skip(s, dir, gap_after);
 }
-
-static void zmtp_forget(void *st, struct track_req *q)
-{
-	(void)st;
-	(void)q;	/* no requests on a ZMTP connection */
-}
-
-static void zmtp_close(void *st, bool until_close_ends)
-{
-	struct zmtp *s = st;
-
-	(void)until_close_ends;
-	for (int i = 0; i < ZMTP_DIR__N; i++)
-		if (s->d[i].in_msg ||
-		    (s->d[i].st == Z_SIZE && (s->framing == MSG_FRAMING_ZMTP || s->d[i].size_n)) ||
-		    (s->d[i].st == Z_BODY && !(s->d[i].flags & F_COMMAND)))
-			s->sum.dir[i].cut = 1;
-	track_zmtp_conn(s->tc, &s->sum);
-}
-
-static void zmtp_free(void *st)
-{
-	struct zmtp *s = st;
-	struct id_seen *e, *tmp;
-
-	HASH_ITER(hh, s->ids, e, tmp) {
-		HASH_DEL(s->ids, e);
-		free(e);
-	}
-	for (int i = 0; i < ZMTP_DIR__N; i++)
-		free(s->d[i].more);
-	free(s);
-}
-
-const struct proto_recognizer proto_zmtp = {
-	.name = "zmtp",
-	.detect = zmtp_detect,
-	.open = zmtp_open,
-	.feed = zmtp_feed,
-	.forget = zmtp_forget,
-	.close = zmtp_close,
-	.free = zmtp_free,
-};
-
-const struct proto_recognizer proto_zmtp_mid = {
-	.name = "zmtp-mid",
-	.detect = zmtp_mid_detect,
-	.open = zmtp_mid_open,
-	.feed = zmtp_feed,
-	.forget = zmtp_forget,
-	.close = zmtp_close,
-	.free = zmtp_free,
-};
-
-const struct proto_recognizer proto_len32be = {
-	.name = "len32be",
-	.detect = len32be_detect,
-	.open = len32be_open,
-	.feed = zmtp_feed,
-	.forget = zmtp_forget,
-	.close = zmtp_close,
-	.free = zmtp_free,
-};
-
-const struct proto_recognizer proto_len32le = {
-	.name = "len32le",
-	.detect = len32le_detect,
-	.open = len32le_open,
-	.feed = zmtp_feed,
-	.forget = zmtp_forget,
-	.close = zmtp_close,
-	.free = zmtp_free,
-};

@@ -2,8 +2,8 @@
 /* Message framing found from a record's first byte (msg_sync.h). */
 #include <errno.h>
 #include <string.h>
-#include "user/proto/msg_sync.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/msg_sync.h"
+#include "user/proto/zmtp/zmtp.h"
 
 #define F_MORE 0x01
 #define F_LONG 0x02

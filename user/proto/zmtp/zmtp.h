@@ -91,7 +91,7 @@ struct ttf_zmtp_conn {
 	uint64_t ids_untracked;	/* ids not counted as distinct: the set was full */
 	uint32_t n_ids;		/* ids[0 .. n_ids): the first distinct ones */
 	char ids[ZMTP_CONN_IDS][ZMTP_ID_BYTES];
-	uint8_t framing;	/* enum msg_framing (user/proto/msg_sync.h): ZMTP, or len32 messages */
+	uint8_t framing;	/* enum msg_framing (user/proto/zmtp/msg_sync.h): ZMTP, or len32 messages */
 	uint8_t mid_stream;	/* 1: recognized from frames, no greeting seen (socket types unknown) */
 	/* filled by whoever keeps the messages (user/model/zmtp_log.h); 0 here */
 	uint64_t msgs_kept, msgs_dropped;

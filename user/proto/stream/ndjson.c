@@ -2,7 +2,7 @@
 /* NDJSON token lines (ndjson.h). */
 #include <cjson/cJSON.h>
 #include <string.h>
-#include "user/proto/ndjson.h"
+#include "user/proto/stream/ndjson.h"
 #include "user/proto/request.h"
 
 static int nonempty_str(const cJSON *o, const char *key)

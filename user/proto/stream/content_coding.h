@@ -11,8 +11,23 @@
 #ifndef TTFTRACE_CONTENT_CODING_H
 #define TTFTRACE_CONTENT_CODING_H
 
+#include <stdbool.h>
 #include <stddef.h>
-#include "user/proto/http.h"
+
+/* Content-Encoding of a message (RFC 9110 section 8.4), as far as it matters here. */
+enum http_coding {
+	HTTP_CODING_NONE = 0,	/* absent or identity */
+	HTTP_CODING_GZIP,	/* gzip, x-gzip (RFC 1952) */
+	HTTP_CODING_DEFLATE,	/* deflate: zlib format (RFC 1950) */
+	HTTP_CODING_OTHER,	/* br, zstd, compress, several codings, anything else */
+};
+
+/*
+ * One Content-Encoding field value (an HTTP/1.1 header line, an HTTP/2
+ * field), after prev, what the earlier ones said: several codings are
+ * HTTP_CODING_OTHER.
+ */
+enum http_coding http_coding_of(const char *v, size_t n, enum http_coding prev);
 
 struct cc_decoder;
 

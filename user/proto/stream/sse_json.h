@@ -9,7 +9,7 @@
 #define TTFTRACE_SSE_JSON_H
 
 #include <stddef.h>
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 int sse_json__classify(const char *data, size_t len, struct sse_event_info *out);
 /* The reference path on a cJSON tree (trimmed payload starting with '{'). */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Strings in pickled ZMTP message bodies (zmtp_pickle.h; docs/protocols.md P8). */
-#include "user/proto/zmtp.h"
-#include "user/proto/zmtp_pickle.h"
+#include "user/proto/zmtp/zmtp.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 
 #define OP_PROTO 0x80			/* then the protocol, 1 byte */
 #define OP_SHORT_BINUNICODE 0x8c	/* then a 1-byte length, UTF-8 (protocol 4) */

@@ -13,30 +13,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/body_model.h"
-#include "user/proto/content_coding.h"
-#include "user/proto/http.h"
+#include "user/proto/stream/body_model.h"
+#include "user/proto/http1/http.h"
 #include "user/proto/recognizer.h"
-#include "user/proto/ndjson.h"
-#include "user/proto/sse.h"
-
-#define BODY_MAX_BYTES (64u * 1024) /* non-streamed body kept to read its usage */
+#include "user/proto/stream/resp_body.h"
 
 struct http1 {
 	struct track_conn *tc;
 	struct http_parser *reqp, *respp;
-	struct sse_splitter *sse;
-	bool ndjson;			/* tx's stream is NDJSON lines (ndjson.h), not SSE */
 	struct track_req *rx;		/* request whose bytes are being parsed */
 	struct track_req *tx;		/* request whose response is being parsed */
-	bool body_incomplete;		/* tx's non-streamed body not fully kept */
-	char *body;
-	size_t body_len;
+	struct resp_body body;		/* tx's body */
 	struct body_model model;	/* rx's "model", from its body's first bytes */
-	struct cc_decoder *dec;		/* tx's body is gzip/deflate: decoded before parsing */
-	bool coded;			/* tx's body has a Content-Encoding */
-	bool opaque;			/* ... that cannot be read: no tokens counted */
-	uint64_t first_body_ns;		/* the write of tx's first body byte */
 	uint64_t n_feeds;		/* records fed so far */
 	bool rx_expect;			/* rx said Expect: 100-continue, its body not begun */
 	uint64_t rx_head_feed;		/* the record that ended rx's head */
@@ -50,34 +38,14 @@ struct http1 {
 /* A request body is recognised again (a gateway forwards it) by its first bytes' hash. */
 #define BODY_HASH_BYTES 128
 
-static void body_reset(struct http1 *s)
-{
-	free(s->body);
-	s->body = NULL;
-	s->body_len = 0;
-	s->body_incomplete = false;
-	cc_decoder__free(s->dec);
-	s->dec = NULL;
-	s->coded = s->opaque = false;
-	s->first_body_ns = 0;
-}
-
-static void usage_of(struct track_req *q, const struct sse_event_info *info)
-{
-	if (info->has_usage)
-		track_req_usage(q, info->completion_tokens, info->prompt_tokens);
-}
-
 /* The response ends where its last byte was seen. */
 static void force_end(struct http1 *s, struct track_req *q)
 {
 	if (s->tx == q && http_parser__in_message(s->respp))
 		track_resp_bytes(q, http_parser__msg_bytes(s->respp));
 	http_parser__resync(s->respp);
-	if (s->sse)
-		sse_splitter__reset(s->sse);
 	s->tx = NULL;
-	body_reset(s);
+	resp_body__reset(&s->body);
 	track_resp_cut(s->tc, q);
 }
 
@@ -194,53 +162,6 @@ static void resp_begin(void *ctx)
 	s->tx = track_resp_begin(s->tc);
 }
 
-static void sse_event(void *ctx, const char *data, size_t len, uint64_t tag)
-{
-	struct http1 *s = ctx;
-	struct track_req *q = s->tx;
-	const struct ttf_net_event *cur;
-	struct sse_event_info info;
-	struct ttf_token_event ev = {};
-
-	if (!q)
-		return;
-	if (s->ndjson)
-		ndjson_classify(data, len, &info);
-	else
-		sse_classify(data, len, &info);
-	usage_of(q, &info);
-	/* the response id, from the stream's first events only (message hops) */
-	if (!s->ndjson && !track_req_info(q)->resp_id[0] && track_req_info(q)->n_sse_events < 2) {
-		char id[sizeof(track_req_info(q)->resp_id)];
-
-		if (!sse_response_id(data, len, id, sizeof(id)))
-			track_resp_id(q, id, strlen(id));
-	}
-	switch (info.kind) {
-	case SSE_EV_TOKEN:
-		cur = track_cur(s->tc);
-		ev.write_ns = tag;
-		ev.write_start_ns = cur && cur->ts_ns == tag ? cur->enter_ns : 0;
-		ev.n_tokens = info.n_tokens;
-		ev.flags = info.token_flags;
-		track_resp_event(s->tc, q, &ev);
-		break;
-	case SSE_EV_DONE:
-		track_resp_event(s->tc, q, NULL);
-		track_req_flag(q, TTF_REQ_DONE_MARKER);
-		break;
-	case SSE_EV_ERROR:
-		track_resp_event(s->tc, q, NULL);
-		track_req_flag(q, TTF_REQ_ERROR);
-		break;
-	default:
-		track_resp_event(s->tc, q, NULL);
-		break;
-	}
-}
-
-static void decoded(void *ctx, const char *data, size_t len);
-
 static void resp_head(void *ctx, struct http_head *h)
 {
 	struct http1 *s = ctx;
@@ -251,7 +172,7 @@ static void resp_head(void *ctx, struct http_head *h)
 	if (h->status < 200) {
 		/* interim (100 Continue): the real response is still to come */
 		s->tx = NULL;
-		body_reset(s);
+		resp_body__reset(&s->body);
 		track_resp_interim(s->tc, q);
 		return;
 	}
@@ -260,130 +181,25 @@ static void resp_head(void *ctx, struct http_head *h)
 		track_req_flag(q, TTF_REQ_ERROR);
 	if (!strcmp(track_req_info(q)->method, "HEAD"))
 		h->no_body = true;
-	if (h->coding != HTTP_CODING_NONE) {
-		s->coded = true;
-		if (cc_decodable(h->coding))
-			s->dec = cc_decoder__new(h->coding, decoded, s);
-		if (!s->dec) {
-			if (cc_decodable(h->coding))
-				track_oom(s->tc);
-			s->opaque = true;
-			track_resp_opaque(q, 0);
-		}
-	}
-	s->ndjson = h->ndjson && !h->event_stream;
-	if (h->event_stream || h->ndjson) {
-		if (!s->sse) {
-			s->sse = sse_splitter__new(sse_event, s);
-			if (!s->sse)
-				track_oom(s->tc);
-		} else {
-			sse_splitter__reset(s->sse);
-		}
-		if (s->sse)
-			sse_splitter__set_lines(s->sse, s->ndjson);
-	}
-}
-
-/* Body bytes as the server meant them (decoded when coded). */
-static void body_plain(struct http1 *s, const char *data, size_t len)
-{
-	struct track_req *q = s->tx;
-	char *b;
-
-	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
-		if (s->sse && sse_splitter__feed(s->sse, data, len, track_cur(s->tc)->ts_ns))
-			track_oom(s->tc);
-		return;
-	}
-	if (s->body_incomplete)
-		return;
-	if (s->body_len + len > BODY_MAX_BYTES) {
-		s->body_incomplete = true;
-		return;
-	}
-	b = realloc(s->body, s->body_len + len);
-	if (!b) {
-		s->body_incomplete = true;
-		return;
-	}
-	memcpy(b + s->body_len, data, len);
-	s->body = b;
-	s->body_len += len;
-}
-
-static void decoded(void *ctx, const char *data, size_t len)
-{
-	struct http1 *s = ctx;
-
-	if (s->tx && !s->opaque)
-		body_plain(s, data, len);
-}
-
-/*
- * The coded body cannot be followed any more (a byte not captured, or data
- * the coding rejects): no token counts from here on, never wrong ones.
- */
-static void go_opaque(struct http1 *s)
-{
-	if (s->opaque)
-		return;
-	s->opaque = true;
-	cc_decoder__free(s->dec);
-	s->dec = NULL;
-	if (s->sse)
-		sse_splitter__reset(s->sse);
-	/* a stream's TTFT falls back to its first body write; a whole body's is its end */
-	track_resp_opaque(s->tx, track_req_info(s->tx)->flags & TTF_REQ_STREAM ?
-				 s->first_body_ns : 0);
+	resp_body__begin(&s->body, q, h->coding);
+	if (h->event_stream || h->ndjson)
+		resp_body__events(&s->body, h->ndjson && !h->event_stream);
 }
 
 static void resp_body(void *ctx, const char *data, size_t len)
 {
 	struct http1 *s = ctx;
-	struct track_req *q = s->tx;
-	const struct ttf_net_event *cur = track_cur(s->tc);
-	bool first = !s->first_body_ns;
 
-	if (!q)
-		return;
-	if (first && cur)
-		s->first_body_ns = cur->ts_ns;
-	if (!s->coded) {
-		body_plain(s, data, len);
-		return;
-	}
-	if (s->opaque) {
-		if (first && track_req_info(q)->flags & TTF_REQ_STREAM)
-			track_resp_opaque_first(s->tc, q);
-		return;
-	}
-	if (cc_decoder__feed(s->dec, data, len))
-		go_opaque(s);
+	if (s->tx)
+		resp_body__data(&s->body, data, len);
 }
 
 static void resp_body_gap(void *ctx, size_t len)
 {
 	struct http1 *s = ctx;
-	struct track_req *q = s->tx;
 
-	if (!q)
-		return;
-	track_req_flag(q, TTF_REQ_TRUNCATED);
-	if (!s->first_body_ns && track_cur(s->tc))
-		s->first_body_ns = track_cur(s->tc)->ts_ns;
-	if (s->coded) {
-		/* a coded body cannot skip bytes: what follows is unreadable */
-		if (!s->opaque)
-			go_opaque(s);
-		return;
-	}
-	if (track_req_info(q)->flags & TTF_REQ_STREAM) {
-		if (s->sse)
-			sse_splitter__gap(s->sse, len);
-	} else {
-		s->body_incomplete = true;
-	}
+	if (s->tx)
+		resp_body__gap(&s->body, len);
 }
 
 static void resp_end(void *ctx, uint64_t msg_bytes)
@@ -391,26 +207,14 @@ static void resp_end(void *ctx, uint64_t msg_bytes)
 	struct http1 *s = ctx;
 	struct track_req *q = s->tx;
 	const struct ttf_request *r;
-	struct sse_event_info info;
 
 	if (!q)
 		return;
 	r = track_req_info(q);
-	if (s->dec && !s->opaque)
-		track_req_flag(q, TTF_REQ_DECODED);
-	if (r->flags & TTF_REQ_NONSTREAM) {
-		if (!s->body_incomplete && s->body_len && !s->opaque) {
-			sse_classify(s->body, s->body_len, &info);
-			usage_of(q, &info);
-			if (info.kind == SSE_EV_ERROR)
-				track_req_flag(q, TTF_REQ_ERROR);
-		}
-		if (r->status < 400 && r->status != 0)
-			track_resp_whole(s->tc, q);
-	} else if (s->sse) {
-		sse_splitter__reset(s->sse);
-	}
-	body_reset(s);
+	resp_body__end(&s->body);
+	if ((r->flags & TTF_REQ_NONSTREAM) && r->status < 400 && r->status != 0)
+		track_resp_whole(s->tc, q);
+	resp_body__reset(&s->body);
 	s->tx = NULL;
 	track_resp_end(s->tc, q, msg_bytes);
 }
@@ -461,9 +265,7 @@ static void http1_free(void *st)
 		return;
 	http_parser__free(s->reqp);
 	http_parser__free(s->respp);
-	sse_splitter__free(s->sse);
-	cc_decoder__free(s->dec);
-	free(s->body);
+	resp_body__free(&s->body);
 	free(s);
 }
 
@@ -474,6 +276,7 @@ static void *http1_open(struct track_conn *tc, enum track_role role)
 	if (!s)
 		return NULL;
 	s->tc = tc;
+	resp_body__init(&s->body, tc);
 	s->reqp = http_parser__new(true, &req_cbs, s);
 	s->respp = http_parser__new(false, &resp_cbs, s);
 	if (!s->reqp || !s->respp) {
@@ -534,7 +337,7 @@ static void http1_forget(void *st, struct track_req *q)
 		s->rx = NULL;
 	if (s->tx == q) {
 		s->tx = NULL;
-		body_reset(s);
+		resp_body__reset(&s->body);
 	}
 }
 

@@ -6,7 +6,7 @@
  * facts: the msgpack specification (docs/protocols.md, "ZMTP").
  */
 #include <string.h>
-#include "user/proto/zmtp.h"
+#include "user/proto/zmtp/zmtp.h"
 
 #define MP_MAX_VALUES 65536
 

@@ -19,15 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "user/proto/stream/content_coding.h"
 #include "user/proto/traceparent.h"
-
-/* Content-Encoding of a message (RFC 9110 section 8.4), as far as it matters here. */
-enum http_coding {
-	HTTP_CODING_NONE = 0,	/* absent or identity */
-	HTTP_CODING_GZIP,	/* gzip, x-gzip (RFC 1952) */
-	HTTP_CODING_DEFLATE,	/* deflate: zlib format (RFC 1950) */
-	HTTP_CODING_OTHER,	/* br, zstd, compress, several codings, anything else */
-};
 
 struct http_head {
 	bool is_request;

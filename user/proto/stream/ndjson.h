@@ -2,7 +2,7 @@
 /*
  * NDJSON token streams (Content-Type: application/x-ndjson), as Ollama
  * streams /api/chat and /api/generate and as its runner answers the server:
- * one JSON object per line (user/proto/sse.h splits them).
+ * one JSON object per line (user/proto/stream/sse.h splits them).
  *   token: message.content, message.thinking (reasoning), message.tool_calls
  *          (/api/chat), response or thinking (/api/generate), or a top-level
  *          content (the runner's lines) that is non-empty;
@@ -16,7 +16,7 @@
 #define TTFTRACE_NDJSON_H
 
 #include <stddef.h>
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 /* Classify one line (without its newline). */
 void ndjson_classify(const char *line, size_t len, struct sse_event_info *out);

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include "user/proto/hpack_huffman.h"
+#include "user/proto/http2/hpack_huffman.h"
 
 const struct hpack_huff_code hpack_huff_table[HPACK_HUFF_SYMBOLS] = {
 	/*   0 */ {0x1ff8, 13}, {0x7fffd8, 23}, {0xfffffe2, 28}, {0xfffffe3, 28},

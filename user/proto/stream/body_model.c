@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <string.h>
-#include "user/proto/body_model.h"
+#include "user/proto/stream/body_model.h"
 
 void body_model__reset(struct body_model *m)
 {

@@ -64,7 +64,4 @@ void hpack_dec__desync(struct hpack_dec *d);
 bool hpack_dec__synced(const struct hpack_dec *d);
 const struct hpack_dec_stats *hpack_dec__stats(const struct hpack_dec *d);
 
-/* The static table (RFC 7541 Appendix A), index 1..61; NULL name outside. */
-void hpack_static(uint32_t index, const char **name, const char **value);
-
 #endif /* TTFTRACE_HPACK_H */

@@ -32,7 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "user/proto/sse.h"
+#include "user/proto/stream/sse.h"
 
 enum sse_family {
 	SSE_FAM_NONE = 0,	/* no "type", or one neither format uses: OpenAI chunk rules */

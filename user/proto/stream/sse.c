@@ -10,10 +10,10 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 #include "user/proto/request.h"
-#include "user/proto/sse.h"
-#include "user/proto/sse_events.h"
-#include "user/proto/sse_json.h"
-#include "user/proto/zmtp.h"
+#include "user/proto/stream/sse.h"
+#include "user/proto/stream/sse_events.h"
+#include "user/proto/stream/sse_json.h"
+#include "user/proto/zmtp/zmtp.h"
 
 /* An event larger than this is dropped and counted lost (bounds memory per connection). */
 #define SSE_MAX_EVENT_BYTES (256u * 1024)

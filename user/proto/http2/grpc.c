@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/proto/grpc.h"
+#include "user/proto/http2/grpc.h"
 
 /* ---- profiles ---- */
 

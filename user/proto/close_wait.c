@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Closes that wait: a CLOSE record can come before the record of the
+ * connection's last write, and closing at once would cut a response whose
+ * end is still on its way. A TLS connection waits for the plaintext of its
+ * last ciphertext write; a server connection whose write_seq at close is
+ * past the last SEND seen waits for that SEND. Either waits at most
+ * CLOSE_WAIT_NS of record time; the table keeps the waiting connections in
+ * a short list (closing[]), checked as records come.
+ */
+#include "user/proto/conn_internal.h"
+
+/* Should the close of c wait for the plaintext of its last ciphertext write? Then it does. */
+static bool close_waits_for_plaintext(struct conn_table *t, struct conn *c, uint64_t close_ns)
+{
+	if (!c->tls || !c->have_cipher_seq || t->n_closing == CLOSING_MAX ||
+	    (c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq)))
+		return false;
+	if (!c->close_ns)
+		t->closing[t->n_closing++] = c;
+	c->close_ns = close_ns ? close_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	return true;
+}
+
+/*
+ * A CLOSE of a server connection whose process had written more (its
+ * write_seq, TTF_EVF_CLOSE_SEQ) than the SEND records seen so far: the peer
+ * read the last write and closed before that write's SEND record reached
+ * the ring (the writer was preempted between its transmit and
+ * sock_send_length). Wait for that record, bounded like a TLS close.
+ */
+static bool close_waits_for_send(struct conn_table *t, struct conn *c,
+				 const struct ttf_net_event *e)
+{
+	if (!(e->flags & TTF_EVF_CLOSE_SEQ) || c->tls || !c->have_tx_seq ||
+	    seq_ge(c->tx_seq_end, e->seq_end) || t->n_closing == CLOSING_MAX || c->close_ns)
+		return false;
+	t->closing[t->n_closing++] = c;
+	c->close_ns = e->ts_ns ? e->ts_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	c->close_for_send = true;
+	c->close_seq = e->seq_end;
+	return true;
+}
+
+/* A CLOSE of c: does it wait for c's last plaintext or SEND record? Then it does. */
+bool close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
+{
+	return close_waits_for_plaintext(t, c, e->ts_ns) || close_waits_for_send(t, c, e);
+}
+
+/* Has a waiting close what it waits for: the plaintext, or the SEND record. */
+static bool close_wait_met(const struct conn *c)
+{
+	if (c->close_for_send)
+		return seq_ge(c->tx_seq_end, c->close_seq);
+	return c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq);
+}
+
+/* Waiting closes whose record came, or whose wait is over at now_ns. */
+void close_waits_due(struct conn_table *t, uint64_t now_ns)
+{
+	for (unsigned int i = 0; i < t->n_closing; i++) {
+		struct conn *c = t->closing[i];
+
+		if (close_wait_met(c) || c->close_ns + CLOSE_WAIT_NS < now_ns) {
+			conn_close(t, c, c->close_flag, true, c->close_ns);
+			i--;	/* conn_close moved the last one here */
+		}
+	}
+}
+
+void close_wait_drop(struct conn_table *t, struct conn *c)
+{
+	for (unsigned int i = 0; c->close_ns && i < t->n_closing; i++)
+		if (t->closing[i] == c)
+			t->closing[i--] = t->closing[--t->n_closing];
+}
+
+/* Closed already, waiting for a record that did not come. */
+void close_waits_finish(struct conn_table *t)
+{
+	while (t->n_closing)
+		conn_close(t, t->closing[0], t->closing[0]->close_flag, true,
+			   t->closing[0]->close_ns);
+}
