@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/model/hop_view.h"
-#include "user/model/hops.h"
-#include "user/model/msg_hops.h"
+#include "user/model/hops/view.h"
 
 /* A message chain: frontend 300 (python3) and engine 301 (EngineCore). */
 static void test_msg_chain(void **state)

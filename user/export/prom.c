@@ -13,7 +13,7 @@
 #include "user/lib/version.h"
 #include "user/model/vocab.h"
 #include "user/export/prom.h"
-#include "user/model/hop_view.h"
+#include "user/model/hops/view.h"
 #include "user/export/prom_pcie.h"
 
 /*
@@ -164,7 +164,7 @@ struct prom_metrics {
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	/*
-	 * The (hop, stage) pairs requests had (user/model/hop_view.h), in the
+	 * The (hop, stage) pairs requests had (user/model/hops/view.h), in the
 	 * order first seen: both are names from fixed tables, so the labels are
 	 * bounded; a stage appears once a request had it (a prefill call's
 	 * only with a disaggregated chain). More are counted, not exported.

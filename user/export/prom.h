@@ -72,7 +72,7 @@ struct prom_buckets {
 
 #define PROM_MAX_COMMS 16
 #define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
-/* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hop_view.h: 16 today) */
+/* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hops/view.h: 16 today) */
 #define PROM_MAX_HOP_STAGES 32
 
 #define PROM_BUCKETS_HINT \

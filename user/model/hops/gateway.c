@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Gateway -> upstream joins on one host (hops.h, docs/design.md D11). */
+/* Gateway -> upstream joins on one host (gateway.h, docs/design.md D11). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/lib/log.h"
 #include "bpf/net.h"
-#include "user/model/hops.h"
+#include "user/model/hops/gateway.h"
 
 /* Upstream connections remembered, newest kept (a 4-tuple is reused only after TIME_WAIT). */
 #define MAX_UP_CONNS 1024
@@ -48,26 +48,6 @@ struct hops {
 };
 
 static int port_traced(const struct hops *h, uint16_t port);
-
-static const char *const hop_stage_names[TTF_HS__MAX] = {
-	[TTF_HS_NET_IN] = "net_in",		[TTF_HS_READ_WAIT] = "read_wait",
-	[TTF_HS_GATEWAY_IN] = "gateway_in",	[TTF_HS_PREFILL_CALL] = "prefill_call",
-	[TTF_HS_HANDOFF] = "handoff",		[TTF_HS_UPSTREAM] = "upstream",
-	[TTF_HS_UPSTREAM_OUT] = "upstream_out", [TTF_HS_GATEWAY_OUT] = "gateway_out",
-	[TTF_HS_NET_OUT] = "net_out",
-};
-
-const char *ttf_hop_stage_name(enum ttf_hop_stage s)
-{
-	return s >= 0 && s < TTF_HS__MAX ? hop_stage_names[s] : "?";
-}
-
-int ttf_hop_stage_present(const struct ttf_hop_chain *c, enum ttf_hop_stage s)
-{
-	if (s == TTF_HS_PREFILL_CALL || s == TTF_HS_HANDOFF)
-		return c->pd.seen;
-	return s >= 0 && s < TTF_HS__MAX;
-}
 
 struct hops *hops__new(void)
 {
