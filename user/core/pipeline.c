@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
+#include "user/core/recorded_counters.h"
 #include "user/lib/log.h"
 #include "user/model/hops/joins.h"
 #include "user/model/loop_busy.h"
@@ -42,9 +43,7 @@ struct pipeline {
 	struct counter_source sources[MAX_SOURCES];
 	int n_sources;
 	/* replay: the live run's counters, in their order */
-	struct report_counter *recorded;
-	char (*recorded_names)[256];
-	int n_recorded;
+	struct recorded_counters recorded;
 	/* the models */
 	struct conn_table *conns;
 	struct timeline *tl;
@@ -293,8 +292,7 @@ void pipeline__free(struct pipeline *p)
 	for (size_t i = 0; i < p->n_q; i++)
 		free(p->q[i].r.events);
 	free(p->q);
-	free(p->recorded);
-	free(p->recorded_names);
+	recorded_counters__free(&p->recorded);
 	conn_table__free(p->conns);
 	zmtp_log__free(p->zmtp);
 	timeline__free(p->tl);
@@ -491,25 +489,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 int pipeline__set_recorded_counters(struct pipeline *p, const struct report_counter *c, int n)
 {
-	if (n > MAX_COUNTERS)
-		n = MAX_COUNTERS;
-	free(p->recorded);
-	free(p->recorded_names);
-	p->recorded = NULL;
-	p->recorded_names = NULL;
-	p->n_recorded = 0;
-	if (n <= 0)
-		return 0;
-	p->recorded = calloc(n, sizeof(*p->recorded));
-	p->recorded_names = calloc(n, sizeof(*p->recorded_names));
-	if (!p->recorded || !p->recorded_names)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		snprintf(p->recorded_names[i], sizeof(p->recorded_names[i]), "%s", c[i].name);
-		p->recorded[i] = (struct report_counter){ p->recorded_names[i], c[i].value };
-	}
-	p->n_recorded = n;
-	return 0;
+	return recorded_counters__set(&p->recorded, c, n, MAX_COUNTERS);
 }
 
 /*
@@ -521,25 +501,8 @@ static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
 	struct report_counter own[OWN_COUNTERS];
 	int n_own = own_counters(p, own), n = 0;
 
-	if (p->n_recorded) {
-		for (int i = 0; i < p->n_recorded && n < cap; i++) {
-			c[n] = p->recorded[i];
-			for (int j = 0; j < n_own; j++)
-				if (!strcmp(own[j].name, c[n].name))
-					c[n].value = own[j].value;
-			n++;
-		}
-		/* one the recording did not have (a newer tracer's), once it counted something */
-		for (int j = 0; j < n_own && n < cap; j++) {
-			int known = 0;
-
-			for (int i = 0; i < p->n_recorded && !known; i++)
-				known = !strcmp(own[j].name, p->recorded[i].name);
-			if (!known && own[j].value)
-				c[n++] = own[j];
-		}
-		return n;
-	}
+	if (p->recorded.n)
+		return recorded_counters__merge(&p->recorded, own, n_own, c, cap);
 	for (int i = 0; i < p->n_sources && n < cap; i++)
 		n += p->sources[i].fn(p->sources[i].ctx, c + n, cap - n);
 	for (int j = 0; j < n_own && n < cap; j++)
