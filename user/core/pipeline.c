@@ -272,8 +272,8 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops)) || (opts->sched && !p->sched) ||
-	    (opts->sched && opts->attribution && !p->busy) ||
+	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops)) ||
+	    (opts->sched && !p->sched) || (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
 		errno = ENOMEM;

@@ -300,7 +300,8 @@ static int chain_of(const struct id_entry *e, uint32_t fe, const struct crossing
 static void name_roles(struct ttf_msg_chain *c, const struct stack_profile *sp)
 {
 	for (int k = 0; k < c->n_procs; k++)
-		snprintf(c->role[k], sizeof(c->role[k]), "%s", sp ? sp->role[k] : ttf_msg_proc_role(k));
+		snprintf(c->role[k], sizeof(c->role[k]), "%s",
+			 sp ? sp->role[k] : ttf_msg_proc_role(k));
 	snprintf(c->stack, sizeof(c->stack), "%s", sp ? sp->name : "");
 }
 
