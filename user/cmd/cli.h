@@ -34,7 +34,7 @@ struct ttf_opts {
 	uint32_t capture_send_bytes; /* --capture-send-bytes: payload prefix per write */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
-	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops.h) */
+	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops/gateway.h) */
 	int no_tls;		/* --no-tls: no TLS library uprobes (user/probe/tls_probe.h) */
 	int net_source;		/* --net-source: enum net_source (user/probe/net_probe.h) */
 	int no_profile;		/* --no-profile: no automatic engine profile */
@@ -53,7 +53,7 @@ struct ttf_opts {
 	int perfetto_sched_given;
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */
 	int gpu_attach;		/* --gpu-attach: load the CUPTI collector into the targets first */
-	const char *grpc_profile; /* --grpc-profile FILE: gRPC token locations (user/proto/grpc.h) */
+	const char *grpc_profile; /* --grpc-profile FILE: gRPC token locations (user/proto/http2/grpc.h) */
 };
 
 /* A subcommand: `ttftrace NAME ARGS...` runs main(argc - 1, argv + 1). */

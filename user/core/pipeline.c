@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "user/core/pipeline.h"
+#include "user/core/recorded_counters.h"
 #include "user/lib/log.h"
-#include "user/model/hops.h"
+#include "user/model/hops/joins.h"
 #include "user/model/loop_busy.h"
-#include "user/model/msg_hops.h"
-#include "user/model/proc_names.h"
 #include "user/model/metrics.h"
 #include "user/model/sched.h"
 #include "user/model/zmtp_log.h"
@@ -44,19 +43,17 @@ struct pipeline {
 	struct counter_source sources[MAX_SOURCES];
 	int n_sources;
 	/* replay: the live run's counters, in their order */
-	struct report_counter *recorded;
-	char (*recorded_names)[256];
-	int n_recorded;
+	struct recorded_counters recorded;
 	/* the models */
 	struct conn_table *conns;
 	struct timeline *tl;
 	struct sched_view *sched;
 	struct gpu_store *gpu;
-	struct hops *hops;		/* gateway -> upstream joins (with attribution) */
+	struct hop_joins *hops;		/* gateway and message hops (with attribution) */
 	struct loop_busy *busy;		/* request windows per serving thread (with sched) */
-	struct msg_hops *msg;		/* ZMQ message hops by request id (with attribution) */
-	struct proc_names *names;	/* process names, for a message hop's engine (with msg) */
 	struct zmtp_log *zmtp;		/* the ZMTP messages of open connections */
+	/* upstream calls seen, for pipeline__take_upstreams (opts.keep_upstreams) */
+	struct upstream_queue upstreams;
 	/* finished requests waiting for the watermark */
 	struct deferred *q;
 	size_t n_q, cap_q;
@@ -99,7 +96,7 @@ static void to_sinks(struct pipeline *p, const struct ttf_request *r,
 	}
 }
 
-/* A held request no client request claimed goes out on its own (hops.h). */
+/* A held request no client request claimed goes out on its own (hops/joins.h). */
 static void hop_expired(void *ctx, const struct ttf_request *r, const struct ttf_req_metrics *m,
 			const struct ttf_attrib *a)
 {
@@ -112,8 +109,7 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	struct attrib_sources src = { .tl = p->tl, .gpu = p->gpu, .link_gbps = p->opts.link_gbps };
 	struct ttf_req_metrics m;
 	struct ttf_attrib a;
-	struct ttf_hop_chain chain;
-	struct ttf_msg_chain mchain;
+	struct hop_chains chains;
 	int have_m, have_a;
 
 	if (p->sched) {
@@ -123,35 +119,10 @@ static void output(struct pipeline *p, const struct ttf_request *r)
 	}
 	have_m = ttf_metrics__compute(r, &m) == 0;
 	have_a = have_m && p->tl && ttf_attrib__compute(r, &m, &src, &a) == 0;
-	if (have_a) {
-		a.hops = NULL;
-		a.msg = NULL;
-		if (p->msg && msg_hops__join(p->msg, r, &m, &a, &mchain)) {
-			for (int k = 1; k < mchain.n_procs; k++)
-				proc_names__get(p->names, mchain.tgid[k], mchain.comm[k],
-						sizeof(mchain.comm[k]));
-			a.msg = &mchain;
-			for (int i = 0; p->sched && i < TTF_MT__MAX; i++) {
-				struct ttf_msg_take_gap *g = &mchain.take[i];
-
-				g->valid = g->tid && sched__attrib_overlay(p->sched, g->tid,
-						g->start_ns, g->end_ns, &g->ov) == 0;
-			}
-		}
-	}
-	/* A gateway's upstream call and its upstream's request wait for their client request. */
-	if (p->hops && have_m && hops__hold(p->hops, r, &m, have_a ? &a : NULL) == 1)
-		goto release;
-	if (p->hops && have_a && hops__join(p->hops, r, &m, &a, &chain)) {
-		a.hops = &chain;
-		if (a.kind == TTF_ATTR_MERGED)	/* a gateway has no engine steps of its own */
-			snprintf(a.inferred_by, sizeof(a.inferred_by),
-				 "a gateway: the split per hop is in hops");
-	}
-	to_sinks(p, r, have_m ? &m : NULL, have_a ? &a : NULL);
-release:
-	if (p->msg)
-		msg_hops__request_done(p->msg, r->id);
+	/* held: a gateway's upstream call or its upstream's request, out with its client request */
+	if (!p->hops || !hop_joins__output(p->hops, r, have_m ? &m : NULL, have_a ? &a : NULL,
+					   &chains))
+		to_sinks(p, r, have_m ? &m : NULL, have_a ? &a : NULL);
 	if (p->tl)
 		timeline__release(p->tl, r->id);
 }
@@ -196,6 +167,11 @@ now:
 	output(p, r);
 }
 
+int pipeline__take_upstreams(struct pipeline *p, struct pipeline_upstream *out, int cap)
+{
+	return upstream_queue__take(&p->upstreams, out, cap);
+}
+
 static void on_request_read(void *ctx, const struct ttf_request *r)
 {
 	struct pipeline *p = ctx;
@@ -206,12 +182,12 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 	if (r->flags & TTF_REQ_UPSTREAM) {
 		/* the traced process called an upstream: not a request its engine serves */
 		if (p->hops)
-			hops__on_upstream_conn(p->hops, r);
+			hop_joins__on_upstream(p->hops, r);
 		if (p->tl)
 			timeline__on_gateway(p->tl, r->tgid);
-		if (p->opts.sz >= offsetof(struct pipeline_opts, on_upstream_ctx) +
-				  sizeof(p->opts.on_upstream_ctx) && p->opts.on_upstream)
-			p->opts.on_upstream(p->opts.on_upstream_ctx, r);
+		if (p->opts.sz >= offsetof(struct pipeline_opts, keep_upstreams) +
+				  sizeof(p->opts.keep_upstreams) && p->opts.keep_upstreams)
+			upstream_queue__push(&p->upstreams, r);	/* hop discovery */
 		return;
 	}
 	/* Only requests that carry a prompt reach an engine. */
@@ -220,8 +196,8 @@ static void on_request_read(void *ctx, const struct ttf_request *r)
 	if (p->tl)
 		timeline__on_request_read(p->tl, r->id, r->sock_cookie, r->rx_tid,
 					  r->read_done_ns, r->tgid);
-	if (p->msg)
-		msg_hops__on_read(p->msg, r->tgid, r->id, r->read_done_ns);
+	if (p->hops)
+		hop_joins__on_request_read(p->hops, r);
 }
 
 static void on_response_begin(void *ctx, const struct ttf_request *r)
@@ -249,8 +225,8 @@ static void on_zmtp_msg(void *ctx, const struct ttf_zmtp_msg *m)
 	struct pipeline *p = ctx;
 
 	zmtp_log__add(p->zmtp, m);	/* a drop is counted there */
-	if (p->msg)	/* with ids or without: the inferred join pairs them all (D17) */
-		msg_hops__on_msg(p->msg, m);	/* ENOMEM: counted there */
+	if (p->hops)
+		hop_joins__on_msg(p->hops, m);
 }
 
 static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
@@ -265,20 +241,6 @@ static void on_zmtp_conn(void *ctx, const struct ttf_zmtp_conn *z)
 		if (p->sinks[i].zmtp_conn)
 			p->sinks[i].zmtp_conn(p->sinks[i].ctx, &c);
 	zmtp_log__close(p->zmtp, z->sock_cookie);
-}
-
-/* Stack profiles name the processes of message hops; a bad file: a warning, the rest kept. */
-static void load_stacks(struct msg_hops *mh)
-{
-	struct stack_profiles *sp = calloc(1, sizeof(*sp));
-	char err[512];
-
-	if (!sp)
-		return;
-	if (stack_profiles__load_default(sp, err, sizeof(err)))
-		ttf_warn("stack profile %s (message hops name their processes without it)", err);
-	msg_hops__set_stacks(mh, sp);
-	free(sp);
 }
 
 struct pipeline *pipeline__new(const struct pipeline_opts *opts)
@@ -300,22 +262,18 @@ struct pipeline *pipeline__new(const struct pipeline_opts *opts)
 				       sizeof(opts->grpc_profile) ? opts->grpc_profile : NULL;
 	p->conns = conn_table__new(&co);
 	p->zmtp = zmtp_log__new();
-	if (opts->attribution) {
-		p->tl = timeline__new(TIMELINE_HORIZON_NS);
-		p->hops = hops__new();
-		p->msg = msg_hops__new();
-		p->names = proc_names__new();
-		if (p->msg)
-			load_stacks(p->msg);
-	}
 	if (opts->sched)
 		p->sched = sched__new(NULL);
+	if (opts->attribution) {
+		p->tl = timeline__new(TIMELINE_HORIZON_NS);
+		p->hops = hop_joins__new(p->sched);
+	}
 	if (opts->sched && opts->attribution)
 		p->busy = loop_busy__new();
 	if (opts->gpu)
 		p->gpu = gpu_store__new();
-	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops || !p->msg || !p->names)) || (opts->sched && !p->sched) ||
-	    (opts->sched && opts->attribution && !p->busy) ||
+	if (!p->conns || !p->zmtp || (opts->attribution && (!p->tl || !p->hops)) ||
+	    (opts->sched && !p->sched) || (opts->sched && opts->attribution && !p->busy) ||
 	    (opts->gpu && !p->gpu)) {
 		pipeline__free(p);
 		errno = ENOMEM;
@@ -334,16 +292,14 @@ void pipeline__free(struct pipeline *p)
 	for (size_t i = 0; i < p->n_q; i++)
 		free(p->q[i].r.events);
 	free(p->q);
-	free(p->recorded);
-	free(p->recorded_names);
+	recorded_counters__free(&p->recorded);
 	conn_table__free(p->conns);
 	zmtp_log__free(p->zmtp);
 	timeline__free(p->tl);
-	hops__free(p->hops);
+	hop_joins__free(p->hops);
 	sched__free(p->sched);
 	loop_busy__free(p->busy);
-	msg_hops__free(p->msg);
-	proc_names__free(p->names);
+	upstream_queue__free(&p->upstreams);
 	gpu_store__free(p->gpu);
 	free(p);
 }
@@ -375,8 +331,8 @@ int pipeline__on_net(struct pipeline *p, const struct ttf_net_event *e, size_t l
 	if (e->type == TTF_EV_EXIT && p->sched && len >= sizeof(*e))
 		sched__forget_tgid(p->sched, e->tgid, e->ts_ns);
 	/* a FORK names its child (tid: the child's tgid); a main thread its process */
-	if (p->names && len >= sizeof(*e) && (e->type == TTF_EV_FORK || e->tid == e->tgid))
-		proc_names__set(p->names, e->type == TTF_EV_FORK ? e->tid : e->tgid, e->comm);
+	if (p->hops && len >= sizeof(*e) && (e->type == TTF_EV_FORK || e->tid == e->tgid))
+		hop_joins__proc_name(p->hops, e->type == TTF_EV_FORK ? e->tid : e->tgid, e->comm);
 	return conn_table__on_event(p->conns, e, len);
 }
 
@@ -485,30 +441,8 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("delay_by_orphans_us", ts->delay_by_orphans_ns / 1000);
 		C("engine_events_dropped_oom", p->engine_dropped);
 	}
-	if (p->hops) {
-		const struct hops_stats *hs = hops__stats(p->hops);
-
-		C("hop_upstream_conns", hs->upstream_conns);
-		C("hop_joins_exact", hs->joined_exact);
-		C("hop_joins_inferred", hs->joined_inferred);
-		C("hop_joins_disaggregated", hs->joined_pd);
-		C("hop_upstream_untraced", hs->upstream_untraced);
-		C("hop_held_unclaimed", hs->expired);
-		C("hop_hold_dropped_oom", hs->dropped_oom);
-	}
-	if (p->msg && msg_hops__stats(p->msg)->ids) {	/* only with message hops */
-		const struct msg_hops_stats *ms = msg_hops__stats(p->msg);
-
-		C("msg_hop_joins", ms->joined);
-		C("msg_hop_unjoined", ms->unjoined);
-		C("msg_hop_out_after_in", ms->out_after_in);
-		C("msg_hop_ids_evicted", ms->ids_evicted);
-	}
-	/* only once it happened: recordings made before D17 keep their counters */
-	if (p->msg && msg_hops__stats(p->msg)->joined_inferred)
-		C("msg_hop_joins_inferred", msg_hops__stats(p->msg)->joined_inferred);
-	if (p->msg && msg_hops__stats(p->msg)->reads_dropped)
-		C("msg_hop_reads_dropped", msg_hops__stats(p->msg)->reads_dropped);
+	if (p->hops)
+		k += hop_joins__counters(p->hops, c + k, OWN_COUNTERS - k);
 	/* only once it happened: recordings of fewer requests keep their counters */
 	if (p->busy && loop_busy__stats(p->busy)->overwritten)
 		C("loop_windows_overwritten", loop_busy__stats(p->busy)->overwritten);
@@ -544,25 +478,7 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 int pipeline__set_recorded_counters(struct pipeline *p, const struct report_counter *c, int n)
 {
-	if (n > MAX_COUNTERS)
-		n = MAX_COUNTERS;
-	free(p->recorded);
-	free(p->recorded_names);
-	p->recorded = NULL;
-	p->recorded_names = NULL;
-	p->n_recorded = 0;
-	if (n <= 0)
-		return 0;
-	p->recorded = calloc(n, sizeof(*p->recorded));
-	p->recorded_names = calloc(n, sizeof(*p->recorded_names));
-	if (!p->recorded || !p->recorded_names)
-		return -ENOMEM;
-	for (int i = 0; i < n; i++) {
-		snprintf(p->recorded_names[i], sizeof(p->recorded_names[i]), "%s", c[i].name);
-		p->recorded[i] = (struct report_counter){ p->recorded_names[i], c[i].value };
-	}
-	p->n_recorded = n;
-	return 0;
+	return recorded_counters__set(&p->recorded, c, n, MAX_COUNTERS);
 }
 
 /*
@@ -574,25 +490,8 @@ static int model_counters(struct pipeline *p, struct report_counter *c, int cap)
 	struct report_counter own[OWN_COUNTERS];
 	int n_own = own_counters(p, own), n = 0;
 
-	if (p->n_recorded) {
-		for (int i = 0; i < p->n_recorded && n < cap; i++) {
-			c[n] = p->recorded[i];
-			for (int j = 0; j < n_own; j++)
-				if (!strcmp(own[j].name, c[n].name))
-					c[n].value = own[j].value;
-			n++;
-		}
-		/* one the recording did not have (a newer tracer's), once it counted something */
-		for (int j = 0; j < n_own && n < cap; j++) {
-			int known = 0;
-
-			for (int i = 0; i < p->n_recorded && !known; i++)
-				known = !strcmp(own[j].name, p->recorded[i].name);
-			if (!known && own[j].value)
-				c[n++] = own[j];
-		}
-		return n;
-	}
+	if (p->recorded.n)
+		return recorded_counters__merge(&p->recorded, own, n_own, c, cap);
 	for (int i = 0; i < p->n_sources && n < cap; i++)
 		n += p->sources[i].fn(p->sources[i].ctx, c + n, cap - n);
 	for (int j = 0; j < n_own && n < cap; j++)
@@ -639,15 +538,13 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 	 * their upstream's requests), then the client requests that join them;
 	 * one whose upstream call is still open waits for it (bounded).
 	 */
-	for (int pass = 0; pass < (p->hops ? 2 : 1); pass++) {
+	for (int pass = 0; pass < hop_joins__passes(p->hops); pass++) {
 		keep = 0;
 		for (size_t i = 0; i < p->n_q; i++) {
 			struct deferred *d = &p->q[i];
-			int held = p->hops && hops__holds(p->hops, &d->r);
 
-			if (d->ready_ns > watermark_ns || (p->hops && pass == 0 && !held) ||
-			    (!held && p->hops && watermark_ns != UINT64_MAX &&
-			     watermark_ns < d->ready_ns + HOPS_WAIT_NS && hops__wait(p->hops, &d->r))) {
+			if (d->ready_ns > watermark_ns ||
+			    hop_joins__keep(p->hops, pass, &d->r, d->ready_ns, watermark_ns)) {
 				p->q[keep++] = *d;
 				continue;
 			}
@@ -657,7 +554,7 @@ void pipeline__advance(struct pipeline *p, uint64_t watermark_ns)
 		p->n_q = keep;
 	}
 	if (p->hops)
-		hops__expire(p->hops, watermark_ns, hop_expired, p);
+		hop_joins__expire(p->hops, watermark_ns, hop_expired, p);
 }
 
 void pipeline__tick(struct pipeline *p, uint64_t now_ns)

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "user/export/sink.h"
+#include "user/core/upstreams.h"
 #include "user/lib/records.h"
 #include "user/model/gpu_store.h"
 #include "user/model/timeline.h"
@@ -36,16 +37,16 @@ struct pipeline_opts {
 	int sched;		/* 1: keep a scheduler view: per-stage on-CPU/runqueue overlay */
 	int gpu;		/* 1: keep a GPU store (CUPTI spans) for the GPU join */
 	double link_gbps;	/* PCIe path rate to compare copies with; <= 0 unknown */
-	/* where gRPC messages hold their tokens (user/proto/grpc.h); NULL: chunks. Not copied. */
+	/* where gRPC messages hold their tokens (user/proto/http2/grpc.h); NULL: chunks. Not copied. */
 	const struct grpc_profile *grpc_profile;
 	/*
-	 * A traced process wrote a request to an upstream (u: TTF_REQ_UPSTREAM,
-	 * u->addr its connection): the tracer may trace that upstream too
-	 * (hop discovery). NULL: none.
+	 * 1: keep the upstream calls traced processes write (TTF_REQ_UPSTREAM)
+	 * until pipeline__take_upstreams(), so the tracer may trace those
+	 * upstreams too (hop discovery). 0: none kept.
 	 */
-	void (*on_upstream)(void *ctx, const struct ttf_request *u);
-	void *on_upstream_ctx;
+	int keep_upstreams;
 };
+
 
 /* NULL with errno on failure. */
 struct pipeline *pipeline__new(const struct pipeline_opts *opts);
@@ -94,6 +95,13 @@ void pipeline__finish(struct pipeline *p, uint64_t now_ns);
  * pipeline's taken once, first). Returns the first error (negative errno).
  */
 int pipeline__finish_sinks(struct pipeline *p);
+
+/*
+ * The upstream calls seen since the last take, oldest first, into
+ * out[0..cap) (opts.keep_upstreams). Returns how many; the rest wait for
+ * the next take.
+ */
+int pipeline__take_upstreams(struct pipeline *p, struct pipeline_upstream *out, int cap);
 
 /* The options the pipeline was made with (e.g. for a recording's header). */
 const struct pipeline_opts *pipeline__opts(const struct pipeline *p);

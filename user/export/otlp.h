@@ -100,7 +100,7 @@ struct otlp_span_src {
 	uint32_t n_steps;
 	struct ttf_step_span steps[TTF_MAX_STEP_SPANS];
 	/*
-	 * Its hops (user/model/hop_view.h): through a gateway, or a message hop
+	 * Its hops (user/model/hops/view.h): through a gateway, or a message hop
 	 * to an engine. One child span per process hop, in that process's
 	 * resource: [0] the request's own process (gateway, frontend) over the
 	 * TTFT, a child of the request span; the others children of [0].

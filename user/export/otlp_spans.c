@@ -7,8 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "user/lib/hash.h"
-#include "user/model/hop_view.h"
-#include "user/model/hops.h"
+#include "user/model/hops/view.h"
 #include "user/model/vocab.h"
 #include "user/lib/version.h"
 #include "user/export/otlp.h"
@@ -35,7 +34,7 @@ enum {
 	F_STATUS_MESSAGE = 2, F_STATUS_CODE = 3,			/* Status */
 };
 
-/* The hops of a (hop_view.h): one per process, the first over the TTFT. */
+/* The hops of a (user/model/hops/view.h): one per process, the first over the TTFT. */
 static void fill_hops(struct otlp_span_src *s, const struct ttf_attrib *a)
 {
 	struct ttf_hop_view v;

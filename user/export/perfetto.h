@@ -46,7 +46,7 @@
  *   - "GPU <device>" (pid PERFETTO_PID_GPU + device, tid = stream): kernels
  *     and copies from the CUPTI store, read PERFETTO_GPU_LAG_NS behind the
  *     clock (collectors deliver per-thread buffers late) and at the end;
- *   - across processes (user/model/hop_view.h: a gateway and its upstream,
+ *   - across processes (user/model/hops/view.h: a gateway and its upstream,
  *     a frontend and its engine): on a "hops lane N" track of each process
  *     (tid PERFETTO_TID_HOPS + tgid + (N - 1) * 2^22) the client-facing
  *     process's slice over the TTFT and each other process's slice, and

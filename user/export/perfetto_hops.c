@@ -6,15 +6,14 @@
  * (lanes, so that concurrent requests' slices never overlap on a track),
  * and one flow runs from the client-facing process through every other
  * process and back to a mark where the first token left the last of them.
- * The hops come from user/model/hop_view.h, so a chain of any length is
+ * The hops come from user/model/hops/view.h, so a chain of any length is
  * drawn alike.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "user/export/perfetto_int.h"
-#include "user/model/hop_view.h"
-#include "user/model/hops.h"
+#include "user/model/hops/view.h"
 
 /* The track of lane k of tgid's hops: tids above any real tid (pid_max <= 2^22). */
 static uint32_t lane_tid(uint32_t tgid, int k)

@@ -5,7 +5,7 @@
  * exposition format 0.0.4
  * (https://prometheus.io/docs/instrumenting/exposition_formats/) by
  * libmicrohttpd from its own thread. Base units only: seconds, bytes.
- * `promtool check metrics` passes on a scrape (tests/export).
+ * `promtool check metrics` passes on a scrape (tests/root/export).
  *
  * Labels, all bounded: route = the request's API kind (ttf_api_name(), vocab.h:
  * chat, completion, llamacpp, unknown; never the path), comm = the server's
@@ -72,7 +72,7 @@ struct prom_buckets {
 
 #define PROM_MAX_COMMS 16
 #define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
-/* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hop_view.h: 16 today) */
+/* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hops/view.h: 16 today) */
 #define PROM_MAX_HOP_STAGES 32
 
 #define PROM_BUCKETS_HINT \

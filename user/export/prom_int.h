@@ -51,7 +51,7 @@ struct prom_metrics {
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	/*
-	 * The (hop, stage) pairs requests had (user/model/hop_view.h), in the
+	 * The (hop, stage) pairs requests had (user/model/hops/view.h), in the
 	 * order first seen: both are names from fixed tables, so the labels are
 	 * bounded; a stage appears once a request had it (a prefill call's
 	 * only with a disaggregated chain). More are counted, not exported.

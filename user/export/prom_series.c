@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/model/hop_view.h"
+#include "user/model/hops/view.h"
 #include "user/export/prom_int.h"
 
 static int status_class(int status)

@@ -7,7 +7,7 @@
 #include <zlib.h>
 #include "user/export/record.h"
 
-/* Overridable so that tests/fuzz/fuzz_record.c can run small (big buffers are slow under ASan). */
+/* Overridable so that tests/noroot/fuzz/fuzz_record.c can run small (big buffers are slow under ASan). */
 #ifndef READ_BUF_BYTES
 #define READ_BUF_BYTES (4u << 20)	/* > 2 * REC_MAX_FRAME; big reads inflate straight into it */
 #endif

@@ -6,7 +6,7 @@
 #include "user/export/report_hop_split.h"
 #include "user/lib/stats.h"
 #include "user/lib/tail_bucket.h"
-#include "user/model/hop_view.h"
+#include "user/model/hops/view.h"
 
 #define NH 16		/* hop names (ttf_hop_view_hop_names) at most */
 

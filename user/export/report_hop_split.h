@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The summary per hop (user/model/hop_view.h), for requests that crossed
+ * The summary per hop (user/model/hops/view.h), for requests that crossed
  * processes (through a gateway, or a message hop to an engine): each hop's
  * time per request (its stages summed: a process's own, or a link's, "ipc"
  * and "net") as P50/P95/P99, and the hop that dominates the tail: the

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include "user/export/report_hops.h"
 #include "user/lib/stats.h"
-#include "user/model/hops.h"
+#include "user/model/hops/view.h"
 #include "user/model/vocab.h"
 
 struct hop_stats {

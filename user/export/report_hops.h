@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The report's hop parts (user/model/hops.h): a request's chain through a
+ * The report's hop parts (user/model/hops/chain.h): a request's chain through a
  * gateway in NDJSON ("hops", "hop_stages_ms") and in the text line, and the
  * summary's per-hop-stage percentiles with the stage that dominates the
  * tail. Units: ms in the output, ns inside.

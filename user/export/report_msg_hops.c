@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include "user/export/report_msg_hops.h"
 #include "user/lib/stats.h"
-#include "user/model/msg_hops.h"
+#include "user/model/hops/view.h"
 
 struct msg_hop_stats {
 	struct stats *st[TTF_MS__MAX];
 	uint64_t n;
-	uint64_t n_inferred;	/* ... of them joined by order and timing (msg_hops.h) */
+	uint64_t n_inferred;	/* ... of them joined by order and timing (user/model/hops/msg.h) */
 	uint8_t max_procs;	/* the longest chain added */
 };
 
@@ -77,7 +77,7 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, const char *comm, 
 	return h;
 }
 
-/* What the scheduler shows of the taking thread in a take window (msg_hops.h). */
+/* What the scheduler shows of the taking thread in a take window (user/model/hops/msg.h). */
 static void take_gap(cJSON *h, const struct ttf_msg_take_gap *g, const char *stage, int *err)
 {
 	cJSON *t;

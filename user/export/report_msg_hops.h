@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Message hops in the report (user/model/msg_hops.h, docs/design.md D15):
+ * Message hops in the report (user/model/hops/msg.h, docs/design.md D15):
  * a client request's split across its frontend and the engine process it
  * handed the request to over ZMQ.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A ZMTP connection's summary (user/proto/zmtp.h) as the report shows it:
+ * A ZMTP connection's summary (user/proto/zmtp/zmtp.h) as the report shows it:
  * one NDJSON line {"type":"zmtp", ...} (keys in README, "ZMTP hops"), or
  * one text line. Ids, counts and sizes only: no payload text.
  */

@@ -39,7 +39,7 @@ struct ttf_sink {
 	void (*rejected)(void *ctx, const struct ttf_request *r);
 	/*
 	 * a ZMTP connection closed or tracing stopped: its summary
-	 * (user/proto/zmtp.h), with msgs_kept/msgs_dropped from the pipeline
+	 * (user/proto/zmtp/zmtp.h), with msgs_kept/msgs_dropped from the pipeline
 	 */
 	void (*zmtp_conn)(void *ctx, const struct ttf_zmtp_conn *z);
 	/* about every 10 ms from the main loop (CLOCK_MONOTONIC ns) */

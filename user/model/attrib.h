@@ -118,7 +118,7 @@ struct ttf_attrib {
 	int valid;			/* 0: no TTFT, nothing attributed */
 	int64_t stage_ns[TTF_ST__ALL];	/* -1: not observed / merged away */
 	uint64_t bound_ns[TTF_ST__MAX + 1];	/* valid: the stages' boundaries (ns), clamped monotonic */
-	const struct ttf_hop_chain *hops;	/* NULL: not through a gateway (user/model/hops.h) */
+	const struct ttf_hop_chain *hops;	/* NULL: not through a gateway (user/model/hops/gateway.h) */
 	const struct ttf_msg_chain *msg;	/* NULL: no message hop to an engine (msg_hops.h) */
 	int have_overlay[TTF_ST__MAX];
 	struct ttf_overlay overlay[TTF_ST__MAX];

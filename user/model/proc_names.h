@@ -7,7 +7,7 @@
  * "ZMQbg/IO/0"), so only the main thread's name is the process's.
  *
  * Used to name a hop's process where no request of its own names it (a
- * message hop's engine, user/model/msg_hops.h). Bounded: PROC_NAMES_MAX
+ * message hop's engine, user/model/hops/msg.h). Bounded: PROC_NAMES_MAX
  * processes, the oldest entry overwritten (a replay sees the same records,
  * so it names them alike).
  */

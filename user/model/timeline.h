@@ -140,7 +140,7 @@ int timeline__on_engine_event(struct timeline *tl, const struct ttf_engine_event
  */
 int timeline__on_request_read(struct timeline *tl, uint64_t req_id, uint64_t sock_cookie,
 			      uint32_t rx_tid, uint64_t read_done_ns, uint32_t tgid);
-/* Process tgid called an upstream (user/model/hops.h): its requests are a gateway's. */
+/* Process tgid called an upstream (user/model/hops/gateway.h): its requests are a gateway's. */
 void timeline__on_gateway(struct timeline *tl, uint32_t tgid);
 /*
  * The first byte of req_id's response was written at ts_ns. Among waiting

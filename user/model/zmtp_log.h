@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The ZMTP messages of each open connection (user/proto/zmtp.h), kept so
+ * The ZMTP messages of each open connection (user/proto/zmtp/zmtp.h), kept so
  * that they can be joined to requests: at most ZMTP_LOG_PER_CONN per
  * connection and ZMTP_LOG_CONNS connections; a message past either bound
  * is dropped and counted, never kept in part. A connection's messages go

@@ -63,7 +63,7 @@ struct elf_sym_info {
  * The file may be hostile (a container's): it is read with pread (libelf's
  * ELF_C_READ; a mapping would fault with SIGBUS if its owner truncated it
  * meanwhile), every count and offset used comes from checked headers, and
- * disassembly holds one instruction at a time (tests/fuzz/fuzz_elf_sym.c).
+ * disassembly holds one instruction at a time (tests/noroot/fuzz/fuzz_elf_sym.c).
  */
 struct elf_file *elf_file__open(const char *path, int *err);
 /* Same, on an fd the caller keeps open until elf_file__close. */

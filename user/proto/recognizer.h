@@ -18,8 +18,8 @@
  *   3. its counters, if any: a struct proto_counters of its family
  *      (declared below), appended to proto_counter_groups[];
  *   4. test it in tests/unit/ (test_conn.c feeds records through the
- *      tracker) and add seeds to tests/fuzz/corpus.
- * The Makefile and tests/fuzz/build.sh pick up every user/proto/ source file by themselves.
+ *      tracker) and add seeds to tests/noroot/fuzz/corpus.
+ * The Makefile and tests/noroot/fuzz/build.sh pick up every user/proto/ source file by themselves.
  *
  * Per connection, the tracker asks each recognizer in turn (detect) about
  * every payload record until one says yes; a recognizer that says no is not

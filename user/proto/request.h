@@ -114,7 +114,7 @@ struct ttf_request {
 	/*
 	 * The stream's response id (an OpenAI chunk's "id", when it looks like a
 	 * request id: zmtp_id_like()); "" unknown. Only joins message hops
-	 * (user/model/msg_hops.h); never output.
+	 * (user/model/hops/msg.h); never output.
 	 */
 	char resp_id[64];
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: gRPC (user/proto/grpc.c) on its own and behind the
+ * libFuzzer harness: gRPC (user/proto/http2/grpc.c) on its own and behind the
  * HTTP/2 recognizer.
  *
  * Input: [0] mode bits, [1] profile text length L, then L bytes of profile

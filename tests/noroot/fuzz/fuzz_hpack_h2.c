@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: the HPACK decoder (user/proto/hpack.c, hpack_huffman.c)
+ * libFuzzer harness: the HPACK decoder (user/proto/http2/hpack.c, hpack_huffman.c)
  * and the HTTP/2 recognizer (user/proto/http2.c) behind the connection
  * tracker.
  *

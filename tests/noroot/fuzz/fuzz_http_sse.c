@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: the connection tracker (user/proto/conn.c, with user/proto/http.c,
- * user/proto/sse.c and user/proto/zmtp.c behind it) and the per-request metrics
+ * libFuzzer harness: the connection tracker (user/proto/conn.c, with user/proto/http1/http.c,
+ * user/proto/stream/sse.c and user/proto/zmtp/zmtp.c behind it) and the per-request metrics
  * (user/model/metrics.c) on record sequences built from the input.
  *
  * Input: a list of records, each a 12-byte header then payload:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * libFuzzer harness: SSE splitting and token classification (user/proto/sse.c).
+ * libFuzzer harness: SSE splitting and token classification (user/proto/stream/sse.c).
  *
  * Input: [0] chunking seed, then the byte stream. The stream is classified
  * whole (sse_classify on an exact-size heap copy, so any over-read is caught),

@@ -329,7 +329,7 @@ def test_buckets_need_metrics():
 
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "replay", "data")
-# the hop of each message hop stage (docs/metrics.md M22; user/model/hop_view.c)
+# the hop of each message hop stage (docs/metrics.md M22; user/model/hops/view.c)
 MSG_HOP_OF = {"net_in": "net", "read_wait": "frontend", "frontend": "frontend", "ipc_in": "ipc",
               "queue": "engine", "prefill": "engine", "ipc_out": "ipc", "detokenize": "output",
               "ipc_back": "ipc", "emit": "frontend", "net_out": "net"}

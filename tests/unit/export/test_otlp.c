@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include "user/export/otlp.h"
-#include "user/model/hop_view.h"
+#include "user/model/hops/view.h"
 
 #define OFFSET_NS 1700000000000000000ll
 

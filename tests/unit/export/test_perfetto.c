@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include "tests/unit/export/cjson_fields.h"
-#include "user/model/hops.h"
+#include "user/model/hops/view.h"
 #include "user/export/perfetto.h"
 
 #define US 1000ull

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include "user/export/report_msg_hops.h"
 #include "user/model/attrib.h"
-#include "user/model/msg_hops.h"
+#include "user/model/hops/view.h"
 
 static char *line_of(const struct ttf_msg_chain *c)
 {

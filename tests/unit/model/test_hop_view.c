@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * user/model/hop_view.c: a request's hops as one list, for either chain
+ * user/model/hops/view.c: a request's hops as one list, for either chain
  * kind: the stages in time order from the request's start, each in its hop
  * (a process, or the links ipc and net), the processes in order of first
  * appearance with their extent and summed time.
@@ -12,9 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/model/hop_view.h"
-#include "user/model/hops.h"
-#include "user/model/msg_hops.h"
+#include "user/model/hops/view.h"
 
 /* A message chain: frontend 300 (python3) and engine 301 (EngineCore). */
 static void test_msg_chain(void **state)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Gateway -> upstream joins (user/model/hops.h, docs/design.md D11) on
+ * Gateway -> upstream joins (user/model/hops/gateway.h, docs/design.md D11) on
  * synthetic requests: a client request r served by a gateway, its upstream
  * call U, and the upstream server's request E on U's connection.
  */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include "bpf/net.h"
 #include "user/model/attrib.h"
-#include "user/model/hops.h"
+#include "user/model/hops/gateway.h"
 #include "user/model/metrics.h"
 
 #define MS 1000000ull

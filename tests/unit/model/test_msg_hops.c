@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Message hops by request id (user/model/msg_hops.h, docs/design.md D15). */
+/* Message hops by request id (user/model/hops/msg.h, docs/design.md D15). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/model/msg_hops.h"
+#include "user/model/hops/msg.h"
 
 #define MS 1000000ull
 #define FE 100

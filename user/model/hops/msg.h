@@ -6,7 +6,7 @@
  * (SGLang: tokenizer manager -> scheduler -> detokenizer -> tokenizer
  * manager, each hop PUSH/PULL).
  *
- * Every ZMTP message the recognizer reports (user/proto/zmtp.h) with
+ * Every ZMTP message the recognizer reports (user/proto/zmtp/zmtp.h) with
  * request ids is indexed by id: for each id, the first time each traced
  * process wrote (OUT) and read (IN) a message naming it, where the message
  * crossed the socket (libzmq's I/O threads do the socket I/O: a crossing is
@@ -53,11 +53,11 @@
  * newest MSG_HOPS_MSGS message crossings and MSG_HOPS_READS requests read
  * and not yet given a message (the oldest dropped, counted).
  */
-#ifndef TTFTRACE_MSG_HOPS_H
-#define TTFTRACE_MSG_HOPS_H
+#ifndef TTFTRACE_HOPS_MSG_H
+#define TTFTRACE_HOPS_MSG_H
 
 #include <stdint.h>
-#include "user/model/attrib.h"
+#include "user/model/hops/chain.h"
 #include "user/model/metrics.h"
 #include "user/model/stack_profile.h"
 #include "user/proto/request.h"
@@ -68,64 +68,6 @@
 #define MSG_HOPS_READS 1024
 #define MSG_HOPS_PAIR_NS (100 * 1000000ull)	/* the two ends of one message: at most this apart */
 #define MSG_HOPS_PAIR_SCAN 512	/* the newest messages searched for a message's other end */
-#define MSG_HOPS_PROCS 3	/* the frontend and up to two processes after it */
-
-enum ttf_msg_stage {
-	TTF_MS_NET_IN = 0,
-	TTF_MS_READ_WAIT,
-	TTF_MS_FRONTEND,
-	TTF_MS_IPC_IN,
-	TTF_MS_QUEUE,
-	TTF_MS_PREFILL,
-	TTF_MS_IPC_OUT,
-	TTF_MS_EMIT,
-	TTF_MS_NET_OUT,
-	TTF_MS_DETOKENIZE,	/* chains of two processes after the frontend only */
-	TTF_MS_IPC_BACK,	/* ditto */
-	TTF_MS__MAX,
-};
-
-/* Which hop's input a take window is (ttf_msg_chain.take). */
-enum ttf_msg_take {
-	TTF_MT_FRONTEND = 0,	/* stage emit, on the thread that wrote the first token */
-	TTF_MT_ENGINE,		/* stage queue, on the engine's main thread (tid = its pid) */
-	TTF_MT__MAX,
-};
-
-/*
- * A message crossed into a process (libzmq's I/O thread read it) and the
- * application thread that takes it works on later: that window, and what
- * the scheduler shows of that thread in it (docs/design.md D15). The
- * overlay is filled by the caller that has a scheduler view (valid 1).
- */
-struct ttf_msg_take_gap {
-	uint32_t tid;
-	uint64_t start_ns, end_ns;	/* = the stage's boundaries */
-	int valid;
-	struct ttf_overlay ov;		/* sums to end_ns - start_ns */
-};
-
-struct ttf_msg_chain {
-	uint32_t fe_tgid;		/* the frontend (the client request's process) */
-	uint32_t eng_tgid;		/* the engine process that read the request message */
-	int64_t stage_ns[TTF_MS__MAX];	/* sum = TTFT; 0 for a stage not in this chain */
-	uint32_t out_msgs;		/* the engine's output messages naming it, so far */
-	/* the processes in the order the request passed them: [0] fe_tgid, [1] eng_tgid */
-	uint32_t tgid[MSG_HOPS_PROCS];
-	char comm[MSG_HOPS_PROCS][16];	/* their names; "" unknown (user/model/proc_names.h) */
-	uint8_t n_procs;		/* 2 (vLLM-shaped) or 3 (SGLang-shaped) */
-	uint8_t n_stages;		/* stage[0 .. n_stages): this chain's stages, in time order */
-	uint8_t stage[TTF_MS__MAX];	/* enum ttf_msg_stage */
-	/*
-	 * each process's role, from the stack profile whose roles and id
-	 * pattern fit the chain (user/model/stack_profile.h), else "frontend",
-	 * "engine", "output"; stack: that profile's name, "" none
-	 */
-	char role[MSG_HOPS_PROCS][STACK_NAME_BYTES];
-	char stack[STACK_NAME_BYTES];
-	struct ttf_msg_take_gap take[TTF_MT__MAX];
-	uint8_t inferred;		/* 0: joined by its id; 1: by order and timing (D17) */
-};
 
 struct msg_hops_stats {
 	uint64_t ids;			/* ids indexed */
@@ -172,28 +114,5 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
 		   struct ttf_msg_chain *out);
 const struct msg_hops_stats *msg_hops__stats(const struct msg_hops *mh);
-/*
- * "net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out",
- * "emit", "net_out", "detokenize", "ipc_back"
- */
-const char *ttf_msg_stage_name(enum ttf_msg_stage s);
-/* The i-th stage (0 .. TTF_MS__MAX) in time order: ... ipc_out, detokenize, ipc_back, emit ... */
-enum ttf_msg_stage ttf_msg_stage_at(int i);
 
-/*
- * The stages of chain c in time order into out (TTF_MS__MAX entries at
- * most); returns how many. The outputs iterate over these, never over the
- * enum (a chain of another shape has other stages).
- */
-int ttf_msg_chain_stages(const struct ttf_msg_chain *c, enum ttf_msg_stage *out);
-/*
- * The hop a stage lies in: a process by its position in the chain
- * ("frontend", "engine", "output": a fixed set, whatever role a stack
- * profile gives it) or a link ("ipc", "net"); for a process, its tgid and
- * comm in c (*tgid 0, *comm "" for a link). The outputs iterate over these
- * (user/model/hop_view.h).
- */
-const char *ttf_msg_stage_hop(const struct ttf_msg_chain *c, enum ttf_msg_stage s,
-			      uint32_t *tgid, const char **comm);
-
-#endif /* TTFTRACE_MSG_HOPS_H */
+#endif /* TTFTRACE_HOPS_MSG_H */

@@ -1,73 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Gateway -> upstream joins on one host (hops.h, docs/design.md D11). */
+/* Gateway -> upstream joins on one host (gateway.h, docs/design.md D11). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/lib/log.h"
 #include "bpf/net.h"
-#include "user/model/hops.h"
-
-/* Upstream connections remembered, newest kept (a 4-tuple is reused only after TIME_WAIT). */
-#define MAX_UP_CONNS 1024
-/* A held request waits for its claim at most this many at once; the oldest go out first. */
-#define MAX_HELD 4096
-/* Reads this close are one read (a recv that returned several events). */
-#define SAME_READ_NS 1000
-/* Holding tokens this long (with a later read before the first write) is buffering. */
-#define BUFFERING_MIN_NS 1000000
-
-struct held {
-	struct ttf_request r;		/* deep copy: owns r.events */
-	struct ttf_req_metrics m;
-	struct ttf_attrib a;
-	uint64_t ready_ns;		/* its latest timestamp */
-	int upstream;			/* 1: U (a gateway's call), 0: E (an upstream's request) */
-	int have_a;			/* a was given */
-};
-
-/* An upstream call written whose response has not ended (not yet held). */
-struct open_call {
-	uint64_t id;
-	uint32_t tgid;
-	uint64_t read_first_ns;
-};
-
-#define MAX_OPEN 1024
-
-struct hops {
-	struct ttf_conn_addr up[MAX_UP_CONNS];	/* U connections, ring */
-	size_t n_up, up_head;
-	struct open_call open[MAX_OPEN];
-	size_t n_open;
-	uint16_t traced_ports[64];	/* upstream ports whose server's requests were seen */
-	int n_traced_ports;
-	struct held *held;
-	size_t n_held, cap_held;
-	struct hops_stats stats;
-};
+#include "user/model/hops/gateway_held.h"
 
 static int port_traced(const struct hops *h, uint16_t port);
-
-static const char *const hop_stage_names[TTF_HS__MAX] = {
-	[TTF_HS_NET_IN] = "net_in",		[TTF_HS_READ_WAIT] = "read_wait",
-	[TTF_HS_GATEWAY_IN] = "gateway_in",	[TTF_HS_PREFILL_CALL] = "prefill_call",
-	[TTF_HS_HANDOFF] = "handoff",		[TTF_HS_UPSTREAM] = "upstream",
-	[TTF_HS_UPSTREAM_OUT] = "upstream_out", [TTF_HS_GATEWAY_OUT] = "gateway_out",
-	[TTF_HS_NET_OUT] = "net_out",
-};
-
-const char *ttf_hop_stage_name(enum ttf_hop_stage s)
-{
-	return s >= 0 && s < TTF_HS__MAX ? hop_stage_names[s] : "?";
-}
-
-int ttf_hop_stage_present(const struct ttf_hop_chain *c, enum ttf_hop_stage s)
-{
-	if (s == TTF_HS_PREFILL_CALL || s == TTF_HS_HANDOFF)
-		return c->pd.seen;
-	return s >= 0 && s < TTF_HS__MAX;
-}
 
 struct hops *hops__new(void)
 {
@@ -216,15 +157,14 @@ int hops__hold(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	return 1;
 }
 
-static void drop_held(struct hops *h, size_t i)
+void gw_drop_held(struct hops *h, size_t i)
 {
 	free(h->held[i].r.events);
 	memmove(&h->held[i], &h->held[i + 1], (h->n_held - i - 1) * sizeof(h->held[0]));
 	h->n_held--;
 }
 
-/* Where r's first token began to be written: the gateway's first client write. */
-static uint64_t first_write_ns(const struct ttf_request *r)
+uint64_t gw_first_write_ns(const struct ttf_request *r)
 {
 	const struct ttf_token_event *ev = &r->events[0];
 
@@ -241,7 +181,7 @@ static uint64_t first_write_ns(const struct ttf_request *r)
 static int fits(const struct ttf_request *r, const struct held *d)
 {
 	const struct ttf_request *u = &d->r;
-	uint64_t w = first_write_ns(r);
+	uint64_t w = gw_first_write_ns(r);
 
 	if (!d->upstream || u->tgid != r->tgid || !u->n_events ||
 	    u->read_first_ns < r->read_first_ns || u->read_first_ns > w)
@@ -264,8 +204,8 @@ static uint64_t gap(uint64_t a, uint64_t b)
  * responses end later, were written earlier). *n_same counts the fits with
  * as many token events as r.
  */
-static struct held *find_upstream(struct hops *h, const struct ttf_request *r, int *n_fit,
-				  int *n_same)
+struct held *gw_find_upstream(struct hops *h, const struct ttf_request *r, int *n_fit,
+			      int *n_same)
 {
 	struct held *best = NULL;
 
@@ -294,7 +234,7 @@ static int in_window(const struct ttf_request *r, const struct held *d)
 	const struct ttf_request *u = &d->r;
 
 	return d->upstream && u->tgid == r->tgid && u->read_first_ns >= r->read_first_ns &&
-	       u->read_first_ns <= first_write_ns(r);
+	       u->read_first_ns <= gw_first_write_ns(r);
 }
 
 /*
@@ -313,7 +253,7 @@ static struct held *find_pd_by(struct hops *h, const struct ttf_request *r, uint
 			       struct held **p_out, int *n_d)
 {
 	struct held *d = NULL, *p = NULL;
-	uint64_t w = first_write_ns(r);
+	uint64_t w = gw_first_write_ns(r);
 
 	*n_d = 0;
 	for (size_t i = 0; i < h->n_held; i++) {
@@ -342,9 +282,8 @@ static struct held *find_pd_by(struct hops *h, const struct ttf_request *r, uint
 	return d;
 }
 
-/* find_pd_by, on r's own thread first. *same_thread: found so. */
-static struct held *find_pd(struct hops *h, const struct ttf_request *r, struct held **p_out,
-			    int *n_d, int *same_thread)
+struct held *gw_find_pd(struct hops *h, const struct ttf_request *r, struct held **p_out,
+			int *n_d, int *same_thread)
 {
 	struct held *d = r->rx_tid ? find_pd_by(h, r, r->rx_tid, p_out, n_d) : NULL;
 
@@ -358,8 +297,7 @@ static struct held *find_pd(struct hops *h, const struct ttf_request *r, struct 
  */
 #define READ_BEFORE_WRITE_NS 10000000ull
 
-/* The upstream server's request on U's connection, read closest to U's write. */
-static struct held *find_engine(const struct hops *h, const struct held *u)
+struct held *gw_find_engine(const struct hops *h, const struct held *u)
 {
 	struct held *best = NULL;
 	uint64_t best_d = 0;
@@ -395,7 +333,7 @@ int hops__wait(const struct hops *h, const struct ttf_request *r)
 
 	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events)
 		return 0;
-	w = first_write_ns(r);
+	w = gw_first_write_ns(r);
 	for (size_t i = 0; i < h->n_open; i++)
 		if (h->open[i].tgid == r->tgid && h->open[i].read_first_ns >= r->read_first_ns &&
 		    h->open[i].read_first_ns <= w)
@@ -407,206 +345,17 @@ int hops__wait(const struct hops *h, const struct ttf_request *r)
 		if (!fits(r, d))
 			continue;
 		any_fit = 1;
-		if (port_traced(h, d->r.addr.rport) && !find_engine(h, d))
+		if (port_traced(h, d->r.addr.rport) && !gw_find_engine(h, d))
 			return 1;
 	}
 	/* none carries its body: a disaggregated chain's calls (find_pd) may be its */
 	for (size_t i = 0; !any_fit && i < h->n_held; i++) {
 		const struct held *d = &h->held[i];
 
-		if (in_window(r, d) && port_traced(h, d->r.addr.rport) && !find_engine(h, d))
+		if (in_window(r, d) && port_traced(h, d->r.addr.rport) && !gw_find_engine(h, d))
 			return 1;
 	}
 	return 0;
-}
-
-static double mean_gap_ns(const struct ttf_request *r)
-{
-	if (r->n_events < 2)
-		return -1;
-	return (double)(r->events[r->n_events - 1].write_ns - r->events[0].write_ns) /
-	       (r->n_events - 1);
-}
-
-/* Clamp t into [lo, hi]. */
-static uint64_t clamp(uint64_t t, uint64_t lo, uint64_t hi)
-{
-	return t < lo ? lo : t > hi ? hi : t;
-}
-
-/* The upstream's own split inside [lo, hi] (lo: U's request written; hi: its first token). */
-static void engine_split(struct ttf_hop_chain *c, const struct held *e, uint64_t lo, uint64_t hi)
-{
-	const struct ttf_attrib *a = &e->a;
-	uint64_t b[TTF_ST__MAX + 1];
-
-	for (int i = 0; i < TTF_ST__ALL; i++)
-		c->up_stage_ns[i] = -1;
-	c->up_kind = a->kind;
-	snprintf(c->up_merged, sizeof(c->up_merged), "%s", a->merged);
-	snprintf(c->up_inferred_by, sizeof(c->up_inferred_by), "%s", a->inferred_by);
-	if (!a->valid)
-		return;
-	for (int i = 0; i <= TTF_ST__MAX; i++)
-		b[i] = clamp(a->bound_ns[i], i ? b[i - 1] : lo, hi);
-	b[TTF_ST__MAX] = hi;
-	for (int i = 0; i < TTF_ST__MAX; i++)
-		if (a->stage_ns[i] >= 0)
-			c->up_stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
-	if (a->stage_ns[TTF_ST_SERVER] >= 0)
-		c->up_stage_ns[TTF_ST_SERVER] = (int64_t)(b[TTF_ST_EMIT + 1] - b[TTF_ST_READ_WAIT + 1]);
-	c->up_stage_ns[TTF_ST_TOKENIZE] = a->stage_ns[TTF_ST_TOKENIZE];
-}
-
-/* Drop the held request with this id (upstream: a call, else a server's request). */
-static void drop_by_id(struct hops *h, int upstream, uint64_t id)
-{
-	for (size_t i = 0; i < h->n_held; i++)
-		if (h->held[i].upstream == upstream && h->held[i].r.id == id) {
-			drop_held(h, i);
-			return;
-		}
-}
-
-/* What the chain says of the prefill call pf and its server's request ep (NULL: not seen). */
-static void pd_part(struct ttf_hop_chain *c, const struct held *pf, const struct held *ep)
-{
-	c->pd.seen = 1;
-	c->pd.port = pf->r.addr.rport;
-	c->pd.tokens = (pf->r.flags & TTF_REQ_USAGE) ? pf->r.usage_completion_tokens :
-		       pf->r.n_events;
-	c->pd.server_ns = -1;
-	if (!ep)
-		return;
-	c->pd.tgid = ep->r.tgid;
-	memcpy(c->pd.comm, ep->r.comm, sizeof(c->pd.comm));
-	c->pd.req_id = ep->r.id;
-	if (ep->r.end_write_ns >= ep->r.read_done_ns && ep->r.read_done_ns)
-		c->pd.server_ns = (int64_t)(ep->r.end_write_ns - ep->r.read_done_ns);
-}
-
-int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req_metrics *m,
-	       const struct ttf_attrib *a, struct ttf_hop_chain *c)
-{
-	struct held *u, *e, *pf = NULL, *ep = NULL;
-	uint64_t b[TTF_HS__MAX + 1], up_first, w, x;
-	int n_fit, n_same, n_d = 0, same_thread = 0;
-
-	if ((r->flags & TTF_REQ_UPSTREAM) || !r->n_events || !a || !a->valid || m->ttft_ns < 0)
-		return 0;
-	u = find_upstream(h, r, &n_fit, &n_same);
-	if (!u)
-		u = find_pd(h, r, &pf, &n_d, &same_thread);
-	if (!u) {
-		ttf_debug("hops: request %llu (read %.3f ms, first write %.3f ms): no upstream call "
-			  "fits (%zu held)", (unsigned long long)r->id, r->read_first_ns / 1e6,
-			  first_write_ns(r) / 1e6, h->n_held);
-		for (size_t i = 0; i < h->n_held; i++)
-			if (h->held[i].upstream)
-				ttf_debug("hops:   call %llu: pid %u, written %.3f ms, first token read "
-					  "%.3f ms", (unsigned long long)h->held[i].r.id,
-					  h->held[i].r.tgid, h->held[i].r.read_first_ns / 1e6,
-					  h->held[i].r.n_events ? h->held[i].r.events[0].write_ns / 1e6 : 0);
-		return 0;
-	}
-	memset(c, 0, sizeof(*c));
-	c->gw_tgid = r->tgid;
-	memcpy(c->gw_comm, r->comm, sizeof(c->gw_comm));
-	c->up_port = u->r.addr.rport;
-	c->gw_port = u->r.addr.lport;
-	c->up_addr = u->r.addr;
-	c->up_unix = u->r.addr.family == TTF_AF_UNIX;
-	if (c->up_unix) {
-		c->gw_ino = ttf_unix_ino(u->r.addr.laddr);
-		c->up_ino = ttf_unix_ino(u->r.addr.raddr);
-	}
-	c->exact = !pf && n_fit == 1;
-	if (pf)
-		snprintf(c->why, sizeof(c->why), "disaggregated: a prefill call answered, then "
-			 "the call that streamed its first token (%d fit%s)", n_d,
-			 same_thread ? ", on its thread" : "");
-	else if (n_fit == 1)
-		snprintf(c->why, sizeof(c->why), "the only upstream call with its body between its read and token");
-	else
-		snprintf(c->why, sizeof(c->why), "written closest to its read, of %d upstream calls "
-			 "that fit (%d with its %u events)", n_fit, n_same, r->n_events);
-	h->stats.joined_exact += c->exact;
-	h->stats.joined_inferred += !c->exact;
-	h->stats.joined_pd += pf != NULL;
-
-	w = first_write_ns(r);
-	x = m->t_first_token_ns;
-	up_first = u->r.events[0].write_ns;
-	/* read_wait ends where the gateway read the request: the attribution's own boundary */
-	b[TTF_HS_NET_IN] = m->t_start_ns;
-	b[TTF_HS_READ_WAIT] = a->bound_ns[1];
-	b[TTF_HS_GATEWAY_IN] = a->bound_ns[2];
-	b[TTF_HS_PREFILL_CALL] = pf ? pf->r.read_done_ns : u->r.read_done_ns;
-	b[TTF_HS_HANDOFF] = pf ? pf->r.end_write_ns : u->r.read_done_ns;
-	b[TTF_HS_UPSTREAM] = u->r.read_done_ns;
-	e = find_engine(h, u);
-	b[TTF_HS_UPSTREAM_OUT] = e && e->m.t_first_token_ns ? e->m.t_first_token_ns : up_first;
-	b[TTF_HS_GATEWAY_OUT] = up_first;
-	b[TTF_HS_NET_OUT] = w;
-	b[TTF_HS__MAX] = x;
-	for (int i = 1; i <= TTF_HS__MAX; i++)
-		b[i] = clamp(b[i], b[i - 1], x);
-	for (int i = 0; i < TTF_HS__MAX; i++)
-		c->stage_ns[i] = (int64_t)(b[i + 1] - b[i]);
-	if (pf) {
-		ep = find_engine(h, pf);
-		pd_part(c, pf, ep);
-	}
-
-	for (int i = 0; i < TTF_ST__ALL; i++)
-		c->up_stage_ns[i] = -1;
-	ttf_debug("hops: request %llu joins upstream call %llu (%s) and its server's request %llu",
-		  (unsigned long long)r->id, (unsigned long long)u->r.id, c->why,
-		  e ? (unsigned long long)e->r.id : 0ull);
-	if (e) {
-		c->up_tgid = e->r.tgid;
-		memcpy(c->up_comm, e->r.comm, sizeof(c->up_comm));
-		c->up_req_id = e->r.id;
-		engine_split(c, e, b[TTF_HS_UPSTREAM], b[TTF_HS_UPSTREAM_OUT]);
-	} else {
-		h->stats.upstream_untraced++;
-		if (c->up_unix)
-			snprintf(c->up_why, sizeof(c->up_why), "upstream unix:%llu: its server's "
-				 "request was not seen (not traced, or traced too late)",
-				 (unsigned long long)c->up_ino);
-		else
-			snprintf(c->up_why, sizeof(c->up_why), "upstream port %u: its server's "
-				 "request was not seen (not traced, or traced too late)", c->up_port);
-	}
-
-	/* Buffering: upstream reads after the first token's, before the first client write. */
-	for (uint32_t i = 1; i < u->r.n_events; i++) {
-		uint64_t t = u->r.events[i].write_ns;
-
-		if (t > w)
-			break;
-		if (t - u->r.events[i - 1].write_ns > SAME_READ_NS)
-			c->held_reads++;
-	}
-	c->held_ns = w > up_first ? (int64_t)(w - up_first) : 0;
-	c->buffering = c->held_reads >= 1 && c->held_ns > BUFFERING_MIN_NS;
-	c->itl_in_mean_ns = mean_gap_ns(&u->r);
-	c->itl_out_mean_ns = mean_gap_ns(r);
-
-	/* claimed: all go out with r (ids are unique; each removal moves the rest) */
-	{
-		uint64_t u_id = u->r.id, e_id = e ? e->r.id : 0;
-		uint64_t pf_id = pf ? pf->r.id : 0, ep_id = ep ? ep->r.id : 0;
-
-		if (e_id)
-			drop_by_id(h, 0, e_id);
-		if (ep_id)
-			drop_by_id(h, 0, ep_id);
-		drop_by_id(h, 1, u_id);
-		if (pf_id)
-			drop_by_id(h, 1, pf_id);
-	}
-	return 1;
 }
 
 void hops__expire(struct hops *h, uint64_t watermark_ns, hops_out_fn fn, void *ctx)
@@ -621,6 +370,6 @@ void hops__expire(struct hops *h, uint64_t watermark_ns, hops_out_fn fn, void *c
 		}
 		h->stats.expired++;
 		fn(ctx, &d->r, &d->m, d->have_a ? &d->a : NULL);
-		drop_held(h, i);
+		gw_drop_held(h, i);
 	}
 }

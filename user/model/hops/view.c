@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* A request's hops as one list of stages and processes (hop_view.h). */
+/* A request's hops as one list of stages and processes (view.h). */
 #include <stdio.h>
 #include <string.h>
-#include "user/model/hop_view.h"
-#include "user/model/hops.h"
-#include "user/model/msg_hops.h"
+#include "user/model/hops/view.h"
 
-/* Every hop name either chain gives (hops.c, msg_hops.c); new ones go here too. */
+/* Every hop name either chain gives (gateway and message chains); new ones go here too. */
 static const char *const hop_names[] = {
 	"net", "gateway", "prefill", "upstream", "ipc", "frontend", "engine", "output", NULL,
 };

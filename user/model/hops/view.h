@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * One request's hops, whatever joined them (docs/design.md D11, D13, D15):
- * a gateway chain (user/model/hops.h) or a message chain (msg_hops.h), as
- * the outputs read them (Prometheus, OTLP, Perfetto, the summary).
+ * a gateway chain or a message chain (user/model/hops/chain.h), as the
+ * outputs read them (Prometheus, OTLP, Perfetto, the summary). The outputs
+ * include this header only: the chains' fields and stage names come with it.
  *
  * Its stages in time order, disjoint, summing to TTFT (`hop_stages_ms`),
  * each in one hop: a process (gateway, prefill, upstream, frontend, engine,
@@ -11,19 +12,19 @@
  * Prometheus label values): ttf_hop_view_hop_names(). A process hop spans
  * its first stage's start to its last stage's end.
  */
-#ifndef TTFTRACE_HOP_VIEW_H
-#define TTFTRACE_HOP_VIEW_H
+#ifndef TTFTRACE_HOPS_VIEW_H
+#define TTFTRACE_HOPS_VIEW_H
 
 #include <stdint.h>
-#include "user/model/attrib.h"
+#include "user/model/hops/chain.h"
 
 #define TTF_HOP_VIEW_PROCS 8
 #define TTF_HOP_VIEW_STAGES 16
 
 enum ttf_hop_view_kind {
 	TTF_HOPV_NONE = 0,
-	TTF_HOPV_GATEWAY,	/* through a gateway, over HTTP (hops.h) */
-	TTF_HOPV_MSG,		/* to an engine process over ZMQ (msg_hops.h) */
+	TTF_HOPV_GATEWAY,	/* through a gateway, over HTTP (gateway.h) */
+	TTF_HOPV_MSG,		/* to an engine process over ZMQ (msg.h) */
 };
 
 struct ttf_hop_view_proc {
@@ -62,4 +63,4 @@ const char *const *ttf_hop_view_hop_names(void);
 /* Index of hop in ttf_hop_view_hop_names(), -1 none. */
 int ttf_hop_view_hop_index(const char *hop);
 
-#endif /* TTFTRACE_HOP_VIEW_H */
+#endif /* TTFTRACE_HOPS_VIEW_H */
