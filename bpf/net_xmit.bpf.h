@@ -44,16 +44,13 @@ static __always_inline void xmit_flush(struct sys_args *a)
 	a->xmit_cookie = 0;
 }
 
-#ifndef TTF_SK_ID_BY_PTR
 /*
- * Number of the syscall the current task is in (the kernel saves it in
- * pt_regs at entry: orig_ax on x86, syscallno on arm64, a7 on riscv);
- * bpf_task_pt_regs() needs Linux 5.15.
+ * The number of the syscall that regs (its user registers) entered: the
+ * kernel saves it in pt_regs at entry (orig_ax on x86, syscallno on arm64,
+ * a7 on riscv).
  */
-static __always_inline long current_syscall_nr(void)
+static __always_inline long syscall_nr(struct pt_regs *regs)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-
 #if defined(__TARGET_ARCH_x86)
 	return BPF_CORE_READ(regs, orig_ax);
 #elif defined(__TARGET_ARCH_arm64)
@@ -61,6 +58,13 @@ static __always_inline long current_syscall_nr(void)
 #else
 	return BPF_CORE_READ(regs, a7);
 #endif
+}
+
+#ifndef TTF_SK_ID_BY_PTR
+/* Number of the syscall the current task is in; bpf_task_pt_regs() needs Linux 5.15. */
+static __always_inline long current_syscall_nr(void)
+{
+	return syscall_nr((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 }
 #endif
 
