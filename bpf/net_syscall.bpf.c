@@ -42,18 +42,6 @@ static __always_inline bool wanted_syscall(long id)
 	return payload_syscall(id) || id == NR_sendfile;
 }
 
-/* The number of the syscall that regs (its user registers) entered. */
-static __always_inline long syscall_nr(struct pt_regs *regs)
-{
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ((struct user_pt_regs *)regs, regs[8]);
-#else
-	return BPF_CORE_READ(regs, a7);
-#endif
-}
-
 static __always_inline void on_enter(struct pt_regs *regs, long id)
 {
 	if (wanted_syscall(id))

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * TLS plaintext (BPF side), part of both socket sources: net_common.bpf.h
- * includes it once, so the uprobes share the sources' maps and ring and
- * their records are ordered with the socket records (docs/tls.md).
+ * includes it (after payload capture, whose record and copy it reuses), so
+ * the uprobes share the sources' maps and ring and their records are
+ * ordered with the socket records (docs/tls.md).
  *
  *   entry uprobes   SSL_write, SSL_write_ex, SSL_read, SSL_read_ex,
  *                   SSL_do_handshake (OpenSSL 3, libssl or a static copy);
@@ -24,6 +25,8 @@
  */
 #ifndef TTF_TLS_BPF_H
 #define TTF_TLS_BPF_H
+
+#include "bpf/net_capture.bpf.h"
 
 enum tls_op { TLS_OP_READ = 1, TLS_OP_WRITE = 2, TLS_OP_HANDSHAKE = 3 };
 

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The socket sources' configuration, records and maps (BPF side; part of
+ * bpf/net_common.bpf.h): the same names and layout in net.bpf.c and
+ * net_syscall.bpf.c, so user/probe/net_probe.c drives either object. Also
+ * the shared helpers (common.bpf.h) bound to these maps: count(),
+ * tgid_traced(), submit().
+ *
+ * The maps are declared here, in this order, and nowhere else in the common
+ * part but tls.bpf.h (its own three, after these).
+ */
+#ifndef TTF_NET_MAPS_BPF_H
+#define TTF_NET_MAPS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "bpf/net.h"
+#include "bpf/common.bpf.h"
+
+/*
+ * Masks keep the verifier's bounds: offsets < MAX and sizes <= MAX (clamped,
+ * then masked), so any copy ends inside a 2 * MAX buffer (per-CPU map values
+ * are limited to 32 KiB).
+ */
+#define OFF_MASK (TTF_CAPTURE_MAX_BYTES - 1)
+#define LEN_MASK (2 * TTF_CAPTURE_MAX_BYTES - 1)
+#define SCRATCH_PAYLOAD (2 * TTF_CAPTURE_MAX_BYTES)
+
+/* Configuration, set by user space between open and load. */
+const volatile __u32 targ_capture_bytes = TTF_CAPTURE_DEFAULT_BYTES;	/* reads */
+const volatile __u32 targ_capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
+const volatile __u16 targ_port = 0;	/* 0: any local port */
+/* Above this many unread bytes, wake the consumer (set to a quarter of the ring). */
+const volatile __u64 targ_wakeup_bytes = 4 << 20;
+const volatile char targ_comm[TTF_COMM_LEN] = {};
+const volatile bool targ_follow_comm = false;
+
+enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3, BUF_NONE = 4 /* sendfile */ };
+enum buf_dir { DIR_RECV = 1, DIR_SEND = 2 };
+
+struct sys_args {
+	__u64 enter_ns;	/* bpf_ktime_get_ns() at sys_enter */
+	__u64 buf;	/* user pointer: buffer, iovec array or msghdr */
+	__s64 nr;	/* syscall number */
+	__u32 len;	/* buffer length or iovec count */
+	__u32 fd;	/* first argument: the file descriptor */
+	__u32 flags;	/* recvfrom/recvmsg flags (MSG_PEEK), else 0 */
+	__u8 kind;	/* enum buf_kind */
+	__u8 dir;	/* enum buf_dir */
+	__u16 pad;
+	/*
+	 * A send's device transmit, kept until its SEND record (B1.12):
+	 * xmit_cookie 0 = none kept; xmit_sk the socket it was on.
+	 */
+	__u64 xmit_cookie;
+	__u64 xmit_sk;
+	__u64 xmit_ns;
+	__u32 xmit_seq_end;
+	__u32 xmit_bytes;
+};
+
+struct arrival {
+	__u64 first_ns;
+	__u64 last_ns;
+};
+
+/* The record header is followed by its payload in one contiguous buffer. */
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+struct scratch {
+	struct ttf_net_event ev;
+	__u8 payload[SCRATCH_PAYLOAD];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);	/* tgid */
+	__type(value, __u8);
+} traced_tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct ttf_listen_key);
+	__type(value, __u8);
+} listen_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);	/* pid_tgid */
+	__type(value, struct sys_args);
+} sys_args SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* socket cookie (TTF_SK_ID_BY_PTR: the id from sk_ids) */
+	__type(value, __u8);
+} traced_socks SEC(".maps");
+
+#ifdef TTF_SK_ID_BY_PTR
+/*
+ * Sockets found through a file descriptor are not pointers the verifier
+ * trusts, so bpf_get_socket_cookie() cannot take them: such a source gives
+ * each socket an id of its own at first sight (bpf_ktime_get_ns() with the
+ * CPU in the top bits) and forgets it when the socket closes, so an address
+ * reused by a later socket gets a new id.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* struct sock address */
+	__type(value, __u64);	/* id in records (sock_cookie) */
+} sk_ids SEC(".maps");
+#endif
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);	/* socket cookie */
+	__type(value, struct arrival);
+} arrivals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TTF_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);	/* resized by user space before load */
+} events SEC(".maps");
+
+/* The shared helpers (common.bpf.h), bound to this program's maps. */
+static __always_inline void count(__u32 idx)
+{
+	ttf_count(&counters, idx);
+}
+
+static __always_inline bool tgid_traced(__u32 tgid)
+{
+	return ttf_tgid_traced(&traced_tgids, tgid);
+}
+
+/* Wake the consumer only when the ring is filling up; it drains on a timer. */
+static __always_inline void submit(void *data, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, data, size,
+			       ttf_rb_wakeup_flags(&events, targ_wakeup_bytes)))
+		count(TTF_CNT_RINGBUF_FULL);
+	else
+		count(TTF_CNT_EVENTS);
+}
+
+#endif /* TTF_NET_MAPS_BPF_H */
