@@ -120,7 +120,8 @@ def layout_paths(root):
         text = f.read()
     section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     block = section.split("```", 2)[1]
-    return [line.split()[0] for line in block.splitlines() if line.strip()]
+    # a path starts a line; an indented line goes on with the one above
+    return [line.split()[0] for line in block.splitlines() if line.strip() and not line[0].isspace()]
 
 
 def layout_problems(root):
