@@ -179,10 +179,11 @@ int replay_main(int argc, char **argv)
 		}
 	}
 	err = replay__run(a.file, &o, &st);
-	if (err && st.output_failed) {
-		if (!st.failed_output)
-			ttf_error("check free space and permissions", "writing %s: %s",
-				  a.output ? a.output : "standard output", strerror(-err));
+	if (st.open_exit) {
+		code = st.open_exit;
+	} else if (err && st.output_failed) {
+		ttf_error("check free space and permissions", "writing %s: %s",
+			  a.output ? a.output : "standard output", strerror(-err));
 		code = TTF_EXIT_OUTPUT;
 	} else if (err == -EBADMSG) {
 		ttf_error("was it written by `ttftrace --record` of this version?",
