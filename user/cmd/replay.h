@@ -48,7 +48,4 @@ struct replay_stats {
  */
 int replay__run(const char *path, const struct replay_opts *o, struct replay_stats *st);
 
-/* `ttftrace replay FILE ...`: argv[0] is "replay". Returns an enum ttf_exit. */
-int replay_main(int argc, char **argv);
-
 #endif /* TTFTRACE_REPLAY_H */
