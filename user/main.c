@@ -5,13 +5,9 @@
  */
 #include <string.h>
 #include "user/cmd/cli.h"
-#include "user/cmd/gpu_attach.h"
-#include "user/hw/copybw.h"
-#include "user/export/html_report.h"
-#include "user/lib/log.h"
-#include "user/hw/pcie.h"
-#include "user/cmd/replay.h"
+#include "user/cmd/subcmd.h"
 #include "user/cmd/trace.h"
+#include "user/lib/log.h"
 
 /*
  * The subcommands: an exact name as the first word runs it; anything else is

@@ -238,11 +238,14 @@ static void set_target(struct argp_state *state, struct ttf_opts *o, enum ttf_ta
 	o->target = k;
 }
 
-static error_t parse_opt(int key, char *arg, struct argp_state *state)
+/*
+ * The options of each --help group: each parser takes its group's keys and
+ * returns ARGP_ERR_UNKNOWN for the others. A bad value ends the program
+ * (subcmd__usage_fail).
+ */
+static error_t parse_target(int key, char *arg, struct argp_state *state)
 {
 	struct ttf_opts *o = state->input;
-	char *end;
-	long mb;
 
 	switch (key) {
 	case 'p':
@@ -265,6 +268,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			subcmd__usage_fail("ttftrace", "-c needs a command");
 		o->cmd = arg;
 		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_output(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+	char *end;
+
+	switch (key) {
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
@@ -298,11 +313,50 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->slo_spec = arg;
 		break;
 	}
-	case OPT_CAPTURE:
-		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_engine(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+
+	switch (key) {
+	case OPT_PROFILE:
+		if (o->n_profiles == 4)
+			subcmd__usage_fail("ttftrace", "at most 4 --profile");
+		o->profiles[o->n_profiles++] = arg;
+		break;
+	case OPT_PROBE:
+		if (o->n_probes == 16)
+			subcmd__usage_fail("ttftrace", "at most 16 --probe");
+		o->probes[o->n_probes++] = arg;
+		break;
+	case OPT_NO_PROFILE:
+		o->no_profile = 1;
+		break;
+	case OPT_GPU_ATTACH:
+		o->gpu_attach = 1;
 		break;
 	case OPT_GRPC_PROFILE:
 		o->grpc_profile = arg;
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static error_t parse_capture(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+	long mb;
+
+	switch (key) {
+	case OPT_CAPTURE:
+		o->capture_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state, "capture size");
 		break;
 	case OPT_CAPTURE_SEND:
 		o->capture_send_bytes = parse_long(arg, 64, TTF_CAPTURE_MAX_BYTES, state,
@@ -332,41 +386,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->net_source = ns;
 		break;
 	}
-	case OPT_NO_PROFILE:
-		o->no_profile = 1;
-		break;
-	case OPT_GPU_ATTACH:
-		o->gpu_attach = 1;
-		break;
-	case OPT_PROFILE:
-		if (o->n_profiles == 4)
-			subcmd__usage_fail("ttftrace", "at most 4 --profile");
-		o->profiles[o->n_profiles++] = arg;
-		break;
-	case OPT_PROBE:
-		if (o->n_probes == 16)
-			subcmd__usage_fail("ttftrace", "at most 16 --probe");
-		o->probes[o->n_probes++] = arg;
-		break;
-	case OPT_METRICS: {
-		struct sockaddr_storage sa;
-		socklen_t sa_len;
-
-		if (prom__parse_listen(arg, &sa, &sa_len))
-			subcmd__usage_fail("ttftrace", "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
-		o->metrics = arg;
-		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
 	}
-	case OPT_BUCKETS: {
-		char err[160];
+	return 0;
+}
 
-		if (prom_buckets__parse(&o->buckets, arg, err, sizeof(err))) {
-			fprintf(stderr, "Error: --buckets: %s\nHINT: %s\n", err, PROM_BUCKETS_HINT);
-			exit(TTF_EXIT_USAGE);
-		}
-		o->n_buckets_opts++;
-		break;
-	}
+static error_t parse_export(int key, char *arg, struct argp_state *state)
+{
+	struct ttf_opts *o = state->input;
+
+	switch (key) {
 	case OPT_OTLP:
 		if (strncmp(arg, "http://", 7) && strncmp(arg, "https://", 8))
 			subcmd__usage_fail("ttftrace", "invalid --otlp '%s' (an http:// or https:// URL)", arg);
@@ -390,11 +420,42 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->perfetto_sched_given = 1;
 		break;
 	}
+	case OPT_METRICS: {
+		struct sockaddr_storage sa;
+		socklen_t sa_len;
+
+		if (prom__parse_listen(arg, &sa, &sa_len))
+			subcmd__usage_fail("ttftrace", "invalid --metrics '%s' (PORT, IPv4:PORT or [IPv6]:PORT)", arg);
+		o->metrics = arg;
+		break;
+	}
+	case OPT_BUCKETS: {
+		char err[160];
+
+		if (prom_buckets__parse(&o->buckets, arg, err, sizeof(err))) {
+			fprintf(stderr, "Error: --buckets: %s\nHINT: %s\n", err, PROM_BUCKETS_HINT);
+			exit(TTF_EXIT_USAGE);
+		}
+		o->n_buckets_opts++;
+		break;
+	}
 	case OPT_SYSFS_ROOT:
 		if (!*arg)
 			subcmd__usage_fail("ttftrace", "--sysfs-root needs a directory");
 		o->sysfs_root = arg;
 		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* --help, --usage and --version: print on stdout and exit. */
+static error_t parse_info(int key, char *arg, struct argp_state *state)
+{
+	struct utsname u;
+
+	switch (key) {
 	case 'h':
 	case '?':
 		subcmd__help(cli_argp, ARGP_HELP_STD_HELP & ~ARGP_HELP_EXIT_OK, "ttftrace");
@@ -402,13 +463,42 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_USAGE:
 		subcmd__help(cli_argp, ARGP_HELP_USAGE, "ttftrace");
 		exit(TTF_EXIT_OK);
-	case 'V': {
-		struct utsname u;
-
+	case 'V':
 		printf("%s\ncommit %s\nlibbpf %s\nkernel %s\n", argp_program_version,
 		       TTF_GIT_COMMIT, libbpf_version_string(), uname(&u) ? "?" : u.release);
 		exit(TTF_EXIT_OK);
 	}
+	return ARGP_ERR_UNKNOWN;
+}
+
+/* Options that only make sense with others, once all are read. */
+static void check_combinations(const struct ttf_opts *o)
+{
+	if (o->target == TTF_TARGET_NONE)
+		subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
+	if (o->gpu_attach && o->target == TTF_TARGET_CMD)
+		subcmd__usage_fail("ttftrace", "--gpu-attach is for running processes: "
+				   "start -c CMD with CUDA_INJECTION64_PATH instead");
+	if (o->n_buckets_opts && !o->metrics)
+		subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
+	if (o->perfetto_sched_given && !o->perfetto)
+		subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
+	check_distinct_outputs(o);
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	static error_t (*const groups[])(int, char *, struct argp_state *) = {
+		parse_target, parse_output, parse_engine, parse_capture, parse_export, parse_info,
+	};
+
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		error_t err = groups[i](key, arg, state);
+
+		if (err != ARGP_ERR_UNKNOWN)
+			return err;
+	}
+	switch (key) {
 	case ARGP_KEY_ERROR:
 		error_next = state->next;
 		break;
@@ -416,16 +506,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		subcmd__usage_fail("ttftrace", "unexpected argument '%s'", arg);
 		break;
 	case ARGP_KEY_END:
-		if (o->target == TTF_TARGET_NONE)
-			subcmd__usage_fail("ttftrace", "give a target: -p PID, --comm NAME, --port PORT or -c CMD");
-		if (o->gpu_attach && o->target == TTF_TARGET_CMD)
-			subcmd__usage_fail("ttftrace", "--gpu-attach is for running processes: "
-					   "start -c CMD with CUDA_INJECTION64_PATH instead");
-		if (o->n_buckets_opts && !o->metrics)
-			subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
-		if (o->perfetto_sched_given && !o->perfetto)
-			subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
-		check_distinct_outputs(o);
+		check_combinations(state->input);
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;

@@ -152,23 +152,21 @@ static void copybw_sleep_ms(int ms)
 		;
 }
 
-int copybw_main(int argc, char **argv)
-{
-	static const enum copybw_dir dirs[] = { COPYBW_H2D, COPYBW_D2H };
-	struct copybw_cuda *cu = NULL;
-	struct copybw_load *ramp;
+/* A run: the options, the CUDA runtime and the link of the device measured. */
+struct copybw_run {
 	struct copybw_args a;
-	char bdf[PCIE_BDF_LEN] = "", sz[32];
-	cJSON *root = NULL, *results = NULL;
-	double link_gbps = -1.0;
+	struct copybw_cuda *cu;
+	char bdf[PCIE_BDF_LEN];
+	double link_gbps;	/* theoretical, per direction; <= 0: unknown */
+	cJSON *root, *results;	/* --json: the document, and its results array */
+};
+
+/* The CUDA runtime and the device. Returns -1 to go on, else an exit code (said on stderr). */
+static int copybw_open(struct copybw_run *r)
+{
 	const char *why = "";
-	int rc, err, i, d, m;
+	int err = copybw__open(r->a.cudart, &r->cu, &why);
 
-	rc = copybw_parse_args(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-
-	err = copybw__open(a.cudart, &cu, &why);
 	if (err == -ENOMEM) {
 		fprintf(stderr, "Error: out of memory\n");
 		return TTF_EXIT_INTERNAL;
@@ -178,114 +176,158 @@ int copybw_main(int argc, char **argv)
 			fprintf(stderr, "Error: no CUDA device: %s\n", why);
 		else
 			fprintf(stderr, "Error: cannot use the CUDA runtime%s%s: %s\n",
-				a.cudart ? " " : "", a.cudart ? a.cudart : "", why);
+				r->a.cudart ? " " : "", r->a.cudart ? r->a.cudart : "", why);
 		fprintf(stderr, "HINT: copybw needs an NVIDIA GPU, its driver and libcudart "
 				"(set TTF_CUDART=/path/libcudart.so.N or use --cudart)\n");
 		/* runtime found, no device: nothing to measure; else runtime or driver */
 		return err == -ENODEV ? TTF_EXIT_NO_TARGET : TTF_EXIT_NO_CUDA;
 	}
-	if (a.device >= copybw__device_count(cu)) {
-		fprintf(stderr, "Error: no CUDA device %d (%d present)\n", a.device,
-			copybw__device_count(cu));
-		rc = TTF_EXIT_NO_TARGET;
-		goto cleanup;
+	if (r->a.device >= copybw__device_count(r->cu)) {
+		fprintf(stderr, "Error: no CUDA device %d (%d present)\n", r->a.device,
+			copybw__device_count(r->cu));
+		return TTF_EXIT_NO_TARGET;
 	}
-	if (!copybw__device_bdf(cu, a.device, bdf, sizeof(bdf)))
-		link_gbps = pcie__path_gbps(a.sysfs_root, bdf);
+	if (!copybw__device_bdf(r->cu, r->a.device, r->bdf, sizeof(r->bdf)))
+		r->link_gbps = pcie__path_gbps(r->a.sysfs_root, r->bdf);
+	return -1;
+}
 
-	if (a.ramp_ms > 0 && !copybw__load_start(cu, a.device, &ramp)) {
-		copybw_sleep_ms(a.ramp_ms);
-		copybw__load_stop(ramp, NULL);
-	}
-
-	if (a.json) {
-		root = cJSON_CreateObject();
-		cJSON_AddNumberToObject(root, "device", a.device);
-		cJSON_AddStringToObject(root, "bdf", bdf);
-		if (link_gbps > 0)
-			cJSON_AddNumberToObject(root, "link_gbps", link_gbps);
+/* The device and its link: the JSON document's head, or the table's. */
+static void copybw_print_head(struct copybw_run *r)
+{
+	if (r->a.json) {
+		r->root = cJSON_CreateObject();
+		cJSON_AddNumberToObject(r->root, "device", r->a.device);
+		cJSON_AddStringToObject(r->root, "bdf", r->bdf);
+		if (r->link_gbps > 0)
+			cJSON_AddNumberToObject(r->root, "link_gbps", r->link_gbps);
 		else
-			cJSON_AddNullToObject(root, "link_gbps");
-		cJSON_AddNumberToObject(root, "iters", a.iters);
-		cJSON_AddNumberToObject(root, "warmup", a.warmup);
-		results = cJSON_AddArrayToObject(root, "results");
+			cJSON_AddNullToObject(r->root, "link_gbps");
+		cJSON_AddNumberToObject(r->root, "iters", r->a.iters);
+		cJSON_AddNumberToObject(r->root, "warmup", r->a.warmup);
+		r->results = cJSON_AddArrayToObject(r->root, "results");
+		return;
+	}
+	printf("CUDA device %d  %s  ", r->a.device, r->bdf[0] ? r->bdf : "(bus id unknown)");
+	if (r->link_gbps > 0)
+		printf("link %.2f GB/s per direction (theoretical, path capability)\n",
+		       r->link_gbps);
+	else
+		printf("link bandwidth unknown (no PCIe link attributes in sysfs)\n");
+	printf("%-4s %-9s %8s %9s %7s\n", "DIR", "MEMORY", "SIZE", "GB/s", "%LINK");
+}
+
+/* One measurement: a JSON result or a table row. */
+static void copybw_print_row(struct copybw_run *r, const char *dn, bool pinned, size_t bytes,
+			     double gbps)
+{
+	char sz[32];
+
+	if (r->results) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "dir", dn);
+		cJSON_AddStringToObject(o, "memory", pinned ? "pinned" : "pageable");
+		cJSON_AddNumberToObject(o, "bytes", (double)bytes);
+		cJSON_AddNumberToObject(o, "gbps", gbps);
+		if (r->link_gbps > 0)
+			cJSON_AddNumberToObject(o, "link_share", gbps / r->link_gbps);
+		cJSON_AddBoolToObject(o, "link_evidence", pinned);
+		cJSON_AddItemToArray(r->results, o);
 	} else {
-		printf("CUDA device %d  %s  ", a.device, bdf[0] ? bdf : "(bus id unknown)");
-		if (link_gbps > 0)
-			printf("link %.2f GB/s per direction (theoretical, path capability)\n",
-			       link_gbps);
+		printf("%-4s %-9s %8s %9.2f ", dn, pinned ? "pinned" : "pageable",
+		       copybw__fmt_size(bytes, sz, sizeof(sz)), gbps);
+		if (r->link_gbps > 0)
+			printf("%6.1f%%%s\n", 100.0 * gbps / r->link_gbps,
+			       pinned ? "" : "  (not link evidence)");
 		else
-			printf("link bandwidth unknown (no PCIe link attributes in sysfs)\n");
-		printf("%-4s %-9s %8s %9s %7s\n", "DIR", "MEMORY", "SIZE", "GB/s", "%LINK");
+			printf("%7s\n", "-");
 	}
+	fflush(stdout);
+}
 
-	rc = TTF_EXIT_OK;
-	for (d = 0; d < 2; d++) {
-		if ((dirs[d] == COPYBW_H2D && !a.h2d) || (dirs[d] == COPYBW_D2H && !a.d2h))
+/* Every size of one direction and memory. Returns TTF_EXIT_OK or the failed copy's code. */
+static int copybw_measure_sizes(struct copybw_run *r, enum copybw_dir dir, bool pinned)
+{
+	const char *dn = dir == COPYBW_H2D ? "h2d" : "d2h";
+	char sz[32];
+
+	for (int i = 0; i < r->a.nr_sizes; i++) {
+		double gbps = 0.0;
+		int err = copybw__measure(r->cu, r->a.device, dir, pinned, r->a.sizes[i],
+					  r->a.warmup, r->a.iters, &gbps);
+
+		if (err) {
+			fprintf(stderr, "Error: %s %s copy of %s failed: %s\n", dn,
+				pinned ? "pinned" : "pageable",
+				copybw__fmt_size(r->a.sizes[i], sz, sizeof(sz)),
+				err == -ENOMEM ? "out of host memory" : copybw__last_error(r->cu));
+			return err == -ENOMEM ? TTF_EXIT_INTERNAL : TTF_EXIT_CUDA_FAILED;
+		}
+		copybw_print_row(r, dn, pinned, r->a.sizes[i], gbps);
+	}
+	return TTF_EXIT_OK;
+}
+
+/* H2D then D2H, pinned then pageable, as asked. */
+static int copybw_measure_all(struct copybw_run *r)
+{
+	static const enum copybw_dir dirs[] = { COPYBW_H2D, COPYBW_D2H };
+	int rc = TTF_EXIT_OK;
+
+	for (int d = 0; d < 2 && rc == TTF_EXIT_OK; d++) {
+		if ((dirs[d] == COPYBW_H2D && !r->a.h2d) || (dirs[d] == COPYBW_D2H && !r->a.d2h))
 			continue;
-		for (m = 0; m < 2; m++) {
+		for (int m = 0; m < 2 && rc == TTF_EXIT_OK; m++) {
 			bool pinned = m == 0;
 
-			if ((pinned && !a.pinned) || (!pinned && !a.pageable))
+			if ((pinned && !r->a.pinned) || (!pinned && !r->a.pageable))
 				continue;
-			for (i = 0; i < a.nr_sizes; i++) {
-				const char *dn = dirs[d] == COPYBW_H2D ? "h2d" : "d2h";
-				double gbps = 0.0;
-
-				err = copybw__measure(cu, a.device, dirs[d], pinned, a.sizes[i],
-						      a.warmup, a.iters, &gbps);
-				if (err) {
-					fprintf(stderr, "Error: %s %s copy of %s failed: %s\n", dn,
-						pinned ? "pinned" : "pageable",
-						copybw__fmt_size(a.sizes[i], sz, sizeof(sz)),
-						err == -ENOMEM ? "out of host memory"
-							       : copybw__last_error(cu));
-					rc = err == -ENOMEM ? TTF_EXIT_INTERNAL
-							    : TTF_EXIT_CUDA_FAILED;
-					goto out;
-				}
-				if (results) {
-					cJSON *r = cJSON_CreateObject();
-
-					cJSON_AddStringToObject(r, "dir", dn);
-					cJSON_AddStringToObject(r, "memory",
-								pinned ? "pinned" : "pageable");
-					cJSON_AddNumberToObject(r, "bytes", (double)a.sizes[i]);
-					cJSON_AddNumberToObject(r, "gbps", gbps);
-					if (link_gbps > 0)
-						cJSON_AddNumberToObject(r, "link_share",
-									gbps / link_gbps);
-					cJSON_AddBoolToObject(r, "link_evidence", pinned);
-					cJSON_AddItemToArray(results, r);
-				} else {
-					printf("%-4s %-9s %8s %9.2f ", dn,
-					       pinned ? "pinned" : "pageable",
-					       copybw__fmt_size(a.sizes[i], sz, sizeof(sz)), gbps);
-					if (link_gbps > 0)
-						printf("%6.1f%%%s\n", 100.0 * gbps / link_gbps,
-						       pinned ? "" : "  (not link evidence)");
-					else
-						printf("%7s\n", "-");
-				}
-				fflush(stdout);
-			}
+			rc = copybw_measure_sizes(r, dirs[d], pinned);
 		}
 	}
-out:
-	if (root) {
+	return rc;
+}
+
+/* The JSON document with the exit code, or the table's closing note. */
+static void copybw_print_tail(struct copybw_run *r, int rc)
+{
+	if (r->root) {
 		char *s;
 
-		cJSON_AddNumberToObject(root, "exit_code", rc);
-		s = cJSON_Print(root);
+		cJSON_AddNumberToObject(r->root, "exit_code", rc);
+		s = cJSON_Print(r->root);
 		if (s)
 			puts(s);
 		free(s);
-		cJSON_Delete(root);
-	} else if (a.pageable && rc == TTF_EXIT_OK) {
+		cJSON_Delete(r->root);
+	} else if (r->a.pageable && rc == TTF_EXIT_OK) {
 		printf("note: pageable copies are staged by the driver; they are never evidence "
 		       "of a slow link (judge the link by pinned copies >= 4 MiB)\n");
 	}
-cleanup:
-	copybw__close(cu);
+}
+
+int copybw_main(int argc, char **argv)
+{
+	struct copybw_run r = { .link_gbps = -1.0 };
+	struct copybw_load *ramp;
+	int rc;
+
+	rc = copybw_parse_args(argc, argv, &r.a);
+	if (rc >= 0)
+		return rc;
+	rc = copybw_open(&r);
+	if (rc >= 0) {
+		copybw__close(r.cu);
+		return rc;
+	}
+	if (r.a.ramp_ms > 0 && !copybw__load_start(r.cu, r.a.device, &ramp)) {
+		copybw_sleep_ms(r.a.ramp_ms);
+		copybw__load_stop(ramp, NULL);
+	}
+	copybw_print_head(&r);
+	rc = copybw_measure_all(&r);
+	copybw_print_tail(&r, rc);
+	copybw__close(r.cu);
 	return rc;
 }

@@ -45,7 +45,4 @@ const char *gpu_attach__sock(const char *sock);
  */
 int gpu_attach__run(pid_t pid, const struct gpu_attach_opts *o);
 
-/* `ttftrace gpu-attach`: argv[0] is "gpu-attach". Returns a TTF_EXIT_* code. */
-int gpu_attach_main(int argc, char **argv);
-
 #endif /* TTFTRACE_GPU_ATTACH_H */

@@ -362,112 +362,109 @@ static void pcie_sample(const struct pcie_args *a, struct pcie_gpu *g)
 	}
 }
 
-int pcie_main(int argc, char **argv)
+/*
+ * The GPUs to audit into gpus[] (--gpu: that one), *n of them. Returns -1 to
+ * go on, else an exit code (said on stderr).
+ */
+static int pcie_find(const struct pcie_args *a, struct pcie_gpu *gpus, int *n)
 {
-	struct pcie_gpu *gpus = NULL;
-	struct pcie_result *res = NULL;
-	struct copybw_cuda *cu = NULL;
+	if (a->gpu[0]) {
+		*n = pcie__read_gpu(a->sysfs_root, a->gpu, &gpus[0]);
+		if (*n == -ENOENT) {
+			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n", a->gpu,
+				a->sysfs_root);
+			return TTF_EXIT_NO_TARGET;
+		}
+		*n = *n ? *n : 1;
+	} else {
+		*n = pcie__find_gpus(a->sysfs_root, gpus, PCIE_MAX_GPUS);
+	}
+	if (*n < 0) {
+		fprintf(stderr, "Error: cannot read %s/bus/pci/devices: %s\n", a->sysfs_root,
+			strerror(-*n));
+		fprintf(stderr, "HINT: --sysfs-root must name a sysfs tree (default /sys)\n");
+		return TTF_EXIT_KERNEL;
+	}
+	if (!*n) {
+		fprintf(stderr, "Error: no NVIDIA GPU (vendor 0x10de, class 0x0300/0x0302) under "
+			"%s/bus/pci/devices\n", a->sysfs_root);
+		return TTF_EXIT_NO_TARGET;
+	}
+	return -1;
+}
+
+/* --load copy: the CUDA runtime into *cu. Returns -1 to go on, else an exit code. */
+static int pcie_open_load(struct copybw_cuda **cu)
+{
+	const char *why = "";
+	int err = copybw__open(NULL, cu, &why);
+
+	if (!err)
+		return -1;
+	if (err == -ENOMEM) {
+		fprintf(stderr, "Error: out of memory\n");
+		return TTF_EXIT_INTERNAL;
+	}
+	/* sysfs shows the GPU: a CUDA runtime that sees none cannot use its driver */
+	fprintf(stderr, "Error: no CUDA device for --load copy: %s\n", why);
+	fprintf(stderr, "HINT: without a GPU runtime, read the link with --busy while "
+			"the server is serving\n");
+	return TTF_EXIT_NO_CUDA;
+}
+
+/*
+ * Read g's links (under the copy load when cu can load it), judge them and
+ * look at --pid's threads. Returns TTF_EXIT_OK, TTF_EXIT_FAULT (downtrained)
+ * or TTF_EXIT_NO_TARGET (no such process; said on stderr).
+ */
+static int pcie_audit_gpu(const struct pcie_args *a, struct copybw_cuda *cu, struct pcie_gpu *g,
+			  struct pcie_result *r)
+{
+	struct copybw_load *load = NULL;
 	struct pcie_cpuset local;
-	struct pcie_args a;
+	int dev;
+
+	r->load_gbps = -1.0;
+	r->loc_err = 1;
+	if (cu && (dev = pcie_cuda_dev(cu, g->bdf)) >= 0 && !copybw__load_start(cu, dev, &load)) {
+		pcie_sleep_ms(PCIE_LOAD_RAMP_MS);
+		pcie__read_gpu(a->sysfs_root, g->bdf, g);	/* drop idle readings */
+		pcie_sample(a, g);
+		r->loaded = !copybw__load_stop(load, &r->load_gbps);
+	} else {
+		pcie_sample(a, g);
+	}
+	r->verdict = pcie__judge(g, a->busy || r->loaded, &r->worst);
+	if (a->pid && !pcie__parse_cpulist(g->local_cpulist, &local) && g->local_cpulist[0])
+		r->loc_err = pcie__thread_locality(a->proc_root, a->pid, &local, &r->loc);
+	if (r->loc_err == -ESRCH) {
+		fprintf(stderr, "Error: no process %d under %s\n", a->pid, a->proc_root);
+		return TTF_EXIT_NO_TARGET;
+	}
+	return r->verdict == PCIE_DOWNTRAINED ? TTF_EXIT_FAULT : TTF_EXIT_OK;
+}
+
+/* Every GPU's audit, as text or (-j) one JSON document that holds rc. */
+static void pcie_print(const struct pcie_args *a, const struct pcie_gpu *gpus,
+		       const struct pcie_result *res, int n, int rc)
+{
 	cJSON *root = NULL, *arr = NULL;
 	char msg[256];
-	const char *why = "";
-	int rc, n, i;
 
-	rc = pcie_parse_args(argc, argv, &a);
-	if (rc >= 0)
-		return rc;
-
-	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
-	res = calloc(PCIE_MAX_GPUS, sizeof(*res));
-	if (!gpus || !res) {
-		fprintf(stderr, "Error: out of memory\n");
-		rc = TTF_EXIT_INTERNAL;
-		goto cleanup;
-	}
-	if (a.gpu[0]) {
-		n = pcie__read_gpu(a.sysfs_root, a.gpu, &gpus[0]);
-		if (n == -ENOENT) {
-			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n", a.gpu,
-				a.sysfs_root);
-			rc = TTF_EXIT_NO_TARGET;
-			goto cleanup;
-		}
-		n = n ? n : 1;
-	} else {
-		n = pcie__find_gpus(a.sysfs_root, gpus, PCIE_MAX_GPUS);
-	}
-	if (n < 0) {
-		fprintf(stderr, "Error: cannot read %s/bus/pci/devices: %s\n", a.sysfs_root,
-			strerror(-n));
-		fprintf(stderr, "HINT: --sysfs-root must name a sysfs tree (default /sys)\n");
-		rc = TTF_EXIT_KERNEL;
-		goto cleanup;
-	}
-	if (!n) {
-		fprintf(stderr, "Error: no NVIDIA GPU (vendor 0x10de, class 0x0300/0x0302) under "
-			"%s/bus/pci/devices\n", a.sysfs_root);
-		rc = TTF_EXIT_NO_TARGET;
-		goto cleanup;
-	}
-	if (a.load_copy && (rc = copybw__open(NULL, &cu, &why))) {
-		if (rc == -ENOMEM) {
-			fprintf(stderr, "Error: out of memory\n");
-			rc = TTF_EXIT_INTERNAL;
-			goto cleanup;
-		}
-		/* sysfs shows the GPU: a CUDA runtime that sees none cannot use its driver */
-		fprintf(stderr, "Error: no CUDA device for --load copy: %s\n", why);
-		fprintf(stderr, "HINT: without a GPU runtime, read the link with --busy while "
-				"the server is serving\n");
-		rc = TTF_EXIT_NO_CUDA;
-		goto cleanup;
-	}
-
-	rc = TTF_EXIT_OK;
-	for (i = 0; i < n; i++) {
-		struct pcie_gpu *g = &gpus[i];
-		struct pcie_result *r = &res[i];
-		struct copybw_load *load = NULL;
-		int dev;
-
-		r->load_gbps = -1.0;
-		r->loc_err = 1;
-		if (cu && (dev = pcie_cuda_dev(cu, g->bdf)) >= 0 &&
-		    !copybw__load_start(cu, dev, &load)) {
-			pcie_sleep_ms(PCIE_LOAD_RAMP_MS);
-			pcie__read_gpu(a.sysfs_root, g->bdf, g);	/* drop idle readings */
-			pcie_sample(&a, g);
-			r->loaded = !copybw__load_stop(load, &r->load_gbps);
-		} else {
-			pcie_sample(&a, g);
-		}
-		r->verdict = pcie__judge(g, a.busy || r->loaded, &r->worst);
-		if (r->verdict == PCIE_DOWNTRAINED)
-			rc = TTF_EXIT_FAULT;
-		if (a.pid && !pcie__parse_cpulist(g->local_cpulist, &local) && g->local_cpulist[0])
-			r->loc_err = pcie__thread_locality(a.proc_root, a.pid, &local, &r->loc);
-		if (r->loc_err == -ESRCH) {
-			fprintf(stderr, "Error: no process %d under %s\n", a.pid, a.proc_root);
-			rc = TTF_EXIT_NO_TARGET;
-			goto cleanup;
-		}
-	}
-
-	if (a.json) {
+	if (a->json) {
 		root = cJSON_CreateObject();
-		cJSON_AddStringToObject(root, "busy_source", a.busy_source);
-		cJSON_AddNumberToObject(root, "samples", a.samples);
+		cJSON_AddStringToObject(root, "busy_source", a->busy_source);
+		cJSON_AddNumberToObject(root, "samples", a->samples);
 		arr = cJSON_AddArrayToObject(root, "gpus");
 	}
-	for (i = 0; i < n; i++) {
-		bool busy = a.busy || res[i].loaded;
+	for (int i = 0; i < n; i++) {
+		bool busy = a->busy || res[i].loaded;
 
 		pcie_message(&gpus[i], &res[i], busy, msg, sizeof(msg));
 		if (arr)
 			cJSON_AddItemToArray(arr, pcie_json_gpu(&gpus[i], &res[i], msg));
 		else
-			pcie_print_gpu(&gpus[i], &res[i], &a, busy, msg, a.pid);
+			pcie_print_gpu(&gpus[i], &res[i], a, busy, msg, a->pid);
 		if (!arr && res[i].verdict == PCIE_IDLE_NOT_JUDGED)
 			printf("  HINT: rerun with --load copy, or with --busy while the server is "
 			       "serving\n");
@@ -481,8 +478,41 @@ int pcie_main(int argc, char **argv)
 			puts(s);
 		free(s);
 	}
-cleanup:
 	cJSON_Delete(root);
+}
+
+int pcie_main(int argc, char **argv)
+{
+	struct pcie_gpu *gpus = NULL;
+	struct pcie_result *res = NULL;
+	struct copybw_cuda *cu = NULL;
+	struct pcie_args a;
+	int rc, n, i, gpu_rc = TTF_EXIT_OK;
+
+	rc = pcie_parse_args(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	gpus = calloc(PCIE_MAX_GPUS, sizeof(*gpus));
+	res = calloc(PCIE_MAX_GPUS, sizeof(*res));
+	if (!gpus || !res) {
+		fprintf(stderr, "Error: out of memory\n");
+		rc = TTF_EXIT_INTERNAL;
+		goto cleanup;
+	}
+	rc = pcie_find(&a, gpus, &n);
+	if (rc < 0 && a.load_copy)
+		rc = pcie_open_load(&cu);
+	if (rc >= 0)
+		goto cleanup;
+	rc = TTF_EXIT_OK;
+	for (i = 0; i < n && gpu_rc != TTF_EXIT_NO_TARGET; i++) {
+		gpu_rc = pcie_audit_gpu(&a, cu, &gpus[i], &res[i]);
+		if (gpu_rc != TTF_EXIT_OK)
+			rc = gpu_rc;
+	}
+	if (rc != TTF_EXIT_NO_TARGET)
+		pcie_print(&a, gpus, res, n, rc);
+cleanup:
 	if (cu)
 		copybw__close(cu);
 	free(gpus);

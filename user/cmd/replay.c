@@ -7,9 +7,7 @@
 #include "user/core/pipeline.h"
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
-#include "user/export/otlp_file.h"
-#include "user/export/perfetto.h"
-#include "user/export/prom.h"
+#include "user/cmd/sinks.h"
 #include "user/export/record.h"
 #include "user/export/report.h"
 
@@ -60,6 +58,7 @@ static double clock_s(clockid_t id)
 
 struct replay {
 	struct pipeline *pipe;
+	struct report *report;
 	struct ttf_records in;	/* the pipeline's entries */
 	struct replay_stats *st;
 	uint64_t last_ns;
@@ -120,17 +119,90 @@ static void feed(struct replay *rp, uint32_t type, const void *payload, uint32_t
 	}
 }
 
+/* The pipeline as the live run set it up (the header's flags), with its report and sinks. */
+static int open_pipeline(struct replay *rp, const struct rec_header *h,
+			 const struct replay_opts *o)
+{
+	struct report_opts ro = { .sz = sizeof(ro), .out = o->out, .json = o->json,
+				  .verbose = o->verbose, .t0_ns = h->start_mono_ns };
+	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = !!(h->flags & REC_F_XMIT),
+				    .attribution = !!(h->flags & REC_F_ATTRIBUTION),
+				    .sched = !!(h->flags & REC_F_SCHED),
+				    .gpu = !!(h->flags & REC_F_GPU), .grpc_profile = o->grpc_profile };
+	/* the recording's start: the same span ids on every replay */
+	struct sink_set ss = { .perfetto = o->perfetto, .perfetto_sched = o->perfetto_sched,
+			       .metrics_out = o->metrics_out, .otlp_out = o->otlp_out,
+			       .otlp_out_seed = h->start_real_ns,
+			       .otlp_out_mono_to_unix_ns = (int64_t)(h->start_real_ns -
+								     h->start_mono_ns) };
+
+	rp->report = report__new(&ro);
+	rp->pipe = rp->report ? pipeline__new(&po) : NULL;
+	if (!rp->pipe)
+		return -ENOMEM;
+	ss.report = rp->report;
+	rp->st->open_exit = sinks__open_set(&ss, rp->pipe);
+	if (rp->st->open_exit)
+		return -ECANCELED;
+	rp->in = pipeline__records(rp->pipe);
+	return 0;
+}
+
+/*
+ * Every frame into the pipeline, the COUNTERS into rc. Returns 0 at the END
+ * frame, -EPIPE without one, or the reader's error.
+ */
+static int replay_frames(struct replay *rp, struct rec_reader *rr, struct recorded_counters *rc)
+{
+	struct replay_stats *st = rp->st;
+	const void *payload;
+	uint32_t type, len;
+	int err;
+
+	while ((err = rec_reader__next(rr, &type, &payload, &len)) > 0) {
+		st->frames[type]++;
+		if (type == REC_COUNTERS) {
+			if (parse_counters(payload, len, rc))
+				st->bad_frames++;
+			continue;
+		}
+		feed(rp, type, payload, len);
+	}
+	if (err == 0) {
+		st->frames[REC_END]++;
+		st->end_ns = len == sizeof(uint64_t) ? *(const uint64_t *)payload : rp->last_ns;
+	} else if (err == -EPIPE) {
+		st->truncated = 1;
+		st->end_ns = rp->last_ns;
+	}
+	return err;
+}
+
+/*
+ * The run's end, as live: what came before a corruption (err) is still
+ * reported, with the live run's counters and those the pipeline computed
+ * again in their place. Returns err, else the outputs' error.
+ */
+static int finish(struct replay *rp, const struct recorded_counters *rc, int err)
+{
+	int out_err;
+
+	pipeline__finish(rp->pipe, rp->st->end_ns);
+	out_err = pipeline__set_recorded_counters(rp->pipe, rc->c, rc->n);
+	if (!out_err) {
+		out_err = pipeline__finish_sinks(rp->pipe);
+		rp->st->output_failed = out_err != 0;
+	}
+	return err == 0 || err == -EPIPE ? out_err : err;
+}
+
 int replay__run(const char *path, const struct replay_opts *o, struct replay_stats *st)
 {
 	static struct recorded_counters rc;	/* 33 KiB: not on the stack */
 	struct replay rp = { .st = st };
-	struct report *report = NULL;
+	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	struct rec_reader *rr;
 	struct rec_header h;
-	struct ttf_sink rs;
-	const void *payload;
-	uint32_t type, len;
-	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	int err;
 
 	memset(st, 0, sizeof(*st));
@@ -138,95 +210,17 @@ int replay__run(const char *path, const struct replay_opts *o, struct replay_sta
 	rr = rec_reader__open(path, &h, &err);
 	if (!rr)
 		return err;
-	struct report_opts ro = { .sz = sizeof(ro), .out = o->out, .json = o->json,
-				  .verbose = o->verbose, .t0_ns = h.start_mono_ns };
-	/* the live pipeline's setup, from the header */
-	struct pipeline_opts po = { .sz = sizeof(po), .xmit_expected = !!(h.flags & REC_F_XMIT),
-				    .attribution = !!(h.flags & REC_F_ATTRIBUTION),
-				    .sched = !!(h.flags & REC_F_SCHED),
-				    .gpu = !!(h.flags & REC_F_GPU), .grpc_profile = o->grpc_profile };
-
-	err = -ENOMEM;
-	report = report__new(&ro);
-	if (!report)
-		goto cleanup;
-	rp.pipe = pipeline__new(&po);
-	if (!rp.pipe)
-		goto cleanup;
-	report__sink(report, &rs);
-	pipeline__add_sink(rp.pipe, &rs);
-	if (o->perfetto) {
-		struct perfetto_opts pfo = { .gpu = pipeline__gpu(rp.pipe),
-					     .sched = pipeline__sched(rp.pipe),
-					     .sched_mode = o->perfetto_sched };
-		struct ttf_sink ps;
-
-		err = perfetto_sink__new_opts(o->perfetto, &pfo, &ps);
-		if (err) {
-			ttf_error("check that the directory exists and is writable",
-				  "cannot write %s: %s", o->perfetto, strerror(-err));
-			st->output_failed = 1;
-			st->failed_output = o->perfetto;
-			goto cleanup;
-		}
-		pipeline__add_sink(rp.pipe, &ps);
-	}
-	if (o->metrics_out) {
-		struct ttf_sink ms;
-
-		err = prom_file_sink__new(o->metrics_out, NULL, &ms);
-		if (err)
-			goto cleanup;
-		pipeline__add_sink(rp.pipe, &ms);
-	}
-	if (o->otlp_out) {
-		struct ttf_sink os;
-
-		/* the recording's start: the same span ids on every replay */
-		err = otlp_file_sink__new(o->otlp_out, h.start_real_ns,
-					  (int64_t)(h.start_real_ns - h.start_mono_ns), &os);
-		if (err)
-			goto cleanup;
-		pipeline__add_sink(rp.pipe, &os);
-	}
-	rp.in = pipeline__records(rp.pipe);
-	report__header(report);
-	while ((err = rec_reader__next(rr, &type, &payload, &len)) > 0) {
-		st->frames[type]++;
-		if (type == REC_COUNTERS) {
-			if (parse_counters(payload, len, &rc))
-				st->bad_frames++;
-			continue;
-		}
-		feed(&rp, type, payload, len);
-	}
-	if (err == 0) {
-		st->frames[REC_END]++;
-		st->end_ns = len == sizeof(uint64_t) ? *(const uint64_t *)payload : rp.last_ns;
-	} else if (err == -EPIPE) {
-		st->truncated = 1;
-		st->end_ns = rp.last_ns;
-	}
-	/* what came before a corruption is still reported */
-	pipeline__finish(rp.pipe, st->end_ns);
-	/* the live run's counters, with those the pipeline computed again in their place */
-	{
-		int err2 = pipeline__set_recorded_counters(rp.pipe, rc.c, rc.n);
-
-		if (!err2) {
-			err2 = pipeline__finish_sinks(rp.pipe);
-			st->output_failed = err2 != 0;
-		}
-		if (err == 0 || err == -EPIPE)
-			err = err2;
+	err = open_pipeline(&rp, &h, o);
+	if (!err) {
+		report__header(rp.report);
+		err = finish(&rp, &rc, replay_frames(&rp, rr, &rc));
 	}
 	if (!err && fflush(o->out))
 		err = -errno;
-cleanup:
 	st->wall_s = clock_s(CLOCK_MONOTONIC) - t0;
 	st->cpu_s = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	pipeline__free(rp.pipe);
-	report__free(report);
+	report__free(rp.report);
 	rec_reader__close(rr);
 	return err;
 }

@@ -3,7 +3,8 @@
  * Replay of a recording (user/export/record.h): the frames are fed to the same
  * pipeline entries as live tracing (user/core/pipeline.h), in recorded order,
  * with the recorded watermarks, set up as the live pipeline was (the
- * header's flags), so the requests come out as they did live. Runs at full
+ * header's flags) and with its sinks opened as live (user/cmd/sinks.h, in
+ * the same order), so the requests come out as they did live. Runs at full
  * speed and needs no privileges. The text output's TIME column counts from
  * the recording's start (live: from the tracer's start, before the probes
  * loaded).
@@ -33,7 +34,7 @@ struct replay_stats {
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
 	int output_failed;		/* the error returned is the output's, not the recording's */
-	const char *failed_output;	/* ... of this file (NULL: -o's); said on stderr already */
+	int open_exit;			/* an output could not be opened: its enum ttf_exit */
 	double wall_s;			/* time spent replaying */
 	double cpu_s;			/* CPU time of the process meanwhile (user + system) */
 };
@@ -42,11 +43,9 @@ struct replay_stats {
  * Replay path through a fresh pipeline and report. Returns 0 (also for a
  * truncated file: st->truncated), or negative errno: open/header errors as
  * rec_reader__open, -EBADMSG for a corrupt stream (the requests before the
- * corruption are reported), -ENOMEM, or an output error.
+ * corruption are reported), -ENOMEM, an output error, or -ECANCELED when an
+ * output could not be opened (st->open_exit; said on stderr already).
  */
 int replay__run(const char *path, const struct replay_opts *o, struct replay_stats *st);
-
-/* `ttftrace replay FILE ...`: argv[0] is "replay". Returns an enum ttf_exit. */
-int replay_main(int argc, char **argv);
 
 #endif /* TTFTRACE_REPLAY_H */

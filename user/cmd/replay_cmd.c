@@ -131,6 +131,59 @@ static void print_stats(const struct replay_stats *st)
 		st->wall_s > 0 ? events / st->wall_s : 0, st->cpu_s > 0 ? events / st->cpu_s : 0);
 }
 
+/* The exit code of replay__run's err, with the error said on stderr. */
+static int replay_exit(int err, const struct replay_stats *st, const struct replay_args *a)
+{
+	if (st->open_exit)
+		return st->open_exit;
+	if (err && st->output_failed) {
+		ttf_error("check free space and permissions", "writing %s: %s",
+			  a->output ? a->output : "standard output", strerror(-err));
+		return TTF_EXIT_OUTPUT;
+	}
+	if (err == -EBADMSG) {
+		ttf_error("was it written by `ttftrace --record` of this version?",
+			  "%s is not a ttftrace recording or is corrupt", a->file);
+		return TTF_EXIT_BAD_INPUT;
+	}
+	if (err == -ENOENT || err == -EACCES || err == -EIO || err == -EISDIR) {
+		ttf_error(NULL, "cannot read %s: %s", a->file, strerror(-err));
+		return TTF_EXIT_BAD_INPUT;
+	}
+	if (err == -ENOMEM) {
+		ttf_error(NULL, "out of memory");
+		return TTF_EXIT_INTERNAL;
+	}
+	if (err) {
+		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
+		return TTF_EXIT_OUTPUT;
+	}
+	return TTF_EXIT_OK;
+}
+
+/* -o FILE into o->out (left stdout without -o). Returns 0 or an exit code (said). */
+static int open_output(const struct replay_args *a, struct replay_opts *o)
+{
+	int fd;
+
+	if (subcmd__same_file(a->file, a->output)) {
+		ttf_error("give -o another file: it would be truncated before it is read",
+			  "-o %s is the recording itself", a->output);
+		return TTF_EXIT_USAGE;
+	}
+	if (!a->output)
+		return 0;
+	fd = open(a->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(o->out = fdopen(fd, "w"))) {
+		ttf_error("check that the directory exists and is writable",
+			  "cannot write %s: %s", a->output, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return TTF_EXIT_OUTPUT;
+	}
+	return 0;
+}
+
 int replay_main(int argc, char **argv)
 {
 	static const struct argp argp = { options, parse_opt, "FILE", doc, NULL, NULL, NULL };
@@ -160,44 +213,13 @@ int replay_main(int argc, char **argv)
 	o.perfetto_sched = a.perfetto_sched;
 	o.metrics_out = a.metrics_out;
 	o.otlp_out = a.otlp_out;
-	if (subcmd__same_file(a.file, a.output)) {
-		ttf_error("give -o another file: it would be truncated before it is read",
-			  "-o %s is the recording itself", a.output);
+	code = open_output(&a, &o);
+	if (code) {
 		grpc_profile__free(&gp);
-		return TTF_EXIT_USAGE;
-	}
-	if (a.output) {
-		int fd = open(a.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (fd < 0 || !(o.out = fdopen(fd, "w"))) {
-			ttf_error("check that the directory exists and is writable",
-				  "cannot write %s: %s", a.output, strerror(errno));
-			if (fd >= 0)
-				close(fd);
-			grpc_profile__free(&gp);
-			return TTF_EXIT_OUTPUT;
-		}
+		return code;
 	}
 	err = replay__run(a.file, &o, &st);
-	if (err && st.output_failed) {
-		if (!st.failed_output)
-			ttf_error("check free space and permissions", "writing %s: %s",
-				  a.output ? a.output : "standard output", strerror(-err));
-		code = TTF_EXIT_OUTPUT;
-	} else if (err == -EBADMSG) {
-		ttf_error("was it written by `ttftrace --record` of this version?",
-			  "%s is not a ttftrace recording or is corrupt", a.file);
-		code = TTF_EXIT_BAD_INPUT;
-	} else if (err == -ENOENT || err == -EACCES || err == -EIO || err == -EISDIR) {
-		ttf_error(NULL, "cannot read %s: %s", a.file, strerror(-err));
-		code = TTF_EXIT_BAD_INPUT;
-	} else if (err == -ENOMEM) {
-		ttf_error(NULL, "out of memory");
-		code = TTF_EXIT_INTERNAL;
-	} else if (err) {
-		ttf_error("check free space and permissions", "writing output: %s", strerror(-err));
-		code = TTF_EXIT_OUTPUT;
-	}
+	code = replay_exit(err, &st, &a);
 	if (st.truncated)
 		ttf_warn("%s ends without its END frame (the tracer was killed?): replayed what it "
 			 "holds", a.file);

@@ -86,56 +86,56 @@ static error_t report_parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-int report_main(int argc, char **argv)
+/* RUN.ndjson to read (not a directory), or NULL after saying why. */
+static FILE *open_input(const char *path)
 {
-	static const struct argp argp = { report_options, report_parse_opt, "RUN.ndjson",
-					  report_doc, NULL, NULL, NULL };
-	struct report_args a = { .out_path = "report.html" };
-	const char *out_path, *in_path;
-	struct html_report_opts ro = { 0 };
-	struct html_report_result res;
-	struct slo_set slo = { 0 };
-	char err[256], *tmp = NULL, *base = NULL;
-	FILE *in = NULL, *out = NULL;
-	int fd, ret, code, in_place;
+	FILE *in = fopen(path, "r");
 	struct stat st;
 
-	code = subcmd__parse(&argp, "ttftrace report", argc, argv, &a);
-	if (code)
-		return code < 0 ? TTF_EXIT_OK : code;
-	in_path = a.in_path;
-	out_path = a.out_path;
-	ro.title = a.title;
-	if (a.slo_spec && slo__parse(a.slo_spec, &slo, err, sizeof(err))) {
-		ttf_error(SLO_HINT, "invalid --slo: %s", err);
-		return TTF_EXIT_USAGE;
-	}
-	ro.slo = &slo;
-	if (subcmd__same_file(in_path, out_path)) {
-		ttf_error("give -o another file", "-o %s is the input itself", out_path);
-		return TTF_EXIT_USAGE;
-	}
-	in = fopen(in_path, "r");
 	if (in && !fstat(fileno(in), &st) && S_ISDIR(st.st_mode)) {
 		fclose(in);
 		in = NULL;
 		errno = EISDIR;
 	}
-	if (!in) {
+	if (!in)
 		ttf_error("record a run with: ttftrace --port PORT --json -o RUN.ndjson",
-			  "cannot read %s: %s", in_path, strerror(errno));
+			  "cannot read %s: %s", path, strerror(errno));
+	return in;
+}
+
+/* What html_report__render returned (not 0), said on stderr; returns the exit code. */
+static int render_failed(int ret, const char *in_path, const char *out_path, const char *err)
+{
+	if (ret == -EINVAL) {
+		ttf_error("give the NDJSON of `ttftrace --json -o RUN.ndjson` (not the text "
+			  "output)", "%s: %s", in_path, err);
 		return TTF_EXIT_BAD_INPUT;
 	}
-	base = strdup(in_path);
-	/* a device or FIFO is written in place: a rename would replace the node */
+	ttf_error("check free space and permissions", "cannot write %s: %s",
+		  out_path, err[0] ? err : strerror(-ret));
+	return TTF_EXIT_OUTPUT;
+}
+
+/*
+ * The page of in (read from in_path) into out_path: a temporary file renamed
+ * over it, or the file itself when it is a device or FIFO (a rename would
+ * replace the node). Returns an exit code, the error said on stderr.
+ */
+static int render_to(const char *in_path, FILE *in, const char *out_path,
+		     struct html_report_opts *ro, struct html_report_result *res)
+{
+	char err[256] = "", *tmp = NULL, *base = strdup(in_path);
+	int fd, ret, code = TTF_EXIT_OK, in_place;
+	struct stat st;
+	FILE *out;
+
 	in_place = !stat(out_path, &st) && !S_ISREG(st.st_mode);
 	if (!base || (!in_place && asprintf(&tmp, "%s.tmp.XXXXXX", out_path) < 0)) {
-		tmp = NULL;
+		free(base);
 		ttf_error(NULL, "out of memory");
-		code = TTF_EXIT_INTERNAL;
-		goto cleanup;
+		return TTF_EXIT_INTERNAL;
 	}
-	ro.source = basename(base);
+	ro->source = basename(base);
 	fd = in_place ? open(out_path, O_WRONLY | O_CLOEXEC) : mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0 || !(out = fdopen(fd, "w"))) {
 		ttf_error("check that the directory exists and is writable", "cannot write %s: %s",
@@ -146,43 +146,65 @@ int report_main(int argc, char **argv)
 				unlink(tmp);
 		}
 		code = TTF_EXIT_OUTPUT;
-		goto cleanup;
+		goto out;
 	}
 	if (!in_place)
 		fchmod(fd, 0644);
-	ret = html_report__render(in, out, &ro, &res, err, sizeof(err));
+	ret = html_report__render(in, out, ro, res, err, sizeof(err));
 	if (fclose(out) && !ret)
 		ret = -EIO;
-	out = NULL;
 	if (!ret && tmp && rename(tmp, out_path))
 		ret = -EIO;
 	if (ret) {
 		if (tmp)
 			unlink(tmp);
-		if (ret == -EINVAL) {
-			ttf_error("give the NDJSON of `ttftrace --json -o RUN.ndjson` (not the text "
-				  "output)", "%s: %s", in_path, err);
-			code = TTF_EXIT_BAD_INPUT;
-		} else {
-			ttf_error("check free space and permissions", "cannot write %s: %s",
-				  out_path, err[0] ? err : strerror(-ret));
-			code = TTF_EXIT_OUTPUT;
-		}
-		goto cleanup;
+		code = render_failed(ret, in_path, out_path, err);
 	}
-	fprintf(stderr, "Wrote %s: %u requests%s%s.\n", out_path, res.requests,
+out:
+	free(tmp);
+	free(base);
+	return code;
+}
+
+int report_main(int argc, char **argv)
+{
+	static const struct argp argp = { report_options, report_parse_opt, "RUN.ndjson",
+					  report_doc, NULL, NULL, NULL };
+	struct report_args a = { .out_path = "report.html" };
+	struct html_report_opts ro = { 0 };
+	struct html_report_result res;
+	struct slo_set slo = { 0 };
+	char err[256];
+	FILE *in;
+	int code;
+
+	code = subcmd__parse(&argp, "ttftrace report", argc, argv, &a);
+	if (code)
+		return code < 0 ? TTF_EXIT_OK : code;
+	ro.title = a.title;
+	if (a.slo_spec && slo__parse(a.slo_spec, &slo, err, sizeof(err))) {
+		ttf_error(SLO_HINT, "invalid --slo: %s", err);
+		return TTF_EXIT_USAGE;
+	}
+	ro.slo = &slo;
+	if (subcmd__same_file(a.in_path, a.out_path)) {
+		ttf_error("give -o another file", "-o %s is the input itself", a.out_path);
+		return TTF_EXIT_USAGE;
+	}
+	in = open_input(a.in_path);
+	if (!in)
+		return TTF_EXIT_BAD_INPUT;
+	code = render_to(a.in_path, in, a.out_path, &ro, &res);
+	fclose(in);
+	if (code)
+		return code;
+	fprintf(stderr, "Wrote %s: %u requests%s%s.\n", a.out_path, res.requests,
 		res.have_summary ? "" : ", no summary object (interrupted run?)",
 		res.bad_lines ? ", a truncated last line skipped" : "");
-	code = TTF_EXIT_OK;
 	if (slo.n) {
 		slo__print(stderr, "report", &slo, &res.slo);
 		if (res.slo.n_failed)
 			code = TTF_EXIT_SLO;
 	}
-cleanup:
-	if (in)
-		fclose(in);
-	free(tmp);
-	free(base);
 	return code;
 }

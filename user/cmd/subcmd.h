@@ -1,9 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Argument helpers shared by the command-line parsers (tracer and subcommands). */
+/*
+ * The subcommands' entry points (the table in user/main.c), and argument
+ * helpers shared by the command-line parsers (tracer and subcommands).
+ */
 #ifndef TTFTRACE_SUBCMD_H
 #define TTFTRACE_SUBCMD_H
 
 #include <argp.h>
+
+/*
+ * `ttftrace NAME ARGS...` runs NAME_main(argc - 1, argv + 1): argv[0] is the
+ * subcommand's name. Each returns an enum ttf_exit code (user/lib/exit.h),
+ * as documented in its --help.
+ */
+int pcie_main(int argc, char **argv);		/* PCIe link audit (pcie_cmd.c) */
+int copybw_main(int argc, char **argv);		/* copy bandwidth (copybw_cmd.c) */
+int replay_main(int argc, char **argv);		/* a --record FILE again (replay_cmd.c) */
+int report_main(int argc, char **argv);		/* HTML report of a --json run (report_cmd.c) */
+int gpu_attach_main(int argc, char **argv);	/* add the CUPTI collector (gpu_attach_cmd.c) */
 
 /*
  * One example for the part of an argp doc after \v: the command line on a

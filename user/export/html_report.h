@@ -57,10 +57,4 @@ struct html_report_result {
 int html_report__render(FILE *in, FILE *out, const struct html_report_opts *o,
 			struct html_report_result *res, char *err, size_t err_sz);
 
-/*
- * `ttftrace report RUN.ndjson -o report.html [--slo SPEC] [--title TEXT]`
- * (user/cmd/report_cmd.c); returns a TTF_EXIT_* code (user/lib/exit.h).
- */
-int report_main(int argc, char **argv);
-
 #endif /* TTFTRACE_HTML_REPORT_H */

@@ -430,11 +430,6 @@ void record__abandon(struct record *rec)
 	free(rec);
 }
 
-uint64_t record__frames(const struct record *rec)
-{
-	return rec->frames;
-}
-
 /*
  * The sink. Its ctx outlives the record: finish closes the file, destroy
  * (called later by the pipeline) frees what is left.

@@ -114,8 +114,6 @@ int record__frame(struct record *rec, enum rec_frame type, const void *payload, 
 int record__flush(struct record *rec);
 /* Write COUNTERS and END, close the file. 0 or the first error (negative errno). */
 int record__close(struct record *rec, const struct report_counter *c, int n, uint64_t end_ns);
-/* Frames written. */
-uint64_t record__frames(const struct record *rec);
 /* Close without END (error paths); frees rec. */
 void record__abandon(struct record *rec);
 

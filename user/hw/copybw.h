@@ -74,7 +74,4 @@ int copybw__measure(struct copybw_cuda *cu, int dev, enum copybw_dir dir, bool p
 int copybw__load_start(struct copybw_cuda *cu, int dev, struct copybw_load **out);
 int copybw__load_stop(struct copybw_load *load, double *gbps);
 
-/* `ttftrace copybw [OPTIONS]`: the CLI; returns a TTF_EXIT_* code (user/lib/exit.h). */
-int copybw_main(int argc, char **argv);
-
 #endif /* TTF_COPYBW_H */

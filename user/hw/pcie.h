@@ -168,10 +168,4 @@ int pcie__thread_locality(const char *proc_root, int pid, const struct pcie_cpus
 /* Parse the last-CPU field (39, "processor") from one /proc/<pid>/stat line; -EINVAL. */
 int pcie__stat_last_cpu(const char *stat_line);
 
-/*
- * `ttftrace pcie ...`: the link audit CLI (user/cmd/pcie_cmd.c); argv[0] is
- * "pcie". Returns the exit code documented in its --help.
- */
-int pcie_main(int argc, char **argv);
-
 #endif /* TTF_PCIE_H */

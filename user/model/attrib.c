@@ -220,43 +220,26 @@ static int collect_step(void *ctx, const struct tl_step *st)
 	return 0;
 }
 
-int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
-			const struct attrib_sources *src, struct ttf_attrib *a)
+/* Nothing known yet: every stage and count unknown (-1). */
+static void attrib_reset(struct ttf_attrib *a)
 {
-	const struct tl_ticket *k = NULL;
-	uint64_t b[TTF_ST__MAX + 1], x;
-	int have_steps, have_tok, clamped = 0;
-
-	if (!r || !m || !src || !a)
-		return -EINVAL;
 	memset(a, 0, sizeof(*a));
 	a->cached_tokens = -1;
 	a->prefill_token_share = -1;
 	for (int i = 0; i < TTF_ST__ALL; i++)
 		a->stage_ns[i] = -1;
 	a->expect_wait_ns = -1;
-	if (m->ttft_ns < 0 || !m->t_start_ns || !m->t_first_token_ns || !r->n_events)
-		return 0;
-	a->valid = 1;
-	if (src->tl)
-		k = timeline__ticket(src->tl, r->id);
-	have_steps = k && k->done;
-	have_tok = have_steps && k->tok_end_ns;
+}
 
-	x = m->t_first_token_ns;
-	b[0] = m->t_start_ns;
-	b[1] = r->arrival_last_ns ? r->arrival_last_ns : b[0];
-	b[2] = r->read_done_ns ? r->read_done_ns : b[1];
-	b[3] = have_tok ? k->tok_end_ns : b[2];
-	b[4] = have_steps ? k->prefill_start_ns : b[3];
-	b[5] = have_steps ? k->prefill_end_ns : b[4];
-	/*
-	 * emit ends when the first-token write begins: on a free connection the
-	 * segment reaches the device inside that syscall, before it returns.
-	 */
-	b[6] = r->events[0].write_start_ns ? r->events[0].write_start_ns :
-	       r->events[0].write_ns ? r->events[0].write_ns : x;
-	b[7] = x;
+/*
+ * Keep every boundary in [previous boundary, first token]. Returns 1 when
+ * one moved by more than clock jitter.
+ */
+static int clamp_bounds(const struct ttf_request *r, uint64_t b[TTF_ST__MAX + 1])
+{
+	uint64_t x = b[TTF_ST__MAX];
+	int clamped = 0;
+
 	for (int i = 1; i <= TTF_ST__MAX; i++) {
 		uint64_t lo = b[i - 1], v = b[i];
 
@@ -271,6 +254,132 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 			b[i] = v < lo ? lo : (v > x ? x : v);
 		}
 	}
+	return clamped;
+}
+
+/*
+ * The stage boundaries, from the request's start to its first token; those
+ * the engine's steps give (k) fall back to the previous one without them.
+ * Returns 1 when one was clamped into order.
+ */
+static int stage_bounds(const struct ttf_request *r, const struct ttf_req_metrics *m,
+			const struct tl_ticket *k, int have_steps, int have_tok,
+			uint64_t b[TTF_ST__MAX + 1])
+{
+	uint64_t x = m->t_first_token_ns;
+
+	b[0] = m->t_start_ns;
+	b[1] = r->arrival_last_ns ? r->arrival_last_ns : b[0];
+	b[2] = r->read_done_ns ? r->read_done_ns : b[1];
+	b[3] = have_tok ? k->tok_end_ns : b[2];
+	b[4] = have_steps ? k->prefill_start_ns : b[3];
+	b[5] = have_steps ? k->prefill_end_ns : b[4];
+	/*
+	 * emit ends when the first-token write begins: on a free connection the
+	 * segment reaches the device inside that syscall, before it returns.
+	 */
+	b[6] = r->events[0].write_start_ns ? r->events[0].write_start_ns :
+	       r->events[0].write_ns ? r->events[0].write_ns : x;
+	b[7] = x;
+	return clamp_bounds(r, b);
+}
+
+/* No prompt step of this request: frontend to emit is one server stage. */
+static void merge_server(struct ttf_attrib *a, const struct attrib_sources *src,
+			 const uint64_t b[TTF_ST__MAX + 1])
+{
+	a->stage_ns[TTF_ST_SERVER] = b[6] - b[2];
+	a->stage_ns[TTF_ST_FRONTEND] = a->stage_ns[TTF_ST_QUEUE] = -1;
+	a->stage_ns[TTF_ST_PREFILL] = a->stage_ns[TTF_ST_EMIT] = -1;
+	a->kind = TTF_ATTR_MERGED;
+	snprintf(a->merged, sizeof(a->merged), "%s+%s+%s+%s",
+		 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE),
+		 ttf_stage_name(TTF_ST_PREFILL), ttf_stage_name(TTF_ST_EMIT));
+	snprintf(a->inferred_by, sizeof(a->inferred_by), "%s",
+		 !src->tl || !timeline__has_steps(src->tl) ?
+		 "no engine step probe" : "no prompt step matched this request");
+}
+
+/* A step matched by arrival order, not by id: say how it was chosen. */
+static void match_inferred(struct ttf_attrib *a, const struct tl_ticket *k)
+{
+	char why[96];
+
+	if (k->match != TL_MATCH_TIE && k->match != TL_MATCH_FIFO)
+		return;
+	if (k->match == TL_MATCH_TIE && k->by_first_chunk)
+		snprintf(why, sizeof(why), "chunked prefill: arrival order among %d"
+			 " longer prompts of %d waiting requests", k->n_tied, k->n_waiting);
+	else if (k->match == TL_MATCH_TIE)
+		snprintf(why, sizeof(why), "equal prompt lengths: arrival order among %d"
+			 " of %d waiting requests", k->n_tied, k->n_waiting);
+	else
+		snprintf(why, sizeof(why), "FIFO order among %d waiting requests", k->n_waiting);
+	set_inferred(a, why);
+}
+
+/* The engine's prompt steps of request r (ticket k): prefill, its steps and tokenize. */
+static void from_steps(struct ttf_attrib *a, const struct attrib_sources *src,
+		       const struct ttf_request *r, const struct tl_ticket *k, int have_tok,
+		       const uint64_t b[TTF_ST__MAX + 1])
+{
+	struct step_collect sc = { a, src, r->id, k->step_tgid };
+
+	a->engine_tgid = k->step_tgid;
+	a->prefill_steps = k->prefill_steps;
+	a->prefill_tokens = k->prefill_tokens;
+	timeline__steps_in(src->tl, k->prefill_start_ns, k->prefill_end_ns, collect_step, &sc);
+	a->queued_behind_aborted_ns = k->queued_behind_orphan_ns;
+	if (!have_tok) {
+		a->stage_ns[TTF_ST_FRONTEND] = -1;
+		a->kind = TTF_ATTR_MERGED;
+		snprintf(a->merged, sizeof(a->merged), "%s+%s",
+			 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE));
+	} else {
+		uint64_t ts = k->tok_start_ns < b[2] ? b[2] : k->tok_start_ns;
+
+		a->stage_ns[TTF_ST_TOKENIZE] = b[3] > ts ? b[3] - ts : 0;
+	}
+	a->cached_tokens = k->cached_tokens;
+	a->prefill_shared_with = k->max_sharing > 1 ? k->max_sharing - 1 : 0;
+	a->prefill_token_share = k->step_tokens && k->prefill_tokens ?
+				 (double)k->prefill_tokens / k->step_tokens : -1;
+	match_inferred(a, k);
+}
+
+/* Where each stage's thread was: on CPU, runnable, blocked. */
+static void overlay_stages(struct ttf_attrib *a, const struct attrib_sources *src,
+			   const struct ttf_request *r, const struct tl_ticket *k,
+			   const uint64_t b[TTF_ST__MAX + 1])
+{
+	overlay_stage(a, src, TTF_ST_READ_WAIT, r->rx_tid, b[1], b[2]);
+	overlay_stage(a, src, TTF_ST_FRONTEND, r->rx_tid, b[2], b[3]);
+	if (k) {
+		overlay_stage(a, src, TTF_ST_QUEUE, k->step_tid, b[3], b[4]);
+		overlay_stage(a, src, TTF_ST_PREFILL, k->step_tid, b[4], b[5]);
+	}
+	overlay_stage(a, src, TTF_ST_EMIT, r->tx_tid, b[5], b[6]);
+}
+
+int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metrics *m,
+			const struct attrib_sources *src, struct ttf_attrib *a)
+{
+	const struct tl_ticket *k = NULL;
+	uint64_t b[TTF_ST__MAX + 1];
+	int have_steps, have_tok, clamped;
+
+	if (!r || !m || !src || !a)
+		return -EINVAL;
+	attrib_reset(a);
+	if (m->ttft_ns < 0 || !m->t_start_ns || !m->t_first_token_ns || !r->n_events)
+		return 0;
+	a->valid = 1;
+	if (src->tl)
+		k = timeline__ticket(src->tl, r->id);
+	have_steps = k && k->done;
+	have_tok = have_steps && k->tok_end_ns;
+
+	clamped = stage_bounds(r, m, k, have_steps, have_tok, b);
 	for (int i = 0; i < TTF_ST__MAX; i++)
 		a->stage_ns[i] = b[i + 1] - b[i];
 	memcpy(a->bound_ns, b, sizeof(a->bound_ns));
@@ -278,57 +387,10 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 	if (r->expect_wait_known)
 		a->expect_wait_ns = (int64_t)r->expect_wait_ns < a->stage_ns[TTF_ST_NET_IN] ?
 				    (int64_t)r->expect_wait_ns : a->stage_ns[TTF_ST_NET_IN];
-
-	if (!have_steps) {
-		a->stage_ns[TTF_ST_SERVER] = b[6] - b[2];
-		a->stage_ns[TTF_ST_FRONTEND] = a->stage_ns[TTF_ST_QUEUE] = -1;
-		a->stage_ns[TTF_ST_PREFILL] = a->stage_ns[TTF_ST_EMIT] = -1;
-		a->kind = TTF_ATTR_MERGED;
-		snprintf(a->merged, sizeof(a->merged), "%s+%s+%s+%s",
-			 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE),
-			 ttf_stage_name(TTF_ST_PREFILL), ttf_stage_name(TTF_ST_EMIT));
-		snprintf(a->inferred_by, sizeof(a->inferred_by), "%s",
-			 !src->tl || !timeline__has_steps(src->tl) ?
-			 "no engine step probe" : "no prompt step matched this request");
-	} else {
-		struct step_collect sc = { a, src, r->id, k->step_tgid };
-
-		a->engine_tgid = k->step_tgid;
-		a->prefill_steps = k->prefill_steps;
-		a->prefill_tokens = k->prefill_tokens;
-		timeline__steps_in(src->tl, k->prefill_start_ns, k->prefill_end_ns, collect_step,
-				   &sc);
-		a->queued_behind_aborted_ns = k->queued_behind_orphan_ns;
-		if (!have_tok) {
-			a->stage_ns[TTF_ST_FRONTEND] = -1;
-			a->kind = TTF_ATTR_MERGED;
-			snprintf(a->merged, sizeof(a->merged), "%s+%s",
-				 ttf_stage_name(TTF_ST_FRONTEND), ttf_stage_name(TTF_ST_QUEUE));
-		} else {
-			uint64_t ts = k->tok_start_ns < b[2] ? b[2] : k->tok_start_ns;
-
-			a->stage_ns[TTF_ST_TOKENIZE] = b[3] > ts ? b[3] - ts : 0;
-		}
-		a->cached_tokens = k->cached_tokens;
-		a->prefill_shared_with = k->max_sharing > 1 ? k->max_sharing - 1 : 0;
-		a->prefill_token_share = k->step_tokens && k->prefill_tokens ?
-					 (double)k->prefill_tokens / k->step_tokens : -1;
-		if (k->match == TL_MATCH_TIE || k->match == TL_MATCH_FIFO) {
-			char why[96];
-
-			if (k->match == TL_MATCH_TIE && k->by_first_chunk)
-				snprintf(why, sizeof(why), "chunked prefill: arrival order among %d"
-					 " longer prompts of %d waiting requests", k->n_tied,
-					 k->n_waiting);
-			else if (k->match == TL_MATCH_TIE)
-				snprintf(why, sizeof(why), "equal prompt lengths: arrival order among %d"
-					 " of %d waiting requests", k->n_tied, k->n_waiting);
-			else
-				snprintf(why, sizeof(why), "FIFO order among %d waiting requests",
-					 k->n_waiting);
-			set_inferred(a, why);
-		}
-	}
+	if (have_steps)
+		from_steps(a, src, r, k, have_tok, b);
+	else
+		merge_server(a, src, b);
 	if (clamped)
 		set_inferred(a, "event order clamped");
 
@@ -343,14 +405,7 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		a->stage_ns[TTF_ST_COPY] = c;
 		a->stage_ns[TTF_ST_PREFILL] -= c;
 	}
-
-	overlay_stage(a, src, TTF_ST_READ_WAIT, r->rx_tid, b[1], b[2]);
-	overlay_stage(a, src, TTF_ST_FRONTEND, r->rx_tid, b[2], b[3]);
-	if (have_steps) {
-		overlay_stage(a, src, TTF_ST_QUEUE, k->step_tid, b[3], b[4]);
-		overlay_stage(a, src, TTF_ST_PREFILL, k->step_tid, b[4], b[5]);
-	}
-	overlay_stage(a, src, TTF_ST_EMIT, r->tx_tid, b[5], b[6]);
+	overlay_stages(a, src, r, have_steps ? k : NULL, b);
 	name_outliers(r, m, src, k, a);
 	return 0;
 }

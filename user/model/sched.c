@@ -45,19 +45,6 @@ struct sched_view {
 	uint64_t *overlays_cut;	/* counted by the const queries: a separate allocation */
 };
 
-static const char *const state_names[] = {
-	[SCHED_UNKNOWN] = "unknown",
-	[SCHED_ON_CPU] = "on_cpu",
-	[SCHED_RUNNABLE] = "runnable",
-	[SCHED_BLOCKED] = "blocked",
-	[SCHED_EXITED] = "exited",
-};
-
-const char *sched__state_name(enum sched_state st)
-{
-	return st <= SCHED_EXITED ? state_names[st] : "?";
-}
-
 struct sched_view *sched__new(const struct sched_view_opts *opts)
 {
 	struct sched_view *v = calloc(1, sizeof(*v));
@@ -558,31 +545,6 @@ int sched__overlay(const struct sched_view *v, uint32_t tid, uint64_t start_ns, 
 		overlay_thread(v, t, start_ns, end_ns, out);
 	add_unknown(out, end_ns - start_ns);
 	return t ? 0 : -ENOENT;
-}
-
-int sched__overlay_many(const struct sched_view *v, const uint32_t *tids, size_t n_tids,
-			uint64_t start_ns, uint64_t end_ns, struct sched_overlay *out)
-{
-	uint64_t window_ns = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (end_ns < start_ns)
-		return -EINVAL;
-	for (size_t i = 0; i < n_tids; i++) {
-		const struct thread *t;
-		bool dup = false;
-
-		for (size_t j = 0; j < i && !dup; j++)
-			dup = tids[j] == tids[i];
-		if (dup)
-			continue;
-		window_ns += end_ns - start_ns;
-		t = find(v, tids[i]);
-		if (t)
-			overlay_thread(v, t, start_ns, end_ns, out);
-	}
-	add_unknown(out, window_ns);
-	return 0;
 }
 
 static void summarize(const struct sched_view *v, const struct thread *t,

@@ -163,14 +163,6 @@ int sched__intervals(const struct sched_view *v, uint32_t tid, uint64_t start_ns
 struct ttf_overlay;
 int sched__attrib_overlay(void *view, uint32_t tid, uint64_t start_ns, uint64_t end_ns,
 			  struct ttf_overlay *out);
-/*
- * The same for a set of threads (e.g. every thread that served a request):
- * the sum of the per-thread overlays, so the fields sum to
- * n_distinct_tids * (end_ns - start_ns); duplicate tids count once. Unknown
- * tids add unknown time. Returns 0 or -EINVAL.
- */
-int sched__overlay_many(const struct sched_view *v, const uint32_t *tids, size_t n_tids,
-			uint64_t start_ns, uint64_t end_ns, struct sched_overlay *out);
 
 /*
  * Up to max threads, the most runqueue wait first (ties: lower tid first),
@@ -183,7 +175,5 @@ void sched__runq_hist(const struct sched_view *v, uint64_t out[SCHED_HIST_BUCKET
 /* Lower bound of bucket i in us (0 for bucket 0). */
 uint64_t sched__hist_lo_us(int i);
 void sched__stats(const struct sched_view *v, struct sched_stats *out);
-
-const char *sched__state_name(enum sched_state st);
 
 #endif /* TTFTRACE_SCHED_H */

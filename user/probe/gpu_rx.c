@@ -20,7 +20,6 @@ struct gpu_rx {
 	struct gpu_rx_client *clients;
 	uint32_t nclients, max_clients;
 	uint64_t bad_msgs;
-	uint64_t notices;
 	void (*notice)(void *ctx, uint32_t pid, uint32_t code, const char *text);
 	void *notice_ctx;
 	uint8_t buf[TTF_GPU_MSG_MAX_BYTES + sizeof(struct ttf_gpu_name) + TTF_GPU_NAME_MAX];
@@ -77,11 +76,6 @@ fail:
 	free(rx);
 	errno = err;
 	return NULL;
-}
-
-uint64_t gpu_rx__notices(const struct gpu_rx *rx)
-{
-	return rx->notices;
 }
 
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
@@ -165,7 +159,6 @@ static int handle(struct gpu_rx *rx, const struct gpu_rx_client *cl, size_t len,
 			goto bad;
 		memcpy(text, body + sizeof(n), n.len);
 		text[n.len] = '\0';
-		rx->notices++;
 		if (rx->notice)
 			rx->notice(rx->notice_ctx, pid, n.code, text);
 		return 0;

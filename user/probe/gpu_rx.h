@@ -27,7 +27,7 @@ struct gpu_rx_opts {
 	/*
 	 * NOTICE messages (what a collector loaded into a running process found
 	 * there, enum ttf_gpu_notice_code): text is NUL-terminated, valid during
-	 * the call. NULL: notices are only counted (gpu_rx__notices).
+	 * the call. NULL: notices are dropped.
 	 */
 	void (*notice)(void *ctx, uint32_t pid, uint32_t code, const char *text);
 	void *notice_ctx;
@@ -44,8 +44,6 @@ struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts);
 int gpu_rx__poll(struct gpu_rx *rx, const struct ttf_records *out);
 /* Messages rejected so far (bad magic/version/size). */
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx);
-/* NOTICE messages received so far. */
-uint64_t gpu_rx__notices(const struct gpu_rx *rx);
 /* gpu_bad_msgs, as a ttf_counters_fn (ctx: the receiver). Returns how many. */
 int gpu_rx__counters(void *rx, struct report_counter *c, int cap);
 /* The receiver as a source (user/probe/source.h) whose poll hands items to out. */

@@ -66,7 +66,7 @@ struct tls_seen {
 struct tls_probe {
 	struct net_probe *np;
 	struct tls_lib libs[MAX_LIBS];
-	int n_libs, n_attached;
+	int n_libs;
 	struct tls_seen *seen;
 	int n_seen;
 	struct bpf_link **links;
@@ -98,11 +98,6 @@ void tls_probe__free(struct tls_probe *tp)
 	free(tp->links);
 	free(tp->seen);
 	free(tp);
-}
-
-int tls_probe__n_libs(const struct tls_probe *tp)
-{
-	return tp ? tp->n_attached : 0;
 }
 
 /*
@@ -297,10 +292,8 @@ static int scan_pid(struct tls_probe *tp, uint32_t tgid)
 		if (!lib || !lib->kind)
 			continue;
 		fprintf(stderr, "tls: %s at %s in PID %u\n", lib->what, m->path, tgid);
-		if (fresh) {
-			tp->n_attached++;
+		if (fresh)
 			made++;
-		}
 	}
 	proc_maps__free(&pm);
 	return made;

@@ -43,8 +43,6 @@ void tls_probe__free(struct tls_probe *tp);
  * changed (dlopen, exec; user/probe/maps_watch.h), at least every 10 s.
  */
 int tls_probe__scan(struct tls_probe *tp);
-/* Libraries attached so far. */
-int tls_probe__n_libs(const struct tls_probe *tp);
 /* At the end: say how many plaintext reads/writes could not be joined to a socket. */
 void tls_probe__summary(struct tls_probe *tp, FILE *f);
 

@@ -13,8 +13,7 @@
 
 #include "user/hw/copybw.h"
 #include "user/hw/pcie.h"
-
-int pcie_main(int argc, char **argv);
+#include "user/cmd/subcmd.h"
 
 static char trees[PATH_MAX / 2];
 
