@@ -174,11 +174,3 @@ int sinks__open_live(const struct ttf_opts *o, struct pipeline *p, struct report
 	ss.report = report;
 	return sinks__open_set(&ss, p);
 }
-
-int sinks__open(const struct ttf_opts *o, struct pipeline *p)
-{
-	struct sink_set ss;
-
-	exports_of(o, &ss);
-	return sinks__open_set(&ss, p);
-}

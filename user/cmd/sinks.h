@@ -56,11 +56,4 @@ int sinks__open_set(const struct sink_set *s, struct pipeline *p);
 int sinks__open_live(const struct ttf_opts *o, struct pipeline *p, struct report *report,
 		     FILE *out, uint64_t t0_ns, struct live **live);
 
-/*
- * The exporters of o alone (record, perfetto, metrics, OTLP), for a caller
- * that adds the live view, the interval summaries and the report itself,
- * in that order. Returns 0, or an enum ttf_exit code after printing the error.
- */
-int sinks__open(const struct ttf_opts *o, struct pipeline *p);
-
 #endif /* TTFTRACE_SINKS_H */

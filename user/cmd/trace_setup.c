@@ -18,7 +18,6 @@
 #include "user/cmd/live.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/tracer.h"
-#include "user/export/interval.h"
 #include "user/export/report.h"
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
@@ -111,26 +110,6 @@ static int load_grpc_profile(struct tracer *t, struct pipeline_opts *po)
 	return 0;
 }
 
-/* -i: interval summaries on the report's stream, before the report's final summary. */
-static int open_interval(struct tracer *t)
-{
-	struct interval_opts io = { .out = t->out, .json = t->opts->json,
-				    .interval_ns = (uint64_t)(t->opts->interval_s * 1e9),
-				    .t0_ns = t->t0_ns };
-	struct ttf_sink s;
-
-	if (interval_sink__new(&io, &s)) {
-		ttf_error(NULL, "out of memory");
-		return TTF_EXIT_INTERNAL;
-	}
-	if (pipeline__add_sink(t->pipe, &s)) {
-		s.destroy(s.ctx);
-		ttf_error(NULL, "too many outputs");
-		return TTF_EXIT_USAGE;
-	}
-	return 0;
-}
-
 /*
  * The sources that need the pipeline (CUPTI collectors, engine uprobes),
  * the loop's wait, and every source's counters in the registry.
@@ -161,25 +140,10 @@ static int open_sources(struct tracer *t)
 	return 0;
 }
 
-/* The outputs the options ask for, then the report (last: its summary gets their counters). */
+/* Every output the options ask for, the report last (user/cmd/sinks.h). */
 static int open_sinks(struct tracer *t)
 {
-	const struct ttf_opts *o = t->opts;
-	struct ttf_sink rs;
-	int code = sinks__open(o, t->pipe);
-
-	if (!code)
-		code = live__open(o, t->pipe, &t->live);
-	if (!code && o->interval_s > 0)
-		code = open_interval(t);
-	if (code)
-		return code;
-	report__sink(t->report, &rs);
-	if (pipeline__add_sink(t->pipe, &rs)) {
-		ttf_error(NULL, "too many outputs");
-		return TTF_EXIT_USAGE;
-	}
-	return 0;
+	return sinks__open_live(t->opts, t->pipe, t->report, t->out, t->t0_ns, &t->live);
 }
 
 /* The net probe, the report, the optional probes and the pipeline they feed. */
