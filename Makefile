@@ -97,14 +97,14 @@ $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# The `ttftrace report` page template, compiled into user/export/html_report.c as a C string.
-$(OUTPUT)/report_template.h: user/export/report_template.html | $(OUTPUT)
+# The `ttftrace report` page template, compiled into user/export/html/html_report.c as a C string.
+$(OUTPUT)/report_template.h: user/export/html/report_template.html | $(OUTPUT)
 	$(call msg,GEN,$@)
 	$(Q){ echo 'static const char report_template_html[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@.tmp && mv $@.tmp $@
 
-$(OUTPUT)/user/export/html_report.o: $(OUTPUT)/report_template.h
+$(OUTPUT)/user/export/html/html_report.o: $(OUTPUT)/report_template.h
 
 ttftrace: $(USER_OBJS)
 	$(call msg,BINARY,$@)
@@ -216,10 +216,10 @@ $(FUZZ_DIR)/obj/%.o: %.c | $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_INST) $(FUZZ_EXTRA) $(DEPFLAGS) -c $< -o $@
 
-$(FUZZ_DIR)/obj/user/export/html_report.o: $(OUTPUT)/report_template.h
+$(FUZZ_DIR)/obj/user/export/html/html_report.o: $(OUTPUT)/report_template.h
 
 # The recording reader with small buffers: 4 MiB per open costs 13 ms under ASan.
-$(FUZZ_DIR)/obj/record_read_small.o: user/export/record_read.c | $(SKELS)
+$(FUZZ_DIR)/obj/record_read_small.o: user/export/record/record_read.c | $(SKELS)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_INST) -DREAD_BUF_BYTES='(64u << 10)' \
@@ -232,7 +232,7 @@ $(FUZZ_DIR)/fuzz_cupti_decode: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_cupti_deco
 
 $(FUZZ_DIR)/fuzz_record: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_record.o \
 		$(FUZZ_DIR)/obj/record_read_small.o \
-		$(filter-out $(FUZZ_DIR)/obj/user/export/record_read.o,$(FUZZ_USER_OBJS))
+		$(filter-out $(FUZZ_DIR)/obj/user/export/record/record_read.o,$(FUZZ_USER_OBJS))
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN) $^ $(LDLIBS) -ldl -o $@
 

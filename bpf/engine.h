@@ -77,7 +77,7 @@ struct ttf_engine_probe_cfg {
 
 /*
  * What a probed engine function is, named in engine profiles (profiles/) and
- * --probe specs. The values are also those of recordings (user/export/record.h):
+ * --probe specs. The values are also those of recordings (user/export/record/record.h):
  * never renumber them.
  */
 enum ttf_engine_role {
@@ -105,7 +105,7 @@ enum ttf_engine_ev_type {
 /*
  * One engine hit, the only struct for it: the ring-buffer record, what the
  * probe loader delivers, what the engine timeline consumes and what a
- * recording stores (user/export/record.h codes it field by field). 232 bytes.
+ * recording stores (user/export/record/record.h codes it field by field). 232 bytes.
  * Entries k < n_seq of the seq_* arrays describe one sequence of a step's batch,
  * in the order of their first token in the batch.
  */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "user/lib/exit.h"
-#include "user/export/prom.h"
+#include "user/export/prom/prom.h"
 
 enum ttf_target_kind {
 	TTF_TARGET_NONE = 0,
@@ -43,12 +43,12 @@ struct ttf_opts {
 	const char *probes[16];	/* --probe PATH:SYMBOL=ROLE[:ARGSPEC] (repeatable) */
 	int n_probes;
 	const char *slo_spec;	/* --slo SPEC (user/model/slo.h), checked at parse time; NULL none */
-	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/export/prom.h) */
+	const char *metrics;	/* --metrics [ADDR:]PORT: Prometheus endpoint (user/export/prom/prom.h) */
 	struct prom_buckets buckets;	/* --buckets NAME=B1,B2,... (repeatable); n 0: defaults */
 	int n_buckets_opts;	/* how many --buckets were given */
-	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/export/record.h) */
-	const char *otlp_url;	/* --otlp URL: OTLP/HTTP endpoint (user/export/otlp_config.h) */
-	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto.h) */
+	const char *record;	/* --record FILE: raw events for `ttftrace replay` (user/export/record/record.h) */
+	const char *otlp_url;	/* --otlp URL: OTLP/HTTP endpoint (user/export/otlp/otlp_config.h) */
+	const char *perfetto;	/* --perfetto FILE: trace-event JSON timeline (user/export/perfetto/perfetto.h) */
 	int perfetto_sched;	/* --perfetto-sched served|all|none: enum perfetto_sched */
 	int perfetto_sched_given;
 	const char *sysfs_root;	/* --sysfs-root DIR: PCIe links read under DIR, not /sys */

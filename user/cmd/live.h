@@ -2,7 +2,7 @@
 /*
  * The tracer's live view of a run, a sink (user/export/sink.h): keeps the TTFT,
  * TPOT, ITL, E2E and TTFV samples of finished requests by the summary's
- * rules (user/export/report.h: TTF_REQ_UNKNOWN requests feed no percentile), so
+ * rules (user/export/report/report.h: TTF_REQ_UNKNOWN requests feed no percentile), so
  * that --slo is checked on the same numbers the summary prints, and draws
  * the progress line (user/lib/progress.h) from the sink's tick hook.
  *

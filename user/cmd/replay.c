@@ -8,8 +8,8 @@
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
 #include "user/cmd/sinks.h"
-#include "user/export/record.h"
-#include "user/export/report.h"
+#include "user/export/record/record.h"
+#include "user/export/report/report.h"
 
 #define MAX_COUNTERS 128
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Replay of a recording (user/export/record.h): the frames are fed to the same
+ * Replay of a recording (user/export/record/record.h): the frames are fed to the same
  * pipeline entries as live tracing (user/core/pipeline.h), in recorded order,
  * with the recorded watermarks, set up as the live pipeline was (the
  * header's flags) and with its sinks opened as live (user/cmd/sinks.h, in
@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "user/export/record.h"
+#include "user/export/record/record.h"
 #include "user/proto/http2/grpc.h"
 
 struct replay_opts {
@@ -22,7 +22,7 @@ struct replay_opts {
 	int json;	/* NDJSON as `ttftrace --json` */
 	int verbose;
 	const struct grpc_profile *grpc_profile;	/* --grpc-profile; NULL none */
-	const char *perfetto;	/* --perfetto FILE: the timeline too (user/export/perfetto.h); NULL none */
+	const char *perfetto;	/* --perfetto FILE: the timeline too (user/export/perfetto/perfetto.h); NULL none */
 	int perfetto_sched;	/* --perfetto-sched: enum perfetto_sched */
 	const char *metrics_out;	/* --metrics-out FILE: Prometheus text at the end; NULL none */
 	const char *otlp_out;	/* --otlp-out FILE: OTLP/JSON spans at the end; NULL none */

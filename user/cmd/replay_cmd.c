@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "user/lib/log.h"
 #include "user/cmd/replay.h"
-#include "user/export/perfetto.h"
+#include "user/export/perfetto/perfetto.h"
 #include "user/cmd/subcmd.h"
 #include "user/lib/exit.h"
 

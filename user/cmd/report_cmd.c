@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "user/cmd/subcmd.h"
-#include "user/export/html_report.h"
+#include "user/export/html/html_report.h"
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 

@@ -5,11 +5,11 @@
 #include <string.h>
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
-#include "user/export/otlp.h"
-#include "user/export/otlp_file.h"
-#include "user/export/perfetto.h"
-#include "user/export/prom.h"
-#include "user/export/record.h"
+#include "user/export/otlp/otlp.h"
+#include "user/export/otlp/otlp_file.h"
+#include "user/export/perfetto/perfetto.h"
+#include "user/export/prom/prom.h"
+#include "user/export/record/record.h"
 #include "user/cmd/sinks.h"
 
 /* The pipeline owns s once added; one it has no room for is destroyed here. */

@@ -23,12 +23,12 @@
 #include "user/cmd/live.h"
 #include "user/core/pipeline.h"
 #include "user/export/interval.h"
-#include "user/export/report.h"
+#include "user/export/report/report.h"
 
 /* The sinks of a run, in the order they are added; a NULL member is not opened. */
 struct sink_set {
-	const char *record;		/* --record FILE (user/export/record.h) */
-	const char *perfetto;		/* --perfetto FILE (user/export/perfetto.h) */
+	const char *record;		/* --record FILE (user/export/record/record.h) */
+	const char *perfetto;		/* --perfetto FILE (user/export/perfetto/perfetto.h) */
 	int perfetto_sched;		/* --perfetto-sched: enum perfetto_sched */
 	const char *metrics;		/* --metrics [ADDR:]PORT: Prometheus endpoint */
 	const char *sysfs_root;		/* ... its PCIe gauges read under it (NULL: /sys) */

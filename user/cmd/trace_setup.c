@@ -18,7 +18,7 @@
 #include "user/cmd/live.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/tracer.h"
-#include "user/export/report.h"
+#include "user/export/report/report.h"
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/engine_setup.h"

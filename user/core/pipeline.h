@@ -3,7 +3,7 @@
  * The pipeline: the one door every record goes through, live or replayed.
  *
  *   net records     -> connection tracker (user/proto/conn.h) -> requests
- *   engine hits     -> engine timeline (user/model/timeline.h)
+ *   engine hits     -> engine timeline (user/model/timeline/timeline.h)
  *   sched records   -> scheduler view (user/model/sched.h), the stage overlay
  *   GPU items       -> GPU store (user/model/gpu_store.h), the GPU join
  *
@@ -24,7 +24,7 @@
 #include "user/core/upstreams.h"
 #include "user/lib/records.h"
 #include "user/model/gpu_store.h"
-#include "user/model/timeline.h"
+#include "user/model/timeline/timeline.h"
 #include "user/proto/conn.h"
 
 struct pipeline;

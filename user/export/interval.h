@@ -7,7 +7,7 @@
  * finished in it. Each finished request is counted in exactly one interval,
  * so the intervals' request counts add up to the summary's "requests".
  *
- * By the summary's rules (user/export/report.h): only successful requests
+ * By the summary's rules (user/export/report/report.h): only successful requests
  * (ttf_vocab__success) feed TTFT/TPOT percentiles and output tokens; the
  * others are counted as errors. Percentiles: user/lib/stats.h.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The record kinds ttftrace works from, and the one way they travel: a
- * probe source (user/probe/source.h) or a recording (user/export/record.h)
+ * probe source (user/probe/source.h) or a recording (user/export/record/record.h)
  * calls these hooks, and the pipeline (user/core/pipeline.h) implements
  * them. Every hook returns 0 or a negative errno (the record was dropped
  * and counted by the receiver); a source goes on either way.

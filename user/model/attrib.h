@@ -2,7 +2,7 @@
 /*
  * Attribution of one request's TTFT to disjoint stages (docs/metrics.md M14,
  * docs/design.md D3), from kernel timestamps (user/proto/request.h), the engine
- * timeline (user/model/timeline.h) and, as an overlay, the scheduler view.
+ * timeline (user/model/timeline/timeline.h) and, as an overlay, the scheduler view.
  *
  *   net_in    first request byte arrives -> last request byte arrives
  *   read_wait last byte arrives           -> the server's read returns
@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include "user/proto/request.h"
 #include "user/model/metrics.h"
-#include "user/model/timeline.h"
+#include "user/model/timeline/timeline.h"
 #include "user/model/gpu_store.h"
 
 enum ttf_stage {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * mkrec: write a synthetic recording (user/export/record.h) of N streamed chat
+ * mkrec: write a synthetic recording (user/export/record/record.h) of N streamed chat
  * requests, for replay benchmarks and long-run memory tests. The records
  * look like those of tests/fixtures/sse_server under ttftrace: one thread
  * per keep-alive connection, C connections busy at once, per token an XMIT
@@ -24,7 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/export/record.h"
+#include "user/export/record/record.h"
 
 #define TGID 1000
 #define ENGINE_TID 3000

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "user/export/otlp.h"
-#include "user/export/otlp_metrics.h"
+#include "user/export/otlp/otlp.h"
+#include "user/export/otlp/otlp_metrics.h"
 
 #define OFFSET_NS 1700000000000000000ll
 

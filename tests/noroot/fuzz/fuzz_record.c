@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * libFuzzer harness: the recording reader (user/cmd/replay.c rec_reader, with the
- * delta decoder of user/export/record.c) and, for some inputs, a whole replay
+ * delta decoder of user/export/record/record.c) and, for some inputs, a whole replay
  * through the pipeline (replay__run).
  *
  * Input: [0] mode bits, then data.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Record and replay (user/export/record.h, user/cmd/replay.h).
+"""Record and replay (user/export/record/record.h, user/cmd/replay.h).
 
 - A live trace of the fixture server recorded with --record and replayed
   gives the same NDJSON, request for request and summary, exactly.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""A synthetic ttftrace run (NDJSON request objects, as user/export/report.c writes
+"""A synthetic ttftrace run (NDJSON request objects, as user/export/report/report.c writes
 them) of any size, for the report page at scale: Poisson arrivals with a burst in the
 middle of the run (queue grows), two models, two routes, a few extreme TTFT outliers,
 500s, aborted and incomplete requests, 404s on another path. Deterministic per seed."""

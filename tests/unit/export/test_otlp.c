@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include "user/export/otlp.h"
+#include "user/export/otlp/otlp.h"
 #include "user/model/hops/view.h"
 
 #define OFFSET_NS 1700000000000000000ll

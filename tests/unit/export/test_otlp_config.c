@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/export/otlp_config.h"
+#include "user/export/otlp/otlp_config.h"
 
 static const char *const *env;	/* NAME, VALUE, ..., NULL */
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
-#include "user/export/otlp_metrics.h"
+#include "user/export/otlp/otlp_metrics.h"
 
 static void src(struct otlp_span_src *s, uint32_t tgid, const char *model, int64_t ttft_ns,
 		int status)

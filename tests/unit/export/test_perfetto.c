@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Perfetto timeline sink (user/export/perfetto.c): synthetic taps in, the written
+ * Perfetto timeline sink (user/export/perfetto/perfetto.c): synthetic taps in, the written
  * trace-event JSON parsed back with cJSON and compared with hand-computed
  * slices, stages and counters.
  */
@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 #include "tests/unit/export/cjson_fields.h"
 #include "user/model/hops/view.h"
-#include "user/export/perfetto.h"
+#include "user/export/perfetto/perfetto.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Perfetto timeline sink (user/export/perfetto.c), the parts that bound its
+ * Perfetto timeline sink (user/export/perfetto/perfetto.c), the parts that bound its
  * size and connect its tracks: request lanes, flows from a request to the
  * threads and GPU work that served it, the scheduler-slice modes, and gzip
  * output. Synthetic taps in, the written JSON parsed back with cJSON and
@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 #include "tests/unit/export/cjson_fields.h"
 #include <zlib.h>
-#include "user/export/perfetto.h"
+#include "user/export/perfetto/perfetto.h"
 
 #define US 1000ull
 #define TGID 100

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include "user/lib/histo.h"
 #include "user/lib/version.h"
-#include "user/export/prom.h"
+#include "user/export/prom/prom.h"
 
 static void test_histo_buckets(void **state)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Recordings (user/export/record.h): varints, delta coding, writer and reader, cut and corrupt files. */
+/* Recordings (user/export/record/record.h): varints, delta coding, writer and reader, cut and corrupt files. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <zlib.h>
 #include <cmocka.h>
-#include "user/export/record.h"
+#include "user/export/record/record.h"
 #include "user/cmd/replay.h"
 
 static void test_varint(void **state)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Output (user/export/report.c): live lines, NDJSON parsed back with cJSON, summaries. */
+/* Output (user/export/report/report.c): live lines, NDJSON parsed back with cJSON, summaries. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include "bpf/net.h"
 #include <cjson/cJSON.h>
-#include "user/export/report.h"
+#include "user/export/report/report.h"
 
 /* As the pipeline does: metrics once, then the report (or its rejected count). */
 static void put(struct report *rp, const struct ttf_request *r)

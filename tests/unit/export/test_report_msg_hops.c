@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The live text line of a message-hop chain (user/export/report_msg_hops.h). */
+/* The live text line of a message-hop chain (user/export/report/report_msg_hops.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "user/export/report_msg_hops.h"
+#include "user/export/report/report_msg_hops.h"
 #include "user/model/attrib.h"
 #include "user/model/hops/view.h"
 

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include "user/model/attrib.h"
 #include "user/model/metrics.h"
-#include "user/model/timeline.h"
+#include "user/model/timeline/timeline.h"
 
 #define MS 1000000ull
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Engine timeline under continuous batching (user/model/timeline.h,
+ * Engine timeline under continuous batching (user/model/timeline/timeline.h,
  * docs/design.md D10): steps whose probe counted each sequence's tokens,
  * first position and output flag.
  */
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/model/timeline.h"
+#include "user/model/timeline/timeline.h"
 
 #define MS 1000000ull
 #define ENGINE_TID 20

@@ -17,10 +17,10 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 #include "user/model/vocab.h"
-#include "user/export/report.h"
-#include "user/export/otlp.h"
-#include "user/export/perfetto.h"
-#include "user/export/html_report.h"
+#include "user/export/report/report.h"
+#include "user/export/otlp/otlp.h"
+#include "user/export/perfetto/perfetto.h"
+#include "user/export/html/html_report.h"
 
 #define MS 1000000ull
 #define T0 (1000 * MS)

@@ -11,7 +11,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/export/report_zmtp.h"
+#include "user/export/report/report_zmtp.h"
 #include "user/proto/conn.h"
 #include "user/proto/recognizer.h"
 #include "zmtp_captures.h"

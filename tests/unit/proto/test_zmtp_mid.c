@@ -15,7 +15,7 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "user/export/report_zmtp.h"
+#include "user/export/report/report_zmtp.h"
 #include "user/proto/conn.h"
 #include "user/proto/zmtp/msg_sync.h"
 #include "user/proto/recognizer.h"
