@@ -446,6 +446,9 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 	/* only once it happened: recordings of fewer requests keep their counters */
 	if (p->busy && loop_busy__stats(p->busy)->overwritten)
 		C("loop_windows_overwritten", loop_busy__stats(p->busy)->overwritten);
+	/* only once it happened: hop discovery missed an upstream call (ENOMEM) */
+	if (p->upstreams.dropped)
+		C("hop_upstreams_dropped_oom", p->upstreams.dropped);
 	if (p->sched) {
 		struct sched_stats ss;
 

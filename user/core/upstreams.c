@@ -12,8 +12,10 @@ void upstream_queue__push(struct upstream_queue *uq, const struct ttf_request *u
 		size_t cap = uq->cap ? uq->cap * 2 : 8;
 		struct pipeline_upstream *n = realloc(uq->q, cap * sizeof(*n));
 
-		if (!n)
+		if (!n) {
+			uq->dropped++;
 			return;
+		}
 		uq->q = n;
 		uq->cap = cap;
 	}

@@ -23,9 +23,10 @@ struct pipeline_upstream {
 struct upstream_queue {
 	struct pipeline_upstream *q;
 	size_t n, cap;
+	uint64_t dropped;	/* not kept for want of memory (the next call there is looked at) */
 };
 
-/* Keep upstream call u; without memory it is not kept (the next call there is looked at). */
+/* Keep upstream call u; without memory it is counted in uq->dropped instead. */
 void upstream_queue__push(struct upstream_queue *uq, const struct ttf_request *u);
 /* The oldest ones into out[0..cap), removed; returns how many. */
 int upstream_queue__take(struct upstream_queue *uq, struct pipeline_upstream *out, int cap);
