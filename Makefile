@@ -89,8 +89,15 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # The commit for --version (user/lib/version.h); only cli.c uses it.
+# cli.o is compiled again when the commit changes (the stamp is rewritten only then),
+# so that a package's version and the binary's `commit` line agree (make deb).
 GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 $(OUTPUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(OUTPUT)/user/cmd/cli.o: $(OUTPUT)/commit
+.PHONY: ttf-commit-check
+ttf-commit-check:
+$(OUTPUT)/commit: ttf-commit-check | $(OUTPUT)
+	$(Q)echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
@@ -330,6 +337,19 @@ uninstall:
 		$(DESTDIR)$(TTF_BASHCOMPDIR)/ttftrace $(DESTDIR)$(TTF_UNITDIR)/ttftrace.service
 	$(Q)rm -rf $(DESTDIR)$(TTF_DATADIR) $(DESTDIR)$(TTF_LIBDIR)
 # --- end install block --------------------------------------------------------------
+
+# --- Debian package -------------------------------------------------------------------
+#   make deb [DEB_VERSION=X.Y] [DEB_MAINTAINER="Name <mail>"]
+# $(OUTPUT)/deb/ttftrace_VERSION_ARCH.deb from `make install PREFIX=/usr` in a staging
+# root (deploy/debian/build.sh): Depends from dpkg-shlibdeps, the version from git
+# describe (docs/deploy.md "Debian package"). tests/root/packaging/test_deb.py lints,
+# installs and runs it.
+DEB_VERSION ?=
+DEB_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' 2>/dev/null)
+.PHONY: deb
+deb:
+	$(Q)MAKE="$(MAKE)" VERSION="$(DEB_VERSION)" MAINTAINER="$(DEB_MAINTAINER)" \
+		deploy/debian/build.sh $(OUTPUT)/deb
 
 # --- Benchmarks (not part of `make test`; root) ----------------------------------------
 # bench-quick: replay throughput (20,000 requests, one round) and two rounds of the cost

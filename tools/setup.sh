@@ -13,6 +13,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       libclang-rt-14-dev	# tests/noroot/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/root/export: the real Prometheus scrapes --metrics
       python3-yaml man-db groff-base systemd	# tests/root/packaging: alert rule tests, man -l, systemd-analyze
+      dpkg-dev lintian	# make deb (dpkg-shlibdeps), tests/root/packaging/test_deb.py lints the package
       nginx haproxy curl	# tests/root/hops, make demo-hops: real gateways in front of a traced server
       openssl libssl-dev	# tests/root/tls: certificates, a static OpenSSL fixture (with nginx, golang-go, curl)
       chromium	# tests/root/report: renders `ttftrace report` pages headless
