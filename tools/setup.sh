@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# First: a Node.js the demo engine runs on (make demo, make test stop here, not after
+# the installs and the build)
+tools/demo/check_node.sh
+
 PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
       libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev uthash-dev pkg-config
       python3 python3-pytest make gcc iproute2 procps golang-go
