@@ -5,8 +5,8 @@
 # libraries the binaries link (dpkg-shlibdeps), so that `apt install
 # ./ttftrace_*.deb` pulls the run-time libraries; the version comes from git
 # describe (docs/deploy.md "Debian package").
-# Usage: deploy/debian/build.sh OUTDIR   (run by `make deb`; MAKE and MAINTAINER from
-# it; VERSION overrides the one from git)
+# Usage: deploy/debian/build.sh OUTDIR   (run by `make deb`: MAINTAINER from it;
+# VERSION, when set, instead of git's; MAKE, the make to run)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -65,7 +65,8 @@ def test_dockerfile_builds_as_setup_sh_and_make_do():
     wanted = set((first.group(1) + " " + first.group(2)).split()) - {
         "python3", "python3-pytest", "iproute2", "procps", "golang-go"}
     assert wanted <= set(build), wanted - set(build)
-    assert re.search(r"^RUN make -j\S+ install PREFIX=/usr DESTDIR=/stage$", text, re.M)
+    assert re.search(r'^RUN make -j\S+ install PREFIX=/usr DESTDIR=/stage '
+                     r'GIT_COMMIT="\$TTF_GIT_COMMIT"$', text, re.M)
     assert 'ENTRYPOINT ["/usr/bin/ttftrace"]' in text
     assert "COPY --from=build /stage/usr/ /usr/" in text
 
