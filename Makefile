@@ -7,6 +7,8 @@
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
+#   make deb        a Debian package, .output/deb/ttftrace_VERSION_ARCH.deb
+#   make container-test  build and run deploy/docker/Dockerfile with podman, no registry (not in `make test`)
 #   make V=1        show full commands
 
 OUTPUT ?= .output

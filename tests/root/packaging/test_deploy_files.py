@@ -2,7 +2,8 @@
 """deploy/: the Dockerfile, the DaemonSet and the systemd unit agree with the
 build and with what ttftrace checks at start.
 
-No container runtime runs here, so the image is not built: the Dockerfile's
+The image is built and run by `make container-test` (tests/container/run.sh,
+slow, not in `make test`); here, without building it, the Dockerfile's
 build stage must install the build packages of tools/setup.sh (what a fresh
 machine gets), its runtime stage a package for every library the built
 binary links (readelf NEEDED, resolved with ldconfig and dpkg), and its
