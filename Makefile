@@ -91,15 +91,8 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 # The commit for --version (user/lib/version.h); only cli.c uses it.
-# cli.o is compiled again when the commit changes (the stamp is rewritten only then),
-# so that a package's version and the binary's `commit` line agree (make deb).
 GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 $(OUTPUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
-$(OUTPUT)/user/cmd/cli.o: $(OUTPUT)/commit
-.PHONY: ttf-commit-check
-ttf-commit-check:
-$(OUTPUT)/commit: ttf-commit-check | $(OUTPUT)
-	$(Q)echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
@@ -289,7 +282,11 @@ TTF_BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 TTF_UNITDIR := $(PREFIX)/lib/systemd/system
 TTF_INST_OUT := $(OUTPUT)/install
 TTF_PATH_SRCS := user/probe/profile.c user/cmd/gpu_attach.c user/cmd/gpu_attach_cmd.c
-TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_PATH_SRCS))
+# and cli.c, which carries the commit (--version): the installed binary's copy is compiled
+# again when the commit changes (the stamp is rewritten only then), so that a package's
+# version and its binary's `commit` line agree (make deb)
+TTF_INST_SRCS := $(TTF_PATH_SRCS) user/cmd/cli.c
+TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_INST_SRCS))
 TTF_PREFIX_STAMP := $(TTF_INST_OUT)/prefix
 TTF_INST_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB))
 
@@ -306,7 +303,14 @@ $(TTF_INST_OUT)/user/%.o: user/%.c $(TTF_PREFIX_STAMP) | $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -DTTF_PREFIX='"$(PREFIX)"' $(DEPFLAGS) -c $< -o $@
 
-$(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_PATH_SRCS)),$(USER_OBJS)) $(TTF_INST_OBJS)
+TTF_COMMIT_STAMP := $(TTF_INST_OUT)/commit
+$(TTF_INST_OUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(TTF_INST_OUT)/user/cmd/cli.o: $(TTF_COMMIT_STAMP)
+$(TTF_COMMIT_STAMP): ttf-prefix-check
+	$(Q)mkdir -p $(dir $@)
+	$(Q)echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+
+$(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_INST_SRCS)),$(USER_OBJS)) $(TTF_INST_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
