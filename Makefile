@@ -7,6 +7,8 @@
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
+#   make deb        a Debian package, .output/deb/ttftrace_VERSION_ARCH.deb
+#   make container-test  build and run deploy/docker/Dockerfile with podman, no registry (not in `make test`)
 #   make V=1        show full commands
 
 OUTPUT ?= .output
@@ -280,7 +282,11 @@ TTF_BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
 TTF_UNITDIR := $(PREFIX)/lib/systemd/system
 TTF_INST_OUT := $(OUTPUT)/install
 TTF_PATH_SRCS := user/probe/profile.c user/cmd/gpu_attach.c user/cmd/gpu_attach_cmd.c
-TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_PATH_SRCS))
+# and cli.c, which carries the commit (--version): the installed binary's copy is compiled
+# again when the commit changes (the stamp is rewritten only then), so that a package's
+# version and its binary's `commit` line agree (make deb)
+TTF_INST_SRCS := $(TTF_PATH_SRCS) user/cmd/cli.c
+TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_INST_SRCS))
 TTF_PREFIX_STAMP := $(TTF_INST_OUT)/prefix
 TTF_INST_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB))
 
@@ -297,7 +303,14 @@ $(TTF_INST_OUT)/user/%.o: user/%.c $(TTF_PREFIX_STAMP) | $(SKELS)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -DTTF_PREFIX='"$(PREFIX)"' $(DEPFLAGS) -c $< -o $@
 
-$(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_PATH_SRCS)),$(USER_OBJS)) $(TTF_INST_OBJS)
+TTF_COMMIT_STAMP := $(TTF_INST_OUT)/commit
+$(TTF_INST_OUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
+$(TTF_INST_OUT)/user/cmd/cli.o: $(TTF_COMMIT_STAMP)
+$(TTF_COMMIT_STAMP): ttf-prefix-check
+	$(Q)mkdir -p $(dir $@)
+	$(Q)echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+
+$(TTF_INST_OUT)/ttftrace: $(filter-out $(patsubst %.c,$(OUTPUT)/%.o,$(TTF_INST_SRCS)),$(USER_OBJS)) $(TTF_INST_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -331,6 +344,29 @@ uninstall:
 	$(Q)rm -rf $(DESTDIR)$(TTF_DATADIR) $(DESTDIR)$(TTF_LIBDIR)
 # --- end install block --------------------------------------------------------------
 
+# --- Debian package -------------------------------------------------------------------
+#   make deb [DEB_VERSION=X.Y] [DEB_MAINTAINER="Name <mail>"]
+# $(OUTPUT)/deb/ttftrace_VERSION_ARCH.deb from `make install PREFIX=/usr` in a staging
+# root (deploy/debian/build.sh): Depends from dpkg-shlibdeps, the version from git
+# describe (docs/deploy.md "Debian package"). tests/root/packaging/test_deb.py lints,
+# installs and runs it.
+DEB_VERSION ?=
+DEB_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' 2>/dev/null)
+.PHONY: deb
+deb:
+	$(Q)VERSION="$(DEB_VERSION)" MAINTAINER="$(DEB_MAINTAINER)" \
+		deploy/debian/build.sh $(OUTPUT)/deb
+
+# --- Container without a registry (not part of `make test`; root, the Debian mirror) ---
+# container-test: tests/container/run.sh: Debian 12 debootstrapped and imported as the
+# Dockerfile's base images in a podman store of its own ($(OUTPUT)/container), the image
+# built from deploy/docker/Dockerfile, run (--version, a traced request), and the .deb
+# installed with apt on the bare base. About 10 minutes on 2 cores the first time.
+.PHONY: container-test
+container-test: all
+	$(Q)$(MAKE) --no-print-directory deb
+	$(Q)tests/container/run.sh $(OUTPUT)/container $(OUTPUT)/deb/ttftrace_*.deb
+
 # --- Benchmarks (not part of `make test`; root) ----------------------------------------
 # bench-quick: replay throughput (20,000 requests, one round) and two rounds of the cost
 # bench on the demo engine: a few minutes, for a change to a hot path before it lands.
@@ -354,7 +390,9 @@ bench-memory: all
 bench-replay-scale: all
 	$(Q)bench/replay_scale.sh 3
 
--include $(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d $(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d)
+# (not $(OUTPUT)/container: make container-test's podman store holds image trees)
+-include $(filter-out $(OUTPUT)/container/%,$(wildcard $(OUTPUT)/*/*.d $(OUTPUT)/*/*/*.d \
+	$(OUTPUT)/*/*/*/*.d $(OUTPUT)/*/*/*/*/*.d))
 
 # io_uring: the fixture of tests/root/uring links liburing (tools/setup.sh: liburing-dev)
 $(OUTPUT)/tests/fixtures/uring_server: tests/fixtures/uring_server.c | $(OUTPUT)/tests/fixtures

@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# First: a Node.js the demo engine runs on (make demo, make test stop here, not after
+# the installs and the build)
+tools/demo/check_node.sh
+
 PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka-dev
       libcurl4-openssl-dev libpci-dev libinih-dev libmicrohttpd-dev libcapstone-dev uthash-dev pkg-config
       python3 python3-pytest make gcc iproute2 procps golang-go
@@ -13,6 +17,7 @@ PKGS=(clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcmocka
       libclang-rt-14-dev	# tests/noroot/fuzz: libFuzzer (clang only recommends it)
       prometheus	# tests/root/export: the real Prometheus scrapes --metrics
       python3-yaml man-db groff-base systemd	# tests/root/packaging: alert rule tests, man -l, systemd-analyze
+      dpkg-dev lintian	# make deb (dpkg-shlibdeps), tests/root/packaging/test_deb.py lints the package
       nginx haproxy curl	# tests/root/hops, make demo-hops: real gateways in front of a traced server
       openssl libssl-dev	# tests/root/tls: certificates, a static OpenSSL fixture (with nginx, golang-go, curl)
       chromium	# tests/root/report: renders `ttftrace report` pages headless

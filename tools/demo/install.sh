@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Install the demo engine (node-llama-cpp, CPU prebuilt only) into
 # tools/demo/node_modules and write the demo model tools/demo/model/demo.gguf.
-# Idempotent; called by tools/setup.sh. Needs node >= 20, npm and python3.
+# Idempotent; called by tools/setup.sh. Needs node (check_node.sh), npm and python3.
 #
 # node-llama-cpp lists every GPU build (CUDA, Vulkan: ~700 MB) as optional
 # dependencies. package.json names the CPU package @node-llama-cpp/linux-x64
@@ -16,8 +16,7 @@ err() { echo "Error: $1" >&2; [ -n "${2:-}" ] && echo "HINT: $2" >&2; exit 1; }
 
 command -v node >/dev/null || err "node not found" "apt-get install nodejs npm"
 command -v npm >/dev/null || err "npm not found" "apt-get install npm"
-[ "$(node -p 'process.versions.node.split(".")[0]')" -ge 20 ] ||
-	err "node $(node --version) is too old for node-llama-cpp 3.21.1" "install Node.js 20 or newer"
+./check_node.sh    # node-llama-cpp's "engines" (Node.js >= 20 for 3.21.1)
 [ "$(uname -m)" = x86_64 ] ||
 	err "the demo pins the linux-x64 CPU build of node-llama-cpp; this is $(uname -m)" \
 		"edit tools/demo/package.json to name @node-llama-cpp/linux-$(uname -m)"
