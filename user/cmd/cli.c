@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "bpf/net.h"
 #include "user/cmd/cli.h"
+#include "user/cmd/gpu_attach.h"
 #include "user/lib/version.h"
 #include "user/export/perfetto.h"
 #include "user/export/prom.h"
@@ -407,6 +408,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 		printf("%s\ncommit %s\nlibbpf %s\nkernel %s\n", argp_program_version,
 		       TTF_GIT_COMMIT, libbpf_version_string(), uname(&u) ? "?" : u.release);
+		gpu_attach__build_line(stdout);
 		exit(TTF_EXIT_OK);
 	}
 	case ARGP_KEY_ERROR:

@@ -632,6 +632,7 @@ static void print_startup(struct tracer *t)
 	}
 	fprintf(stderr, "; TTFT ends at the %s. Hit Ctrl-C to end.\n",
 		t->st.xmit ? "device transmit" : "write");
+	gpu_attach__build_note(stderr);
 }
 
 static int any_alive(const struct target_set *ts)
