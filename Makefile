@@ -6,6 +6,7 @@
 #   make vmlinux    regenerate vmlinux/<arch>/vmlinux.h from $(VMLINUX_BTF)
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
+#   make cuda-none-check, cuda-headers-check   builds without CUDA, with CUDA 11.8 headers
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make V=1        show full commands
 
@@ -30,6 +31,13 @@ CUPTI_INC := $(if $(call cuda_ok,$(CUDA_HOME)),$(call cupti_h_dir,$(CUDA_HOME)))
 # -I for both dirs, but never /usr/include (a system dir: -I would reorder it)
 CUPTI_CFLAGS := $(addprefix -I,$(filter-out /usr/include,$(sort $(CUPTI_INC) \
 	$(if $(CUPTI_INC),$(CUDA_HOME)/include))))
+# tests/unit/cupti, fuzz_cupti_decode and bench/cupti_decode write CUDA 13 records
+# (CUpti_ActivityKernel10): with older headers only the collector is built.
+CUPTI_API := $(if $(CUPTI_INC),$(shell sed -n 's/^\#define CUPTI_API_VERSION \([0-9]*\).*/\1/p' \
+	$(CUPTI_INC)/cupti_version.h))
+CUPTI_TESTS := $(if $(CUPTI_API),$(shell [ $(CUPTI_API) -ge 130000 ] && echo 1))
+CUPTI_TESTS_NOTE := $(if $(CUPTI_INC),CUDA 13 headers needed$(if $(CUPTI_TESTS),, (CUPTI_API_VERSION \
+	$(or $(CUPTI_API),unknown) in $(CUPTI_INC))))
 CUPTI_NOTE := $(if $(CUDA_HOME),no cupti.h and cuda.h under CUDA_HOME=$(CUDA_HOME),no CUDA \
 	headers in /usr/local/cuda /usr/local/cuda-* the ../ of nvcc or /usr)
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/s390x/s390/;s/riscv64/riscv/')
@@ -81,7 +89,7 @@ FIXTURE_BINS := $(patsubst %.c,$(OUTPUT)/%,$(FIXTURE_SRCS))
 # tests/unit/<layer>/test_<name>.c -> $(OUTPUT)/tests/unit/<layer>/test_<name> (cmocka),
 # grouped as user/ is (cupti/: the injected collector)
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
-ifeq ($(CUPTI_INC),)
+ifeq ($(CUPTI_TESTS),)
 UNIT_SRCS := $(filter-out tests/unit/cupti/%,$(UNIT_SRCS))
 endif
 UNIT_BINS := $(patsubst %.c,$(OUTPUT)/%,$(UNIT_SRCS))
@@ -95,7 +103,7 @@ CUPTI_LIB := $(if $(CUPTI_INC),$(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so
 .SECONDARY:
 .PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops bench-quick bench-cost bench-memory
 
-all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_INC),,cupti-skipped)
+all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_TESTS),,cupti-skipped)
 
 # What the build found, for the tests (tests/conftest.py cupti_build()) and for
 # --version (user/cmd/cupti_build.c): rewritten only when it changes.
@@ -103,13 +111,19 @@ CUPTI_CONF := $(OUTPUT)/cupti.conf
 .PHONY: cupti-conf-check cupti-skipped
 cupti-conf-check:
 $(CUPTI_CONF): cupti-conf-check | $(OUTPUT)
-	$(Q)printf 'built=%s\ncuda_home=%s\ncflags=%s\nwhy=%s\n' '$(if $(CUPTI_INC),1,0)' \
-		'$(CUDA_HOME)' '$(CUPTI_CFLAGS)' '$(if $(CUPTI_INC),,$(CUPTI_NOTE))' > $@.tmp
+	$(Q)printf 'built=%s\ncuda_home=%s\ncflags=%s\nwhy=%s\napi=%s\ntests=%s\ntests_why=%s\n' \
+		'$(if $(CUPTI_INC),1,0)' '$(CUDA_HOME)' '$(CUPTI_CFLAGS)' \
+		'$(if $(CUPTI_INC),,$(CUPTI_NOTE))' '$(CUPTI_API)' '$(if $(CUPTI_TESTS),1,0)' \
+		'$(if $(CUPTI_TESTS),,$(or $(CUPTI_TESTS_NOTE),$(CUPTI_NOTE)))' > $@.tmp
 	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 all: $(CUPTI_CONF)
 
 cupti-skipped:
+ifeq ($(CUPTI_INC),)
 	@echo "  SKIP     CUPTI collector and tests/unit/cupti: $(CUPTI_NOTE) (build them with make CUDA_HOME=/path/to/cuda)"
+else
+	@echo "  SKIP     tests/unit/cupti: $(CUPTI_TESTS_NOTE); the collector is built"
+endif
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/bin $(OUTPUT)/tests/unit $(OUTPUT)/tests/fixtures $(OUTPUT)/cupti:
 	$(Q)mkdir -p $@
@@ -236,8 +250,8 @@ $(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
 #   make fuzz FUZZ_NAMES="sse record"
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_NAMES ?= $(patsubst tests/noroot/fuzz/fuzz_%.c,%,$(wildcard tests/noroot/fuzz/fuzz_*.c))
-# fuzz_cupti_decode needs the CUPTI headers
-ifeq ($(CUPTI_INC),)
+# fuzz_cupti_decode needs the CUDA 13 CUPTI headers
+ifeq ($(CUPTI_TESTS),)
 FUZZ_NAMES := $(filter-out cupti_decode,$(FUZZ_NAMES))
 endif
 FUZZ_BINS := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
@@ -291,6 +305,20 @@ GPU_RESULTS ?= $(OUTPUT)/gpu-check/results.json
 
 gpu-check:
 	$(Q)tests/gpu/run.sh $(GPU_RESULTS)
+
+# --- CUDA header sets -------------------------------------------------------------
+# cuda-none-check: a copy of the tree built and tested (unit, noroot) in a mount namespace
+# with every CUDA toolkit hidden: the collector and its tests left out with the reason
+# (tests/cuda/nocuda.sh; root; about 10 minutes). cuda-headers-check: the collector
+# compiled against CUDA 11.8 (Debian 12 non-free, fetched into $(OUTPUT)/cuda-headers)
+# and the toolkit found here (tests/cuda/headers.sh; 2.5 minutes the first time).
+# Neither is part of `make test`.
+.PHONY: cuda-none-check cuda-headers-check
+cuda-none-check:
+	$(Q)tests/cuda/nocuda.sh $(OUTPUT)/nocuda
+
+cuda-headers-check:
+	$(Q)tests/cuda/headers.sh $(OUTPUT)/cuda-headers
 
 # --- QEMU tier ----------------------------------------------------------------------
 # tests/qemu/run.py: Debian's linux-image-6.1 cloud kernel (fetched by

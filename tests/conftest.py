@@ -48,14 +48,18 @@ def require_built(path):
 def cupti_build():
     """What `make` found for the CUPTI collector, from .output/cupti.conf (Makefile):
     built (bool), cuda_home, cflags (list, the -I for cupti.h and cuda.h), why (when
-    not built). Without the file (`make` not run): built False."""
-    conf = {"built": "0", "cuda_home": "", "cflags": "", "why": "run `make` first"}
+    not built), api (CUPTI_API_VERSION), tests (bool: tests/unit/cupti and
+    fuzz_cupti_decode, which need CUDA 13 headers), tests_why. Without the file
+    (`make` not run): nothing built."""
+    conf = {"built": "0", "cuda_home": "", "cflags": "", "why": "run `make` first",
+            "tests": "0", "tests_why": "run `make` first"}
     try:
         with open(os.path.join(ROOT, ".output", "cupti.conf")) as f:
             conf.update(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
     except FileNotFoundError:
         pass
     conf["built"] = conf["built"] == "1"
+    conf["tests"] = conf["tests"] == "1"
     conf["cflags"] = conf["cflags"].split()
     return conf
 

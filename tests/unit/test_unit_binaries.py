@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Run every cmocka unit-test binary (built from tests/unit/<layer>/test_*.c) as one pytest test.
-tests/unit/cupti/ is built only where `make` found the CUPTI headers (.output/cupti.conf):
+tests/unit/cupti/ is built only where `make` found CUDA 13's CUPTI headers (.output/cupti.conf):
 without them its tests are skipped, with the reason."""
 import glob
 import os
@@ -20,12 +20,13 @@ BINS = sorted(
 )
 SRCS = sorted(glob.glob(os.path.join(ROOT, "tests", "unit", "*", "test_*.c")))
 CUPTI_SRCS = [s for s in SRCS if os.path.basename(os.path.dirname(s)) == "cupti"]
-SKIP_CUPTI = "the CUPTI collector is not built: %s (make CUDA_HOME=/path/to/cuda)" % CUPTI["why"]
+SKIP_CUPTI = ("tests/unit/cupti not built: %s (make CUDA_HOME=/path/to/cuda-13)"
+              % (CUPTI["why"] or CUPTI["tests_why"]))
 
 
 def test_unit_binaries_built():
     """One binary per source that this build can build: all, or all but tests/unit/cupti/."""
-    want = SRCS if CUPTI["built"] else [s for s in SRCS if s not in CUPTI_SRCS]
+    want = SRCS if CUPTI["tests"] else [s for s in SRCS if s not in CUPTI_SRCS]
     want = {os.path.relpath(s, os.path.join(ROOT, "tests", "unit"))[:-2] for s in want}
     got = {os.path.relpath(b, os.path.join(ROOT, ".output", "tests", "unit")) for b in BINS}
     assert want <= got, "run `make` first: not built: %s" % sorted(want - got)
@@ -35,7 +36,7 @@ def test_unit_binaries_built():
 def cmocka_params():
     """Every binary built; without the CUPTI headers, tests/unit/cupti/ as skipped, with why."""
     params = [pytest.param(b, id=os.path.basename(b)) for b in BINS]
-    if not CUPTI["built"]:
+    if not CUPTI["tests"]:
         params += [pytest.param(s, id=os.path.basename(s)[:-2], marks=pytest.mark.skip(
             reason=SKIP_CUPTI)) for s in CUPTI_SRCS]
     return params

@@ -26,16 +26,16 @@ HARNESSES = sorted(os.path.basename(p)[5:-2] for p in glob.glob(os.path.join(HER
 SECONDS = int(os.environ.get("TTF_FUZZ_SECONDS", "20"))
 MAX_LEN = {"record": 65536, "elf_sym": 32768}
 DICT = {"http_sse": "http_sse.dict", "sse": "http_sse.dict"}
-# Harnesses of the CUPTI decoder: `make fuzz` leaves them out without the CUDA headers.
+# Harnesses of the CUPTI decoder: `make fuzz` leaves them out without CUDA 13's headers.
 NEEDS_CUPTI = {"cupti_decode"}
 
 
 def harness_params():
     b = cupti_build()
     return [pytest.param(n, marks=pytest.mark.skip(
-                reason="the CUPTI collector is not built: %s (make CUDA_HOME=/path/to/cuda)"
-                % b["why"]))
-            if n in NEEDS_CUPTI and not b["built"] else n for n in HARNESSES]
+                reason="fuzz_%s not built: %s (make CUDA_HOME=/path/to/cuda-13)"
+                % (n, b["why"] or b["tests_why"])))
+            if n in NEEDS_CUPTI and not b["tests"] else n for n in HARNESSES]
 
 
 @pytest.fixture(scope="module")
