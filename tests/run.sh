@@ -7,7 +7,8 @@
 #   root     ttftrace's BPF programs against fixtures and real gateways (root, BTF);
 #            one folder per area: root/bpf, root/hops, root/proto, root/tls, ...
 #   engine   against the demo's real llama.cpp server (root, node-llama-cpp)
-# Not here: tests/qemu (make qemu-test: QEMU), tests/gpu (make gpu-check: a GPU).
+# Not here: tests/qemu (make qemu-test: QEMU), tests/gpu (make gpu-check: a GPU),
+# tests/cuda (make cuda-none-check, cuda-headers-check: builds without CUDA, with 11.8).
 # Usage: tests/run.sh [TIER...]   (default: all; a tier may be a folder such as
 # root/hops). Tiers that cannot run here (not root, no BTF) report SKIP with the reason.
 set -uo pipefail
