@@ -6,6 +6,7 @@
 #   make vmlinux    regenerate vmlinux/<arch>/vmlinux.h from $(VMLINUX_BTF)
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
+#   make cuda-none-check, cuda-headers-check   builds without CUDA, with CUDA 11.8 headers
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make deb        a Debian package, .output/deb/ttftrace_VERSION_ARCH.deb
 #   make container-test  build and run deploy/docker/Dockerfile with podman, no registry (not in `make test`)
@@ -16,7 +17,31 @@ CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= cc
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
-CUDA_HOME ?= /usr/local/cuda-13.0
+# CUDA headers for the CUPTI collector (cupti/): CUDA_HOME if set, else the first
+# of /usr/local/cuda, the newest /usr/local/cuda-*, nvcc on PATH (its ../) and /usr
+# (Debian's nvidia-cuda-dev + libcupti-dev) that has cupti.h (include/ or
+# extras/CUPTI/include/) and cuda.h. None: the collector and tests/unit/cupti are
+# left out, the rest builds (docs/gpu.md "Building the collector").
+cupti_h_dir = $(patsubst %/cupti.h,%,$(firstword $(wildcard $(1)/include/cupti.h $(1)/extras/CUPTI/include/cupti.h)))
+cuda_ok = $(if $(and $(call cupti_h_dir,$(1)),$(wildcard $(1)/include/cuda.h)),$(1))
+ifeq ($(origin CUDA_HOME),undefined)
+CUDA_HOME := $(firstword $(foreach d,/usr/local/cuda \
+	$(shell ls -d /usr/local/cuda-[0-9]* 2>/dev/null | sort -rV) \
+	$(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)) /usr,$(call cuda_ok,$(d))))
+endif
+CUPTI_INC := $(if $(call cuda_ok,$(CUDA_HOME)),$(call cupti_h_dir,$(CUDA_HOME)))
+# -I for both dirs, but never /usr/include (a system dir: -I would reorder it)
+CUPTI_CFLAGS := $(addprefix -I,$(filter-out /usr/include,$(sort $(CUPTI_INC) \
+	$(if $(CUPTI_INC),$(CUDA_HOME)/include))))
+# tests/unit/cupti, fuzz_cupti_decode and bench/cupti_decode write CUDA 13 records
+# (CUpti_ActivityKernel10): with older headers only the collector is built.
+CUPTI_API := $(if $(CUPTI_INC),$(shell sed -n 's/^\#define CUPTI_API_VERSION \([0-9]*\).*/\1/p' \
+	$(CUPTI_INC)/cupti_version.h))
+CUPTI_TESTS := $(if $(CUPTI_API),$(shell [ $(CUPTI_API) -ge 130000 ] && echo 1))
+CUPTI_TESTS_NOTE := $(if $(CUPTI_INC),CUDA 13 headers needed$(if $(CUPTI_TESTS),, (CUPTI_API_VERSION \
+	$(or $(CUPTI_API),unknown) in $(CUPTI_INC))))
+CUPTI_NOTE := $(if $(CUDA_HOME),no cupti.h and cuda.h under CUDA_HOME=$(CUDA_HOME),no CUDA \
+	headers in /usr/local/cuda /usr/local/cuda-* the ../ of nvcc or /usr)
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/s390x/s390/;s/riscv64/riscv/')
 ifeq ($(filter x86 arm64 powerpc s390 riscv,$(ARCH)),)
 $(error unsupported architecture $(shell uname -m))
@@ -66,18 +91,41 @@ FIXTURE_BINS := $(patsubst %.c,$(OUTPUT)/%,$(FIXTURE_SRCS))
 # tests/unit/<layer>/test_<name>.c -> $(OUTPUT)/tests/unit/<layer>/test_<name> (cmocka),
 # grouped as user/ is (cupti/: the injected collector)
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
+ifeq ($(CUPTI_TESTS),)
+UNIT_SRCS := $(filter-out tests/unit/cupti/%,$(UNIT_SRCS))
+endif
 UNIT_BINS := $(patsubst %.c,$(OUTPUT)/%,$(UNIT_SRCS))
 
 # cupti/*.c -> $(OUTPUT)/libttftrace-cupti.so (injected into CUDA processes)
 CUPTI_SRCS := $(wildcard cupti/*.c)
 CUPTI_OBJS := $(patsubst %.c,$(OUTPUT)/%.pic.o,$(CUPTI_SRCS))
-CUPTI_LIB := $(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so)
+CUPTI_LIB := $(if $(CUPTI_INC),$(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so))
 
 .DELETE_ON_ERROR:
 .SECONDARY:
 .PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops bench-quick bench-cost bench-memory
 
-all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB)
+all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_TESTS),,cupti-skipped)
+
+# What the build found, for the tests (tests/conftest.py cupti_build()) and for
+# --version (user/cmd/cupti_build.c): rewritten only when it changes.
+CUPTI_CONF := $(OUTPUT)/cupti.conf
+.PHONY: cupti-conf-check cupti-skipped
+cupti-conf-check:
+$(CUPTI_CONF): cupti-conf-check | $(OUTPUT)
+	$(Q)printf 'built=%s\ncuda_home=%s\ncflags=%s\nwhy=%s\napi=%s\ntests=%s\ntests_why=%s\n' \
+		'$(if $(CUPTI_INC),1,0)' '$(CUDA_HOME)' '$(CUPTI_CFLAGS)' \
+		'$(if $(CUPTI_INC),,$(CUPTI_NOTE))' '$(CUPTI_API)' '$(if $(CUPTI_TESTS),1,0)' \
+		'$(if $(CUPTI_TESTS),,$(or $(CUPTI_TESTS_NOTE),$(CUPTI_NOTE)))' > $@.tmp
+	$(Q)cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+all: $(CUPTI_CONF)
+
+cupti-skipped:
+ifeq ($(CUPTI_INC),)
+	@echo "  SKIP     CUPTI collector and tests/unit/cupti: $(CUPTI_NOTE) (build them with make CUDA_HOME=/path/to/cuda)"
+else
+	@echo "  SKIP     tests/unit/cupti: $(CUPTI_TESTS_NOTE); the collector is built"
+endif
 
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/bin $(OUTPUT)/tests/unit $(OUTPUT)/tests/fixtures $(OUTPUT)/cupti:
 	$(Q)mkdir -p $@
@@ -93,6 +141,10 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/bpf/%.bpf.o
 # The commit for --version (user/lib/version.h); only cli.c uses it.
 GIT_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 $(OUTPUT)/user/cmd/cli.o: override CFLAGS += -DTTF_GIT_COMMIT='"$(GIT_COMMIT)"'
+# Whether the collector is built, for --version and the start-up line.
+$(OUTPUT)/user/cmd/cupti_build.o: override CFLAGS += -DTTF_CUPTI_BUILT=$(if $(CUPTI_INC),1,0) \
+	-DTTF_CUPTI_CUDA_HOME='"$(CUDA_HOME)"' -DTTF_CUPTI_NOTE='"$(CUPTI_NOTE)"'
+$(OUTPUT)/user/cmd/cupti_build.o: $(CUPTI_CONF)
 
 $(OUTPUT)/user/%.o: user/%.c | $(OUTPUT)/user $(SKELS)
 	$(call msg,CC,$@)
@@ -134,7 +186,7 @@ $(OUTPUT)/tests/fixtures/%: tests/fixtures/%.c | $(OUTPUT)/tests/fixtures
 $(OUTPUT)/tests/unit/%.o: tests/unit/%.c | $(OUTPUT)/tests/unit $(SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(if $(filter tests/unit/cupti/%,$<),$(CUPTI_CFLAGS)) $(DEPFLAGS) -c $< -o $@
 
 $(filter-out $(OUTPUT)/tests/unit/cupti/%,$(UNIT_BINS)): $(OUTPUT)/tests/unit/%: $(OUTPUT)/tests/unit/%.o $(LIB_OBJS) $(CUPTI_LIB)
 	$(call msg,UNIT,$@)
@@ -142,7 +194,7 @@ $(filter-out $(OUTPUT)/tests/unit/cupti/%,$(UNIT_BINS)): $(OUTPUT)/tests/unit/%:
 
 $(OUTPUT)/cupti/%.pic.o: cupti/%.c | $(OUTPUT)/cupti
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) -fPIC $(CUPTI_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUTPUT)/libttftrace-cupti.so: $(CUPTI_OBJS)
 	$(call msg,LIB,$@)
@@ -188,7 +240,7 @@ $(filter $(OUTPUT)/tests/unit/cupti/%,$(UNIT_BINS)): $(OUTPUT)/tests/unit/cupti/
 $(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
 	$(call msg,BENCH,$@)
 	$(Q)mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include $^ -ldl -lpthread -o $@
+	$(Q)$(CC) $(CFLAGS) $(CUPTI_CFLAGS) $^ -ldl -lpthread -o $@
 # --- end CUPTI block -------------------------------------------------------------
 
 # --- Fuzz harnesses ----------------------------------------------------------------
@@ -200,6 +252,10 @@ $(OUTPUT)/bench/cupti_decode: bench/cupti_decode.c $(CUPTI_OBJS)
 #   make fuzz FUZZ_NAMES="sse record"
 FUZZ_DIR := $(OUTPUT)/fuzz
 FUZZ_NAMES ?= $(patsubst tests/noroot/fuzz/fuzz_%.c,%,$(wildcard tests/noroot/fuzz/fuzz_*.c))
+# fuzz_cupti_decode needs the CUDA 13 CUPTI headers
+ifeq ($(CUPTI_TESTS),)
+FUZZ_NAMES := $(filter-out cupti_decode,$(FUZZ_NAMES))
+endif
 FUZZ_BINS := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -I. -I$(OUTPUT) -Wall -Wno-unused-parameter
 FUZZ_INST := -fsanitize=fuzzer-no-link,address,undefined
@@ -211,7 +267,7 @@ fuzz: $(FUZZ_BINS)
 
 # Harnesses and the CUPTI decoder: UB aborts, and the CUPTI headers are needed.
 $(FUZZ_DIR)/obj/tests/noroot/fuzz/%.o $(FUZZ_DIR)/obj/cupti/%.o: \
-	FUZZ_EXTRA = -fno-sanitize-recover=undefined -I$(CUDA_HOME)/include
+	FUZZ_EXTRA = -fno-sanitize-recover=undefined $(CUPTI_CFLAGS)
 
 $(FUZZ_DIR)/obj/%.o: %.c | $(SKELS)
 	$(call msg,FUZZ-CC,$@)
@@ -252,6 +308,20 @@ GPU_RESULTS ?= $(OUTPUT)/gpu-check/results.json
 gpu-check:
 	$(Q)tests/gpu/run.sh $(GPU_RESULTS)
 
+# --- CUDA header sets -------------------------------------------------------------
+# cuda-none-check: a copy of the tree built and tested (unit, noroot) in a mount namespace
+# with every CUDA toolkit hidden: the collector and its tests left out with the reason
+# (tests/cuda/nocuda.sh; root; about 10 minutes). cuda-headers-check: the collector
+# compiled against CUDA 11.8 (Debian 12 non-free, fetched into $(OUTPUT)/cuda-headers)
+# and the toolkit found here (tests/cuda/headers.sh; 2.5 minutes the first time).
+# Neither is part of `make test`.
+.PHONY: cuda-none-check cuda-headers-check
+cuda-none-check:
+	$(Q)tests/cuda/nocuda.sh $(OUTPUT)/nocuda
+
+cuda-headers-check:
+	$(Q)tests/cuda/headers.sh $(OUTPUT)/cuda-headers
+
 # --- QEMU tier ----------------------------------------------------------------------
 # tests/qemu/run.py: Debian's linux-image-6.1 cloud kernel (fetched by
 # tests/qemu/fetch_kernel.sh into $(OUTPUT)/qemu/kernel) boots under TCG with an
@@ -288,7 +358,7 @@ TTF_PATH_SRCS := user/probe/profile.c user/cmd/gpu_attach.c user/cmd/gpu_attach_
 TTF_INST_SRCS := $(TTF_PATH_SRCS) user/cmd/cli.c
 TTF_INST_OBJS := $(patsubst %.c,$(TTF_INST_OUT)/%.o,$(TTF_INST_SRCS))
 TTF_PREFIX_STAMP := $(TTF_INST_OUT)/prefix
-TTF_INST_CUPTI := $(if $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB))
+TTF_INST_CUPTI := $(CUPTI_LIB)
 
 .PHONY: install uninstall ttf-prefix-check
 ttf-prefix-check:
@@ -334,7 +404,7 @@ ifneq ($(TTF_INST_CUPTI),)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(TTF_LIBDIR)
 	$(Q)$(INSTALL) -m 0755 $(CUPTI_LIB) $(DESTDIR)$(TTF_LIBDIR)/
 else
-	@echo "install: no $(CUDA_HOME)/include/cupti.h: the CUPTI collector is not built or installed (CUDA_HOME=...)"
+	@echo "install: the CUPTI collector is not built or installed: $(CUPTI_NOTE) (CUDA_HOME=...)"
 endif
 
 uninstall:

@@ -11,7 +11,57 @@
 #include "cupti/cbid.h"
 #include "cupti/gpu_wire.h"
 
-static const uint8_t runtime_cat[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {
+/*
+ * Ids that CUDA 11.8's headers do not name (the batched copies of 12.8 and
+ * 13.0, 13.0's cuCtxSynchronize_v2), by their value in CUDA 13.0's headers:
+ * ids never change, so a collector built with older headers still files them
+ * when the process's libcupti is newer. Checked against the names where the
+ * headers have them.
+ */
+#define RT_cudaMemcpy3DBatchAsync_ptsz_v12080 485
+#define RT_cudaMemcpy3DBatchAsync_ptsz_v13000 512
+#define RT_cudaMemcpy3DBatchAsync_v12080 484
+#define RT_cudaMemcpy3DBatchAsync_v13000 511
+#define RT_cudaMemcpyBatchAsync_ptsz_v12080 483
+#define RT_cudaMemcpyBatchAsync_ptsz_v13000 510
+#define RT_cudaMemcpyBatchAsync_v12080 482
+#define RT_cudaMemcpyBatchAsync_v13000 509
+#define DRV_cuCtxSynchronize_v2 800
+#define DRV_cuMemcpy3DBatchAsync 778
+#define DRV_cuMemcpy3DBatchAsync_ptsz 779
+#define DRV_cuMemcpy3DBatchAsync_v2 798
+#define DRV_cuMemcpy3DBatchAsync_v2_ptsz 799
+#define DRV_cuMemcpyBatchAsync 776
+#define DRV_cuMemcpyBatchAsync_ptsz 777
+#define DRV_cuMemcpyBatchAsync_v2 796
+#define DRV_cuMemcpyBatchAsync_v2_ptsz 797
+#if CUPTI_API_VERSION >= 130000
+#define SAME_RT(x) _Static_assert(CUPTI_RUNTIME_TRACE_CBID_##x == RT_##x, #x)
+#define SAME_DRV(x) _Static_assert(CUPTI_DRIVER_TRACE_CBID_##x == DRV_##x, #x)
+SAME_RT(cudaMemcpy3DBatchAsync_ptsz_v12080);
+SAME_RT(cudaMemcpy3DBatchAsync_ptsz_v13000);
+SAME_RT(cudaMemcpy3DBatchAsync_v12080);
+SAME_RT(cudaMemcpy3DBatchAsync_v13000);
+SAME_RT(cudaMemcpyBatchAsync_ptsz_v12080);
+SAME_RT(cudaMemcpyBatchAsync_ptsz_v13000);
+SAME_RT(cudaMemcpyBatchAsync_v12080);
+SAME_RT(cudaMemcpyBatchAsync_v13000);
+SAME_DRV(cuCtxSynchronize_v2);
+SAME_DRV(cuMemcpy3DBatchAsync);
+SAME_DRV(cuMemcpy3DBatchAsync_ptsz);
+SAME_DRV(cuMemcpy3DBatchAsync_v2);
+SAME_DRV(cuMemcpy3DBatchAsync_v2_ptsz);
+SAME_DRV(cuMemcpyBatchAsync);
+SAME_DRV(cuMemcpyBatchAsync_ptsz);
+SAME_DRV(cuMemcpyBatchAsync_v2);
+SAME_DRV(cuMemcpyBatchAsync_v2_ptsz);
+#endif
+
+/* The tables cover CUDA 13.0's ids whatever the headers built with. */
+#define RT_SIZE (CUPTI_RUNTIME_TRACE_CBID_SIZE > 523 ? CUPTI_RUNTIME_TRACE_CBID_SIZE : 523)
+#define DRV_SIZE (CUPTI_DRIVER_TRACE_CBID_SIZE > 807 ? CUPTI_DRIVER_TRACE_CBID_SIZE : 807)
+
+static const uint8_t runtime_cat[RT_SIZE] = {
 	[CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020] = TTF_GPU_API_SYNC,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020] = TTF_GPU_API_SYNC,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000] = TTF_GPU_API_GRAPH_LAUNCH,
@@ -41,10 +91,10 @@ static const uint8_t runtime_cat[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_ptsz_v12080] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_ptsz_v13000] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_v12080] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DBatchAsync_v13000] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpy3DBatchAsync_ptsz_v12080] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpy3DBatchAsync_ptsz_v13000] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpy3DBatchAsync_v12080] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpy3DBatchAsync_v13000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000] = TTF_GPU_API_MEMCPY,
@@ -55,10 +105,10 @@ static const uint8_t runtime_cat[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyArrayToArray_v3020] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v12080] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v12080] = TTF_GPU_API_MEMCPY,
-	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpyBatchAsync_ptsz_v12080] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpyBatchAsync_ptsz_v13000] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpyBatchAsync_v12080] = TTF_GPU_API_MEMCPY,
+	[RT_cudaMemcpyBatchAsync_v13000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_ptsz_v7000] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArrayAsync_v3020] = TTF_GPU_API_MEMCPY,
 	[CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromArray_ptds_v7000] = TTF_GPU_API_MEMCPY,
@@ -96,9 +146,9 @@ static const uint8_t runtime_cat[CUPTI_RUNTIME_TRACE_CBID_SIZE] = {
 	[CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020] = TTF_GPU_API_SYNC,
 };
 
-static const uint8_t driver_cat[CUPTI_DRIVER_TRACE_CBID_SIZE] = {
+static const uint8_t driver_cat[DRV_SIZE] = {
 	[CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize] = TTF_GPU_API_SYNC,
-	[CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2] = TTF_GPU_API_SYNC,
+	[DRV_cuCtxSynchronize_v2] = TTF_GPU_API_SYNC,
 	[CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize] = TTF_GPU_API_SYNC,
 	[CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch] = TTF_GPU_API_GRAPH_LAUNCH,
 	[CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz] = TTF_GPU_API_GRAPH_LAUNCH,
@@ -126,10 +176,10 @@ static const uint8_t driver_cat[CUPTI_DRIVER_TRACE_CBID_SIZE] = {
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DBatchAsync] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DBatchAsync_ptsz] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DBatchAsync_v2] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DBatchAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpy3DBatchAsync] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpy3DBatchAsync_ptsz] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpy3DBatchAsync_v2] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpy3DBatchAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeer] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DPeerAsync_ptsz] = TTF_GPU_API_MEMCPY,
@@ -150,10 +200,10 @@ static const uint8_t driver_cat[CUPTI_DRIVER_TRACE_CBID_SIZE] = {
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyAtoHAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyAtoH_v2] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyAtoH_v2_ptds] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync_ptsz] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync_v2] = TTF_GPU_API_MEMCPY,
-	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyBatchAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpyBatchAsync] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpyBatchAsync_ptsz] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpyBatchAsync_v2] = TTF_GPU_API_MEMCPY,
+	[DRV_cuMemcpyBatchAsync_v2_ptsz] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoA] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoA_v2] = TTF_GPU_API_MEMCPY,
 	[CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoA_v2_ptds] = TTF_GPU_API_MEMCPY,
@@ -223,9 +273,9 @@ static const uint8_t driver_cat[CUPTI_DRIVER_TRACE_CBID_SIZE] = {
 
 uint8_t cupti_cbid__category(uint8_t domain, uint32_t cbid)
 {
-	if (domain == TTF_GPU_API_RUNTIME && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+	if (domain == TTF_GPU_API_RUNTIME && cbid < RT_SIZE)
 		return runtime_cat[cbid];
-	if (domain == TTF_GPU_API_DRIVER && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+	if (domain == TTF_GPU_API_DRIVER && cbid < DRV_SIZE)
 		return driver_cat[cbid];
 	return TTF_GPU_API_OTHER;
 }

@@ -18,6 +18,16 @@
 #define STATS_PERIOD_NS 1000000000ull
 /* cuptiGetVersion() from which a NULL buffer may refuse a request (v27 = CUDA 12.9; docs/cupti.md A3). */
 #define CUPTI_VERSION_NULL_BUFFER_OK 27
+/*
+ * CUPTI's fatal-error callback, by value: CUDA 11.8's headers do not name it
+ * (an older libcupti refuses the enable, which is ignored). cupti_callbacks.h.
+ */
+#define CB_DOMAIN_STATE 6
+#define CBID_STATE_FATAL_ERROR 1
+#if CUPTI_API_VERSION >= 130000
+_Static_assert(CUPTI_CB_DOMAIN_STATE == CB_DOMAIN_STATE, "CUPTI_CB_DOMAIN_STATE");
+_Static_assert(CUPTI_CBID_STATE_FATAL_ERROR == CBID_STATE_FATAL_ERROR, "FATAL_ERROR");
+#endif
 
 /* A host activity buffer; CUPTI gets the bytes after this header. */
 struct cbuf {
@@ -273,7 +283,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain domain, CUpti_Ca
 {
 	struct cupti_collector *c = ud;
 
-	if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR && c &&
+	if ((int)domain == CB_DOMAIN_STATE && cbid == CBID_STATE_FATAL_ERROR && c &&
 	    c->state == CUPTI_COL_RUNNING) {
 		say(c, "CUPTI reported a fatal error; GPU breakdown stops here");
 		c->state = CUPTI_COL_INERT;
@@ -378,6 +388,7 @@ int cupti_collector__start(struct cupti_collector *c)
 		CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
 		CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
 	};
+#ifdef TTF_CUPTI_SUBSCRIBE_V2
 	char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64] = "";
 	CUpti_SubscriberParams params = {
 		.structSize = CUpti_SubscriberParams_STRUCT_SIZE,
@@ -385,6 +396,10 @@ int cupti_collector__start(struct cupti_collector *c)
 		.oldSubscriberName = holder,
 		.oldSubscriberSize = sizeof(holder),
 	};
+#else
+	char holder[1] = "";
+	void *params = NULL;
+#endif
 	uint32_t version = 0;
 	CUptiResult r;
 	char what[160];
@@ -418,7 +433,8 @@ int cupti_collector__start(struct cupti_collector *c)
 		c->stats.clock_mode = 2;
 		c->clock_offset_ns = cupti_clock__offset_ns(cupti_now, cupti_clock__mono_ns, 16);
 	}
-	c->api.enable_callback(1, c->sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
+	c->api.enable_callback(1, c->sub, (CUpti_CallbackDomain)CB_DOMAIN_STATE,
+			       CBID_STATE_FATAL_ERROR);
 	r = c->api.register_callbacks(buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS)
 		return go_inert(c, r, "cuptiActivityRegisterCallbacks");

@@ -77,7 +77,11 @@ int cupti_api__load(struct cupti_api *api, char *why, size_t why_len)
 		}                                                                          \
 	} while (0)
 	SYM(get_version, "cuptiGetVersion", 1);
+#ifdef TTF_CUPTI_SUBSCRIBE_V2
 	SYM(subscribe_v2, "cuptiSubscribe_v2", 0);
+#else
+	api->subscribe_v2 = NULL;
+#endif
 	SYM(subscribe, "cuptiSubscribe", 1);
 	SYM(unsubscribe, "cuptiUnsubscribe", 1);
 	SYM(enable_callback, "cuptiEnableCallback", 1);

@@ -12,12 +12,23 @@
 /* Internal to libttftrace-cupti.so: keep out of the host process's symbol space. */
 #pragma GCC visibility push(hidden)
 
+/*
+ * cuptiSubscribe_v2 and its CUpti_SubscriberParams came with CUDA 13.0's
+ * headers: built with older ones, the collector always subscribes the old way.
+ */
+#ifdef CUpti_SubscriberParams_STRUCT_SIZE
+#define TTF_CUPTI_SUBSCRIBE_V2 1
+#define TTF_CUPTI_SUB_PARAMS CUpti_SubscriberParams
+#else
+#define TTF_CUPTI_SUB_PARAMS void
+#endif
+
 struct cupti_api {
 	CUptiResult (*get_version)(uint32_t *version);
 	const char *(*result_string)(CUptiResult r); /* wraps cuptiGetResultString */
-	/* NULL when the library predates cuptiSubscribe_v2 (CUDA < 13.0). */
+	/* NULL when the library or the headers predate cuptiSubscribe_v2 (CUDA < 13.0). */
 	CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud,
-				    CUpti_SubscriberParams *params);
+				    TTF_CUPTI_SUB_PARAMS *params);
 	CUptiResult (*subscribe)(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud);
 	CUptiResult (*unsubscribe)(CUpti_SubscriberHandle s);
 	CUptiResult (*enable_callback)(uint32_t enable, CUpti_SubscriberHandle s,

@@ -8,27 +8,39 @@
 #include "cupti/decode.h"
 
 /*
- * Offsets of every field read, as measured for CUDA 13.0 (docs/cupti.md A2).
- * Newer structs (Kernel11, Kernel12) keep this prefix; if a header moves a
- * field, the build fails here instead of decoding garbage.
+ * The newest kernel and memcpy structs of the headers built with: CUDA 13's
+ * Kernel10 and Memcpy6, before that Kernel8 and Memcpy5 (CUDA 11.8 to 12.x;
+ * 13.0 keeps them in cupti_activity_deprecated.h). Every field read sits at
+ * the same offset in all of them (docs/cupti.md A2, measured on the 13.0 and
+ * 11.8 headers), so the decoder is the same whichever libcupti the process
+ * loads: the record sizes, which do differ, are the iterator's business.
  */
-_Static_assert(offsetof(CUpti_ActivityKernel10, start) == 16, "Kernel10.start");
-_Static_assert(offsetof(CUpti_ActivityKernel10, end) == 24, "Kernel10.end");
-_Static_assert(offsetof(CUpti_ActivityKernel10, deviceId) == 40, "Kernel10.deviceId");
-_Static_assert(offsetof(CUpti_ActivityKernel10, streamId) == 48, "Kernel10.streamId");
-_Static_assert(offsetof(CUpti_ActivityKernel10, gridX) == 52, "Kernel10.gridX");
-_Static_assert(offsetof(CUpti_ActivityKernel10, blockX) == 64, "Kernel10.blockX");
-_Static_assert(offsetof(CUpti_ActivityKernel10, correlationId) == 92, "Kernel10.corr");
-_Static_assert(offsetof(CUpti_ActivityKernel10, name) == 104, "Kernel10.name");
-_Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156, "Kernel10.graphId");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, copyKind) == 4, "Memcpy6.copyKind");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, bytes) == 8, "Memcpy6.bytes");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, start) == 16, "Memcpy6.start");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, deviceId) == 32, "Memcpy6.deviceId");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, streamId) == 40, "Memcpy6.streamId");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, correlationId) == 44, "Memcpy6.corr");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, runtimeCorrelationId) == 48, "Memcpy6.rtcorr");
-_Static_assert(offsetof(CUpti_ActivityMemcpy6, graphId) == 72, "Memcpy6.graphId");
+#if CUPTI_API_VERSION >= 130000
+typedef CUpti_ActivityKernel10 cupti_kernel_rec;
+typedef CUpti_ActivityMemcpy6 cupti_memcpy_rec;
+#else
+typedef CUpti_ActivityKernel8 cupti_kernel_rec;
+typedef CUpti_ActivityMemcpy5 cupti_memcpy_rec;
+#endif
+
+/* If a header moves a field read, the build fails here instead of decoding garbage. */
+_Static_assert(offsetof(cupti_kernel_rec, start) == 16, "Kernel.start");
+_Static_assert(offsetof(cupti_kernel_rec, end) == 24, "Kernel.end");
+_Static_assert(offsetof(cupti_kernel_rec, deviceId) == 40, "Kernel.deviceId");
+_Static_assert(offsetof(cupti_kernel_rec, streamId) == 48, "Kernel.streamId");
+_Static_assert(offsetof(cupti_kernel_rec, gridX) == 52, "Kernel.gridX");
+_Static_assert(offsetof(cupti_kernel_rec, blockX) == 64, "Kernel.blockX");
+_Static_assert(offsetof(cupti_kernel_rec, correlationId) == 92, "Kernel.corr");
+_Static_assert(offsetof(cupti_kernel_rec, name) == 104, "Kernel.name");
+_Static_assert(offsetof(cupti_kernel_rec, graphId) == 156, "Kernel.graphId");
+_Static_assert(offsetof(cupti_memcpy_rec, copyKind) == 4, "Memcpy.copyKind");
+_Static_assert(offsetof(cupti_memcpy_rec, bytes) == 8, "Memcpy.bytes");
+_Static_assert(offsetof(cupti_memcpy_rec, start) == 16, "Memcpy.start");
+_Static_assert(offsetof(cupti_memcpy_rec, deviceId) == 32, "Memcpy.deviceId");
+_Static_assert(offsetof(cupti_memcpy_rec, streamId) == 40, "Memcpy.streamId");
+_Static_assert(offsetof(cupti_memcpy_rec, correlationId) == 44, "Memcpy.corr");
+_Static_assert(offsetof(cupti_memcpy_rec, runtimeCorrelationId) == 48, "Memcpy.rtcorr");
+_Static_assert(offsetof(cupti_memcpy_rec, graphId) == 72, "Memcpy.graphId");
 _Static_assert(offsetof(CUpti_ActivityMemset4, bytes) == 8, "Memset4.bytes");
 _Static_assert(offsetof(CUpti_ActivityMemset4, start) == 16, "Memset4.start");
 _Static_assert(offsetof(CUpti_ActivityMemset4, streamId) == 40, "Memset4.streamId");
@@ -173,7 +185,7 @@ static bool set_times(struct cupti_decoder *d, struct ttf_gpu_rec *r, uint64_t s
 	return true;
 }
 
-static bool decode_kernel(struct cupti_decoder *d, const CUpti_ActivityKernel10 *k,
+static bool decode_kernel(struct cupti_decoder *d, const cupti_kernel_rec *k,
 			  struct ttf_gpu_rec *r, struct cupti_name **name)
 {
 	if (!set_times(d, r, k->start, k->end))
@@ -195,7 +207,7 @@ static bool decode_kernel(struct cupti_decoder *d, const CUpti_ActivityKernel10 
 	return true;
 }
 
-static bool decode_memcpy(struct cupti_decoder *d, const CUpti_ActivityMemcpy6 *m,
+static bool decode_memcpy(struct cupti_decoder *d, const cupti_memcpy_rec *m,
 			  struct ttf_gpu_rec *r)
 {
 	if (!set_times(d, r, m->start, m->end))
@@ -267,12 +279,12 @@ size_t cupti_decoder__buffer(struct cupti_decoder *d, uint8_t *buf, size_t valid
 		switch (rec->kind) {
 		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
 		case CUPTI_ACTIVITY_KIND_KERNEL:
-			corr = ((const CUpti_ActivityKernel10 *)rec)->correlationId;
-			ok = decode_kernel(d, (const CUpti_ActivityKernel10 *)rec, &r, &name);
+			corr = ((const cupti_kernel_rec *)rec)->correlationId;
+			ok = decode_kernel(d, (const cupti_kernel_rec *)rec, &r, &name);
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMCPY:
-			corr = ((const CUpti_ActivityMemcpy6 *)rec)->correlationId;
-			ok = decode_memcpy(d, (const CUpti_ActivityMemcpy6 *)rec, &r);
+			corr = ((const cupti_memcpy_rec *)rec)->correlationId;
+			ok = decode_memcpy(d, (const cupti_memcpy_rec *)rec, &r);
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMSET:
 			corr = ((const CUpti_ActivityMemset4 *)rec)->correlationId;

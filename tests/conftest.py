@@ -22,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TTFTRACE = os.path.join(ROOT, "ttftrace")
 SSE_SERVER = os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server")
 BTF = "/sys/kernel/btf/vmlinux"
-CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
+CUPTI_LIB = os.path.join(ROOT, ".output", "libttftrace-cupti.so")
 
 # Seconds to wait for ttftrace to attach (loading and verifying BPF programs).
 ATTACH_TIMEOUT_S = 30
@@ -43,6 +43,37 @@ def require_built(path):
     """Fail (not skip) when a binary is missing: `make` builds it before tests run."""
     if not os.access(path, os.X_OK):
         pytest.fail("%s is not built: run `make` first" % os.path.relpath(path, ROOT))
+
+
+def cupti_build():
+    """What `make` found for the CUPTI collector, from .output/cupti.conf (Makefile):
+    built (bool), cuda_home, cflags (list, the -I for cupti.h and cuda.h), why (when
+    not built), api (CUPTI_API_VERSION), tests (bool: tests/unit/cupti and
+    fuzz_cupti_decode, which need CUDA 13 headers), tests_why. Without the file
+    (`make` not run): nothing built."""
+    conf = {"built": "0", "cuda_home": "", "cflags": "", "why": "run `make` first",
+            "tests": "0", "tests_why": "run `make` first"}
+    try:
+        with open(os.path.join(ROOT, ".output", "cupti.conf")) as f:
+            conf.update(l.rstrip("\n").split("=", 1) for l in f if "=" in l)
+    except FileNotFoundError:
+        pass
+    conf["built"] = conf["built"] == "1"
+    conf["tests"] = conf["tests"] == "1"
+    conf["cflags"] = conf["cflags"].split()
+    return conf
+
+
+def require_cupti():
+    """Skip, with the reason, when `make` left the CUPTI collector out (no CUDA
+    headers: docs/gpu.md "Building the collector"); fail when it was to be built
+    and is missing."""
+    b = cupti_build()
+    if not b["built"]:
+        pytest.skip("the CUPTI collector is not built: %s (make CUDA_HOME=/path/to/cuda)"
+                    % b["why"])
+    require_built(CUPTI_LIB)
+    return b
 
 
 # As root the fixture runs SCHED_FIFO, so that other work on a small machine
@@ -428,11 +459,10 @@ def conn_server_port(rec):
 def cupti_peer(tmp_path_factory):
     """tests/root/faults/cupti_peer.c linked with the collector's transport: pushes
     kernel records to a CUPTI socket (usage: cupti_peer SOCK SECONDS)."""
-    if not os.path.exists(os.path.join(CUDA_HOME, "include", "cupti.h")):
-        pytest.skip("CUDA headers not found under %s" % CUDA_HOME)
+    b = require_cupti()
     exe = str(tmp_path_factory.mktemp("cupti") / "cupti_peer")
     subprocess.run(["cc", "-std=gnu11", "-D_GNU_SOURCE", "-Wall", "-Werror", "-I", ROOT,
-                    "-I", os.path.join(CUDA_HOME, "include"),
+                    *b["cflags"],
                     os.path.join(ROOT, "tests/root/faults/cupti_peer.c"),
                     os.path.join(ROOT, "cupti/sender.c"), os.path.join(ROOT, "cupti/clock.c"),
                     "-o", exe], check=True)

@@ -9,6 +9,7 @@
 #   engine   against the demo's real llama.cpp server (root, node-llama-cpp)
 # Not here: tests/qemu (make qemu-test: QEMU), tests/gpu (make gpu-check: a GPU),
 # tests/container (make container-test: podman, the Debian mirror).
+# tests/cuda (make cuda-none-check, cuda-headers-check: builds without CUDA, with 11.8).
 # Usage: tests/run.sh [TIER...]   (default: all; a tier may be a folder such as
 # root/hops). Tiers that cannot run here (not root, no BTF) report SKIP with the reason.
 set -uo pipefail

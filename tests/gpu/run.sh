@@ -62,7 +62,9 @@ for s in "$SITE"/nvidia/*/include "$SITE"/nvidia/cu13/include; do
 done
 CUPTI_H=$(for i in "${INC[@]}"; do f=${i#-I}/cupti_activity.h; [ -f "$f" ] && echo "$f" && break; done)
 [ -n "$CUPTI_H" ] || fail_early "cupti_activity.h not found (set CUDA_HOME)"
-grep -q "CUpti_ActivityKernel10" "$CUPTI_H" || fail_early "CUPTI headers older than CUDA 13.0 ($CUPTI_H)"
+# cupti/ builds against CUDA 11.8 (CUPTI_API_VERSION 18) and newer (docs/gpu.md "Building the collector")
+API=$(sed -n 's/^#define CUPTI_API_VERSION \([0-9]*\).*/\1/p' "$(dirname "$CUPTI_H")/cupti_version.h")
+[ "${API:-0}" -ge 18 ] || fail_early "CUPTI headers older than CUDA 11.8 ($CUPTI_H: ${API:-no version})"
 CUPTI_LIB=${TTFTRACE_CUPTI_LIB:-}
 if [ -z "$CUPTI_LIB" ]; then
 	for f in "$SITE"/nvidia/cuda_cupti/lib/libcupti.so.1[23] "$SITE"/nvidia/cu13/lib/libcupti.so.13 \

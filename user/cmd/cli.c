@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "bpf/net.h"
 #include "user/cmd/cli.h"
+#include "user/cmd/gpu_attach.h"
 #include "user/lib/version.h"
 #include "user/export/perfetto/perfetto.h"
 #include "user/export/prom/prom.h"
@@ -466,6 +467,7 @@ static error_t parse_info(int key, char *arg, struct argp_state *state)
 	case 'V':
 		printf("%s\ncommit %s\nlibbpf %s\nkernel %s\n", argp_program_version,
 		       TTF_GIT_COMMIT, libbpf_version_string(), uname(&u) ? "?" : u.release);
+		gpu_attach__build_line(stdout);
 		exit(TTF_EXIT_OK);
 	}
 	return ARGP_ERR_UNKNOWN;

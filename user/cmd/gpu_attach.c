@@ -62,7 +62,11 @@ int gpu_attach__find_lib(const char *path, char *out, size_t len)
 		return 0;
 	fprintf(stderr, "Error: %s not found next to the ttftrace binary (nor in .output/, "
 		TTF_LIB_DIR_FROM_BIN " from it, or " TTF_LIB_DIR ")\n", GPU_ATTACH_LIB_NAME);
-	fprintf(stderr, "HINT: build it with `make`, or give its path with --lib\n");
+	if (gpu_attach__built())
+		fprintf(stderr, "HINT: build it with `make`, or give its path with --lib\n");
+	else
+		fprintf(stderr, "HINT: this build found no CUDA headers: build it with "
+			"`make CUDA_HOME=/path/to/cuda`, or give its path with --lib\n");
 	return -ENOENT;
 }
 

@@ -45,4 +45,15 @@ const char *gpu_attach__sock(const char *sock);
  */
 int gpu_attach__run(pid_t pid, const struct gpu_attach_opts *o);
 
+/*
+ * Whether this build has the collector (the Makefile builds it only where it
+ * finds the CUPTI headers, docs/gpu.md "Building the collector"), in
+ * user/cmd/cupti_build.c. gpu_attach__build_line prints "cupti ..." for
+ * --version; gpu_attach__build_note prints, only when it was not built, one
+ * line saying so and how to build it (the tracer's start-up).
+ */
+int gpu_attach__built(void);
+void gpu_attach__build_line(FILE *f);
+void gpu_attach__build_note(FILE *f);
+
 #endif /* TTFTRACE_GPU_ATTACH_H */

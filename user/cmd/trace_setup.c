@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 #include "user/cmd/live.h"
 #include "user/cmd/sinks.h"
+#include "user/cmd/gpu_attach.h"
 #include "user/cmd/tracer.h"
 #include "user/export/report/report.h"
 #include "user/lib/exit.h"
@@ -230,6 +231,7 @@ static void print_startup(struct tracer *t)
 	}
 	fprintf(stderr, "; TTFT ends at the %s. Hit Ctrl-C to end.\n",
 		t->st.xmit ? "device transmit" : "write");
+	gpu_attach__build_note(stderr);
 }
 
 /* -c starts the command; every target gets the engine probes; the start-up lines. */

@@ -20,7 +20,6 @@ import pytest
 
 from conftest import (ROOT, TTFTRACE, Client, needs_root, require_built)
 
-CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda-13.0")
 CUPTI_RX = os.path.join(ROOT, ".output", "bin", "cupti_rx")
 
 

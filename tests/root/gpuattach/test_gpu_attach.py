@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TTFTRACE, needs_root, require_built
+from conftest import ROOT, TTFTRACE, needs_root, require_built, require_cupti
 
 COUNTER = os.path.join(ROOT, ".output", "tests", "fixtures", "counter")
 LIB = os.path.join(ROOT, ".output", "libttftrace-cupti.so")
@@ -103,7 +103,7 @@ def c_target(procs, env=None):
 
 def attach(pid, *args, sock=None, prefix=(), exe=TTFTRACE, timeout=60, env=None):
     require_built(TTFTRACE)
-    require_built(LIB)
+    require_cupti()
     e = dict(os.environ)
     e.update(env or {})
     return subprocess.run(list(prefix) + [exe, "gpu-attach", "-p", str(pid), "--sock",
@@ -331,7 +331,7 @@ def test_another_mount_namespace_is_refused(procs):
 def nobody_dir():
     """ttftrace and the collector where nobody can run and load them."""
     require_built(TTFTRACE)
-    require_built(LIB)
+    require_cupti()
     require_built(COUNTER)
     d = tempfile.mkdtemp(prefix="ttftrace-attach-")
     os.chmod(d, 0o755)
