@@ -7,6 +7,7 @@
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
+#   make qemu-test-5.10   the same on Debian 11's 5.10 kernel
 #   make V=1        show full commands
 
 OUTPUT ?= .output
@@ -73,7 +74,7 @@ CUPTI_LIB := $(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so)
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops bench-quick bench-cost bench-memory
+.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test qemu-test-5.10 demo-hops bench-quick bench-cost bench-memory
 
 all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB)
 
@@ -258,6 +259,11 @@ gpu-check:
 # $(OUTPUT)/qemu/results.json. Needs qemu-system-x86 and busybox-static (tools/setup.sh).
 qemu-test: all
 	$(Q)tests/qemu/run.py --out $(OUTPUT)/qemu
+
+# The same tier on Debian 11's 5.10 cloud kernel (fetched from bullseye through an apt
+# state of its own in $(OUTPUT)/qemu-5.10/kernel/apt; the system's apt is untouched).
+qemu-test-5.10: all
+	$(Q)tests/qemu/run.py --kernel-version 5.10 --out $(OUTPUT)/qemu-5.10
 
 
 # --- Install ------------------------------------------------------------------------
