@@ -26,6 +26,8 @@ serial console and checks it here:
     first token ttftrace saw leave before the fixture logged its write has
     no usable truth under TCG (the guest's vCPU is descheduled on a busy
     host): it is listed, and at most a fifth of them may be such;
+  - every BPF object loads (the scheduler probes too: sched_switch without
+    prev_state before 5.18);
   - exit 4 for --net-source sock (no sock_recv_length) and for missing BTF,
     exit 6 when no program attaches.
 
@@ -257,11 +259,20 @@ def check(text):
     add("auto picks the syscall source",
         "Net source: syscall, raw syscall tracepoints sys_enter/sys_exit" in terr
         and "auto: this kernel has no sock_recv_length/sock_send_length" in terr, terr[:400])
+    add("every object loads (no libbpf load failure, scheduler probes on)",
+        "failed to load" not in terr and "scheduler probes unavailable" not in terr,
+        "; ".join(l for l in terr.splitlines() if "failed" in l or "unavailable" in l)[:300])
     add("warns what the syscall source loses",
         "sock_recv_length/sock_send_length not attached:" in terr)
     add("warns that tcp_probe stands in for sk_data_ready",
         "sk_data_ready not attached: request arrival is taken from tcp_probe" in terr)
 
+    summ = ([r for r in ndjson(blocks.get("run.ndjson", "")) if r.get("type") == "summary"]
+            or [{}])[0].get("counters", {})
+    add("scheduler overlay: records, none inconsistent",
+        summ.get("sched_events", 0) > 0 and summ.get("sched_inconsistent") == 0,
+        "sched_events %s, sched_switches %s, sched_inconsistent %s" % (
+            summ.get("sched_events"), summ.get("sched_switches"), summ.get("sched_inconsistent")))
     recs = [r for r in ndjson(blocks.get("run.ndjson", "")) if r.get("type") == "request"]
     truth = ndjson(blocks.get("truth.ndjson", ""))
     add("%d requests reported" % REQUESTS, len(recs) == REQUESTS, "%d reported" % len(recs))
