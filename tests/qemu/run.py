@@ -62,7 +62,8 @@ ARCHES = {
               "libdirs": ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
                           "/usr/aarch64-linux-gnu/lib"]},
 }
-ARCH = ARCHES["amd64"]
+ARCH_NAME = "amd64"
+ARCH = ARCHES[ARCH_NAME]
 KVER = "6.1"
 BINS = {}
 BUSYBOX = "/bin/busybox"
@@ -167,7 +168,8 @@ def build_initramfs(path):
         if not os.access(p, os.X_OK):
             fail_setup("%s not built (%s)" % (name, p), "run `make` first")
     if not os.access(BUSYBOX, os.X_OK):
-        fail_setup("%s missing" % BUSYBOX, "apt-get install busybox-static (tools/setup.sh)")
+        fail_setup("%s missing" % BUSYBOX, "apt-get install busybox-static (tools/setup.sh); "
+                   "arm64: tests/qemu/fetch_kernel.sh --arch arm64 unpacks it")
     if not os.access("/bin/busybox", os.X_OK):
         fail_setup("/bin/busybox missing", "apt-get install busybox-static (tools/setup.sh)")
     c = Cpio()
@@ -243,6 +245,9 @@ def check(text):
     m = re.search(r"TTF-KERNEL (\S+)", text)
     add("kernel is %s" % KVER, m and m.group(1).startswith(KVER + "."),
         m.group(1) if m else "no kernel line")
+    m = re.search(r"TTF-MACHINE (\S+)", text)
+    want = {"amd64": "x86_64", "arm64": "aarch64"}[ARCH_NAME]
+    add("guest machine is %s" % want, m and m.group(1) == want, m.group(1) if m else "no line")
     add("guest has BTF", "TTF-BTF yes" in text)
     add("init ran to the end", "TTF-DONE" in text)
     err = blocks.get("sock_source.err", "")
@@ -311,14 +316,15 @@ def check(text):
 
 
 def main():
-    global ARCH, KVER, BUSYBOX
+    global ARCH, ARCH_NAME, KVER, BUSYBOX
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--arch", choices=sorted(ARCHES), default="amd64")
     ap.add_argument("--kernel-version", choices=("6.1", "5.10"), default="6.1")
     ap.add_argument("--kernel", help="vmlinuz (default: tests/qemu/fetch_kernel.sh)")
     ap.add_argument("--out", default=os.path.join(OUT, "qemu"))
     a = ap.parse_args()
-    ARCH, KVER = ARCHES[a.arch], a.kernel_version
+    ARCH_NAME, KVER = a.arch, a.kernel_version
+    ARCH = ARCHES[a.arch]
     BINS.update({"ttftrace": ARCH["ttftrace"],
                  "sse_server": os.path.join(ARCH["out"], "tests", "fixtures", "sse_server"),
                  "loadgen": os.path.join(ARCH["out"], "bin", "loadgen")})
@@ -340,7 +346,9 @@ def main():
     n_libs = build_initramfs(initrd)
     text, boot_s = boot(kernel, initrd, os.path.join(a.out, "console.log"))
     results, worst = check(text)
+    m = re.search(r"TTF-BTF-SHA256 ([0-9a-f]{64})", text)
     summary = {"arch": a.arch, "kernel": os.path.basename(kernel), "libraries": n_libs,
+               "guest_btf_sha256": m.group(1) if m else None,
                "initramfs_bytes": os.path.getsize(initrd), "boot_and_run_s": round(boot_s, 1),
                "total_s": round(time.monotonic() - t0, 1), "worst_ttft_diff_ms": round(worst, 3),
                "checks": results}
