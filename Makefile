@@ -10,9 +10,12 @@
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make deb        a Debian package, .output/deb/ttftrace_VERSION_ARCH.deb
 #   make container-test  build and run deploy/docker/Dockerfile with podman, no registry (not in `make test`)
+#   make qemu-test-5.10   the same on Debian 11's 5.10 kernel
+#   make qemu-test-arm64  the same on Debian 12's arm64 6.1 kernel (cross build, .output-arm64)
+#   make ARCH=arm64       cross build into .output-arm64 (tools/setup.sh --arm64 installs what it needs)
+#   make vmlinux-arm64    regenerate vmlinux/arm64/vmlinux.h from Debian's arm64 kernel
 #   make V=1        show full commands
 
-OUTPUT ?= .output
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= cc
@@ -42,11 +45,27 @@ CUPTI_TESTS_NOTE := $(if $(CUPTI_INC),CUDA 13 headers needed$(if $(CUPTI_TESTS),
 	$(or $(CUPTI_API),unknown) in $(CUPTI_INC))))
 CUPTI_NOTE := $(if $(CUDA_HOME),no cupti.h and cuda.h under CUDA_HOME=$(CUDA_HOME),no CUDA \
 	headers in /usr/local/cuda /usr/local/cuda-* the ../ of nvcc or /usr)
-ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/s390x/s390/;s/riscv64/riscv/')
+HOST_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/;s/ppc64le/powerpc/;s/s390x/s390/;s/riscv64/riscv/')
+ARCH := $(HOST_ARCH)
 ifeq ($(filter x86 arm64 powerpc s390 riscv,$(ARCH)),)
-$(error unsupported architecture $(shell uname -m))
+$(error unsupported architecture $(ARCH))
 endif
 VMLINUX_DIR := vmlinux/$(ARCH)
+# A cross build (make ARCH=arm64 on x86-64): gcc-aarch64-linux-gnu with Debian's
+# arm64 libraries (multiarch, tools/setup.sh --arm64), BPF for arm64, everything
+# into .output-arm64, the binary .output-arm64/ttftrace.
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(ARCH)-$(HOST_ARCH),arm64-x86)
+$(error cross builds go from x86 to arm64 only (ARCH=arm64))
+endif
+CROSS ?= aarch64-linux-gnu-
+CC := $(CROSS)gcc
+OUTPUT ?= .output-$(ARCH)
+TTFTRACE := $(OUTPUT)/ttftrace
+else
+OUTPUT ?= .output
+TTFTRACE := ttftrace
+endif
 
 ifeq ($(V),1)
 Q =
@@ -94,6 +113,10 @@ UNIT_SRCS := $(wildcard tests/unit/*/test_*.c)
 ifeq ($(CUPTI_TESTS),)
 UNIT_SRCS := $(filter-out tests/unit/cupti/%,$(UNIT_SRCS))
 endif
+# hand-assembled x86-64 functions for the RET-site scanner (capstone x86 only)
+ifneq ($(ARCH),x86)
+UNIT_SRCS := $(filter-out tests/unit/probe/test_elf_sym.c,$(UNIT_SRCS))
+endif
 UNIT_BINS := $(patsubst %.c,$(OUTPUT)/%,$(UNIT_SRCS))
 
 # cupti/*.c -> $(OUTPUT)/libttftrace-cupti.so (injected into CUDA processes)
@@ -103,9 +126,9 @@ CUPTI_LIB := $(if $(CUPTI_INC),$(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test demo-hops bench-quick bench-cost bench-memory
+.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test qemu-test-5.10 qemu-test-arm64 vmlinux-arm64 demo-hops bench-quick bench-cost bench-memory
 
-all: ttftrace $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_TESTS),,cupti-skipped)
+all: $(TTFTRACE) $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_TESTS),,cupti-skipped)
 
 # What the build found, for the tests (tests/conftest.py cupti_build()) and for
 # --version (user/cmd/cupti_build.c): rewritten only when it changes.
@@ -160,7 +183,7 @@ $(OUTPUT)/report_template.h: user/export/html/report_template.html | $(OUTPUT)
 
 $(OUTPUT)/user/export/html/html_report.o: $(OUTPUT)/report_template.h
 
-ttftrace: $(USER_OBJS)
+$(TTFTRACE): $(USER_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
@@ -330,6 +353,25 @@ cuda-headers-check:
 # $(OUTPUT)/qemu/results.json. Needs qemu-system-x86 and busybox-static (tools/setup.sh).
 qemu-test: all
 	$(Q)tests/qemu/run.py --out $(OUTPUT)/qemu
+
+# The same tier on Debian 11's 5.10 cloud kernel (fetched from bullseye through an apt
+# state of its own in $(OUTPUT)/qemu-5.10/kernel/apt; the system's apt is untouched).
+qemu-test-5.10: all
+	$(Q)tests/qemu/run.py --kernel-version 5.10 --out $(OUTPUT)/qemu-5.10
+
+# Debian 12's 6.1 arm64 cloud kernel under qemu-system-aarch64 (TCG, -M virt -cpu max),
+# the cross build of .output-arm64 in the initramfs (busybox-static:arm64 from Debian):
+# ttftrace, loadgen and the fixture server only (`make ARCH=arm64` builds the rest).
+# About 2 minutes. tools/setup.sh --arm64: the cross compiler, arm64 libraries, QEMU.
+qemu-test-arm64:
+	$(Q)tools/setup.sh --arm64
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 OUTPUT=.output-arm64 .output-arm64/ttftrace \
+		.output-arm64/bin/loadgen .output-arm64/tests/fixtures/sse_server
+	$(Q)tests/qemu/run.py --arch arm64 --out $(OUTPUT)/qemu-arm64
+
+# vmlinux/arm64/vmlinux.h from the BTF of Debian 12's arm64 cloud kernel (tools/vmlinux_arm64.sh)
+vmlinux-arm64:
+	$(Q)tools/vmlinux_arm64.sh $(OUTPUT)/vmlinux-arm64
 
 
 # --- Install ------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "bpf/sched.h"
 #include "bpf/common.bpf.h"
 
@@ -152,9 +153,8 @@ static __always_inline void emit_wakeup(const struct task_struct *p, __u8 type, 
 	submit(e);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+static __always_inline int on_switch(bool preempt, struct task_struct *prev,
+				     struct task_struct *next, unsigned int prev_state)
 {
 	__u32 prev_tid = prev->pid;
 	struct ttf_sched_chain *ch = this_chain();
@@ -194,6 +194,36 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				      .cpu = bpf_get_smp_processor_id(), .type = type };
 	submit(e);
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	return on_switch(preempt, prev, next, prev_state);
+}
+
+/* task_struct's state before 5.14 renamed it __state (and made it unsigned int) */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/*
+ * Before 5.18 sched_switch has no prev_state argument (docs/kernel.md B1.6);
+ * the tracepoint's own format took prev's state field then, as here. User space
+ * loads this program or handle_switch by the prototype's argument count.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_switch_3, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	unsigned int state;
+
+	/* __state since 5.14, state before */
+	if (bpf_core_field_exists(prev->__state))
+		state = BPF_CORE_READ(prev, __state);
+	else
+		state = BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
+	return on_switch(preempt, prev, next, state);
 }
 
 SEC("tp_btf/sched_wakeup")

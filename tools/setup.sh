@@ -5,6 +5,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --arm64 (make qemu-test-arm64, make ARCH=arm64): only what the arm64 cross build
+# and its QEMU tier need: the arm64 architecture in dpkg, the cross compiler, the
+# arm64 libraries the Makefile's LDLIBS and the unit tests link, qemu-system-arm.
+if [ "${1:-}" = --arm64 ]; then
+	ARM64_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm binutils
+		    libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libcjson-dev:arm64
+		    libcapstone-dev:arm64 libinih-dev:arm64 libmicrohttpd-dev:arm64
+		    libcurl4-openssl-dev:arm64 libcmocka-dev:arm64 liburing-dev:arm64)
+	missing=()
+	for p in "${ARM64_PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && exit 0
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "Error: missing packages: ${missing[*]}" >&2
+		echo "HINT: run as root, or: sudo dpkg --add-architecture arm64 && sudo apt-get update && sudo apt-get install ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	exit 0
+fi
+
 # First: a Node.js the demo engine runs on (make demo, make test stop here, not after
 # the installs and the build)
 tools/demo/check_node.sh

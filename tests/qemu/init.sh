@@ -19,7 +19,9 @@ show() {	# show NAME FILE
 }
 
 echo "TTF-KERNEL $(uname -r)"
+echo "TTF-MACHINE $(uname -m)"
 [ -r /sys/kernel/btf/vmlinux ] && echo "TTF-BTF yes" || echo "TTF-BTF no"
+echo "TTF-BTF-SHA256 $(sha256sum /sys/kernel/btf/vmlinux 2>/dev/null | cut -d' ' -f1)"
 
 # Exit codes for what this kernel lacks (README.md "Exit codes").
 ttftrace -p 1 -d 1 --net-source sock >/dev/null 2>/tmp/sock.err

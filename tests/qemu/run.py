@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""QEMU tier: ttftrace on Debian 12's own kernel (6.1, no socket tracepoints).
+"""QEMU tiers: ttftrace on Debian's own kernels (no socket tracepoints).
+
+  make qemu-test        Debian 12's 6.1 cloud kernel, amd64
+  make qemu-test-5.10   Debian 11's 5.10 cloud kernel, amd64 (--kernel-version 5.10)
+  make qemu-test-arm64  Debian 12's 6.1 cloud kernel, arm64 (--arch arm64: the
+                        cross build in .output-arm64, qemu-system-aarch64 -M virt)
 
 Builds an initramfs with busybox-static, ttftrace, the fixture server,
-loadgen, the shared libraries `ldd` lists for them and tests/qemu/init.sh
-as /init; boots the kernel from tests/qemu/fetch_kernel.sh under TCG (KVM
-vCPUs hang on the CI host); reads what init prints on the serial console
-and checks it here:
+loadgen, the shared libraries they need (`ldd` on amd64; on arm64 their
+DT_NEEDED entries, followed, from the arm64 multiarch directories) and
+tests/qemu/init.sh as /init; boots the kernel from tests/qemu/fetch_kernel.sh
+under TCG (KVM vCPUs hang on the CI host); reads what init prints on the
+serial console and checks it here:
 
   - the automatic source is syscall, and the start-up warnings say what is lost;
   - 20 fixture requests, each with its 8 tokens and a TTFT within 2 ms of
@@ -20,10 +26,13 @@ and checks it here:
     first token ttftrace saw leave before the fixture logged its write has
     no usable truth under TCG (the guest's vCPU is descheduled on a busy
     host): it is listed, and at most a fifth of them may be such;
+  - every BPF object loads (the scheduler probes too: sched_switch without
+    prev_state before 5.18);
   - exit 4 for --net-source sock (no sock_recv_length) and for missing BTF,
     exit 6 when no program attaches.
 
-Usage: tests/qemu/run.py [--kernel VMLINUZ] [--out DIR]   (make qemu-test)
+Usage: tests/qemu/run.py [--arch amd64|arm64] [--kernel-version 6.1|5.10]
+                         [--kernel VMLINUZ] [--out DIR]
 Exit status 0 when every check passed, 1 when one failed, 2 when the
 harness could not run (missing qemu, kernel, build). Results: DIR/results.json.
 """
@@ -40,13 +49,24 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, ".output")
-BINS = {
-    "ttftrace": os.path.join(ROOT, "ttftrace"),
-    "sse_server": os.path.join(OUT, "tests", "fixtures", "sse_server"),
-    "loadgen": os.path.join(OUT, "bin", "loadgen"),
+# What differs by architecture: the build (the Makefile's OUTPUT for ARCH=arm64),
+# the emulator and its machine, the serial console, where libraries live.
+ARCHES = {
+    "amd64": {"out": OUT, "ttftrace": os.path.join(ROOT, "ttftrace"),
+              "qemu": "qemu-system-x86_64", "qemu_pkg": "qemu-system-x86",
+              "machine": ["-accel", "tcg", "-cpu", "max"], "console": "ttyS0"},
+    "arm64": {"out": os.path.join(ROOT, ".output-arm64"),
+              "ttftrace": os.path.join(ROOT, ".output-arm64", "ttftrace"),
+              "qemu": "qemu-system-aarch64", "qemu_pkg": "qemu-system-arm",
+              "machine": ["-M", "virt", "-accel", "tcg", "-cpu", "max"], "console": "ttyAMA0",
+              "libdirs": ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                          "/usr/aarch64-linux-gnu/lib"]},
 }
+ARCH_NAME = "amd64"
+ARCH = ARCHES[ARCH_NAME]
+KVER = "6.1"
+BINS = {}
 BUSYBOX = "/bin/busybox"
-QEMU = "qemu-system-x86_64"
 BOOT_TIMEOUT_S = 540
 REQUESTS = 20
 TOKENS = 8
@@ -114,17 +134,51 @@ def libraries(binary):
     return libs
 
 
+def elf_libraries(binary, libdirs):
+    """The program interpreter and the DT_NEEDED libraries of a foreign ELF,
+    followed, found in libdirs (ldd cannot run another architecture's loader)."""
+    def readelf(flag, path):
+        return subprocess.run(["readelf", flag, "-W", path], capture_output=True, text=True,
+                              check=True).stdout
+
+    def find(name):
+        for d in libdirs:
+            p = os.path.join(d, name)
+            if os.path.exists(p):
+                return p
+        fail_setup("%s (needed by %s) not found in %s" % (name, binary, ", ".join(libdirs)),
+                   "install the arm64 libraries (tools/setup.sh --arm64)")
+
+    m = re.search(r"program interpreter: (\S+?)\]", readelf("-l", binary))
+    libs = [m.group(1)] if m else []
+    todo, seen = [binary], set()
+    while todo:
+        for name in re.findall(r"\(NEEDED\)\s+Shared library: \[(\S+)\]",
+                               readelf("-d", todo.pop())):
+            if name not in seen:
+                seen.add(name)
+                p = find(name)
+                libs.append(p)
+                todo.append(os.path.realpath(p))
+    return libs
+
+
 def build_initramfs(path):
     for name, p in BINS.items():
         if not os.access(p, os.X_OK):
             fail_setup("%s not built (%s)" % (name, p), "run `make` first")
     if not os.access(BUSYBOX, os.X_OK):
-        fail_setup("%s missing" % BUSYBOX, "apt-get install busybox-static (tools/setup.sh)")
+        fail_setup("%s missing" % BUSYBOX, "apt-get install busybox-static (tools/setup.sh); "
+                   "arm64: tests/qemu/fetch_kernel.sh --arch arm64 unpacks it")
+    if not os.access("/bin/busybox", os.X_OK):
+        fail_setup("/bin/busybox missing", "apt-get install busybox-static (tools/setup.sh)")
     c = Cpio()
     for d in ("proc", "sys", "dev", "tmp", "etc", "sbin", "usr/bin", "usr/sbin"):
         c.mkdir(d)
     c.file("bin/busybox", open(BUSYBOX, "rb").read())
-    applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
+    # the applet names from the host's busybox (an arm64 one cannot run here; both
+    # are Debian 12's busybox-static, one version)
+    applets = subprocess.run(["/bin/busybox", "--list"], capture_output=True, text=True,
                              check=True).stdout.split()
     for a in applets:
         if a != "busybox":
@@ -132,7 +186,7 @@ def build_initramfs(path):
     libs = set()
     for name, p in BINS.items():
         c.file("bin/" + name, open(p, "rb").read())
-        libs.update(libraries(p))
+        libs.update(elf_libraries(p, ARCH["libdirs"]) if "libdirs" in ARCH else libraries(p))
     for lib in sorted(libs):
         c.file(lib, open(os.path.realpath(lib), "rb").read())
     c.file("init", open(os.path.join(ROOT, "tests", "qemu", "init.sh"), "rb").read())
@@ -143,11 +197,12 @@ def build_initramfs(path):
 
 def boot(kernel, initrd, log_path):
     """Boot under TCG; returns (console text, seconds). The guest powers itself off."""
-    if not shutil.which(QEMU):
-        fail_setup("%s not found" % QEMU, "apt-get install qemu-system-x86 (tools/setup.sh)")
-    cmd = ["nice", "-n", "10", QEMU, "-accel", "tcg", "-cpu", "max", "-smp", SMP, "-m", "1024",
+    qemu = ARCH["qemu"]
+    if not shutil.which(qemu):
+        fail_setup("%s not found" % qemu, "apt-get install %s (tools/setup.sh)" % ARCH["qemu_pkg"])
+    cmd = ["nice", "-n", "10", qemu] + ARCH["machine"] + ["-smp", SMP, "-m", "1024",
            "-kernel", kernel, "-initrd", initrd, "-nographic", "-no-reboot",
-           "-append", "console=ttyS0 panic=-1 quiet"]
+           "-append", "console=%s panic=-1 quiet" % ARCH["console"]]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
@@ -188,7 +243,11 @@ def check(text):
         res.append({"check": name, "ok": bool(ok), "detail": detail})
 
     m = re.search(r"TTF-KERNEL (\S+)", text)
-    add("kernel is 6.1", m and m.group(1).startswith("6.1."), m.group(1) if m else "no kernel line")
+    add("kernel is %s" % KVER, m and m.group(1).startswith(KVER + "."),
+        m.group(1) if m else "no kernel line")
+    m = re.search(r"TTF-MACHINE (\S+)", text)
+    want = {"amd64": "x86_64", "arm64": "aarch64"}[ARCH_NAME]
+    add("guest machine is %s" % want, m and m.group(1) == want, m.group(1) if m else "no line")
     add("guest has BTF", "TTF-BTF yes" in text)
     add("init ran to the end", "TTF-DONE" in text)
     err = blocks.get("sock_source.err", "")
@@ -205,11 +264,20 @@ def check(text):
     add("auto picks the syscall source",
         "Net source: syscall, raw syscall tracepoints sys_enter/sys_exit" in terr
         and "auto: this kernel has no sock_recv_length/sock_send_length" in terr, terr[:400])
+    add("every object loads (no libbpf load failure, scheduler probes on)",
+        "failed to load" not in terr and "scheduler probes unavailable" not in terr,
+        "; ".join(l for l in terr.splitlines() if "failed" in l or "unavailable" in l)[:300])
     add("warns what the syscall source loses",
         "sock_recv_length/sock_send_length not attached:" in terr)
     add("warns that tcp_probe stands in for sk_data_ready",
         "sk_data_ready not attached: request arrival is taken from tcp_probe" in terr)
 
+    summ = ([r for r in ndjson(blocks.get("run.ndjson", "")) if r.get("type") == "summary"]
+            or [{}])[0].get("counters", {})
+    add("scheduler overlay: records, none inconsistent",
+        summ.get("sched_events", 0) > 0 and summ.get("sched_inconsistent") == 0,
+        "sched_events %s, sched_switches %s, sched_inconsistent %s" % (
+            summ.get("sched_events"), summ.get("sched_switches"), summ.get("sched_inconsistent")))
     recs = [r for r in ndjson(blocks.get("run.ndjson", "")) if r.get("type") == "request"]
     truth = ndjson(blocks.get("truth.ndjson", ""))
     add("%d requests reported" % REQUESTS, len(recs) == REQUESTS, "%d reported" % len(recs))
@@ -248,15 +316,27 @@ def check(text):
 
 
 def main():
+    global ARCH, ARCH_NAME, KVER, BUSYBOX
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--arch", choices=sorted(ARCHES), default="amd64")
+    ap.add_argument("--kernel-version", choices=("6.1", "5.10"), default="6.1")
     ap.add_argument("--kernel", help="vmlinuz (default: tests/qemu/fetch_kernel.sh)")
     ap.add_argument("--out", default=os.path.join(OUT, "qemu"))
     a = ap.parse_args()
+    ARCH_NAME, KVER = a.arch, a.kernel_version
+    ARCH = ARCHES[a.arch]
+    BINS.update({"ttftrace": ARCH["ttftrace"],
+                 "sse_server": os.path.join(ARCH["out"], "tests", "fixtures", "sse_server"),
+                 "loadgen": os.path.join(ARCH["out"], "bin", "loadgen")})
     os.makedirs(a.out, exist_ok=True)
+    kdir = os.path.join(a.out, "kernel")
+    if a.arch == "arm64":
+        BUSYBOX = os.path.join(kdir, "busybox", "bin", "busybox")
     kernel = a.kernel
     if not kernel:
         p = subprocess.run([os.path.join(ROOT, "tests", "qemu", "fetch_kernel.sh"),
-                            os.path.join(a.out, "kernel")], capture_output=True, text=True)
+                            "--arch", a.arch, "--version", KVER, kdir],
+                           capture_output=True, text=True)
         if p.returncode:
             sys.stderr.write(p.stderr)
             sys.exit(2)
@@ -266,7 +346,9 @@ def main():
     n_libs = build_initramfs(initrd)
     text, boot_s = boot(kernel, initrd, os.path.join(a.out, "console.log"))
     results, worst = check(text)
-    summary = {"kernel": os.path.basename(kernel), "libraries": n_libs,
+    m = re.search(r"TTF-BTF-SHA256 ([0-9a-f]{64})", text)
+    summary = {"arch": a.arch, "kernel": os.path.basename(kernel), "libraries": n_libs,
+               "guest_btf_sha256": m.group(1) if m else None,
                "initramfs_bytes": os.path.getsize(initrd), "boot_and_run_s": round(boot_s, 1),
                "total_s": round(time.monotonic() - t0, 1), "worst_ttft_diff_ms": round(worst, 3),
                "checks": results}

@@ -117,10 +117,17 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 		goto fail;
 	}
 	if (opts->vmlinux_btf) {
+		/* sched_switch without prev_state (before 5.18, docs/kernel.md B1.6) */
+		bool three = tp_check__nargs(opts->vmlinux_btf, "sched_switch") == 3;
+
+		bpf_program__set_autoload(three ? sp->skel->progs.handle_switch :
+					  sp->skel->progs.handle_switch_3, false);
 		*err = tp_check__prune(sp->skel->obj, opts->vmlinux_btf, NULL, missing_tp,
 				       missing_len);
 		if (*err < 0)
 			goto fail;
+	} else {
+		bpf_program__set_autoload(sp->skel->progs.handle_switch_3, false);
 	}
 	if (opts->tgid_map_fd > 0) {
 		*err = bpf_map__reuse_fd(sp->skel->maps.traced_tgids, opts->tgid_map_fd);
@@ -153,8 +160,11 @@ int sched_probe__attach(struct sched_probe *sp)
 	int err;
 
 	bpf_object__for_each_program(prog, sp->skel->obj) {
-		struct bpf_link *link = bpf_program__attach(prog);
+		struct bpf_link *link;
 
+		if (!bpf_program__autoload(prog))
+			continue;	/* not loaded: the other sched_switch, a missing tracepoint */
+		link = bpf_program__attach(prog);
 		if (!link) {
 			err = -errno;
 			ttf_warn("could not attach %s (%s)", bpf_program__name(prog),
