@@ -59,6 +59,7 @@ static double clock_s(clockid_t id)
 struct replay {
 	struct pipeline *pipe;
 	struct report *report;
+	FILE *out;		/* the report's stream (-o or stdout) */
 	struct ttf_records in;	/* the pipeline's entries */
 	struct replay_stats *st;
 	uint64_t last_ns;
@@ -191,7 +192,11 @@ static int finish(struct replay *rp, const struct recorded_counters *rc, int err
 	out_err = pipeline__set_recorded_counters(rp->pipe, rc->c, rc->n);
 	if (!out_err) {
 		out_err = pipeline__finish_sinks(rp->pipe);
-		rp->st->output_failed = out_err != 0;
+		/* the report writes to rp->out; a file sink (--metrics-out, ...) says its own error */
+		if (out_err && (ferror(rp->out) || fflush(rp->out)))
+			rp->st->output_failed = 1;
+		else if (out_err)
+			rp->st->sink_failed = 1;
 	}
 	return err == 0 || err == -EPIPE ? out_err : err;
 }
@@ -199,7 +204,7 @@ static int finish(struct replay *rp, const struct recorded_counters *rc, int err
 int replay__run(const char *path, const struct replay_opts *o, struct replay_stats *st)
 {
 	static struct recorded_counters rc;	/* 33 KiB: not on the stack */
-	struct replay rp = { .st = st };
+	struct replay rp = { .st = st, .out = o->out };
 	double t0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 	struct rec_reader *rr;
 	struct rec_header h;

@@ -34,6 +34,7 @@ struct replay_stats {
 	uint64_t end_ns;		/* END time, or the last record's time when truncated */
 	int truncated;			/* no END frame (-EPIPE) */
 	int output_failed;		/* the error returned is the output's, not the recording's */
+	int sink_failed;		/* ... a file sink's, which said its own error */
 	int open_exit;			/* an output could not be opened: its enum ttf_exit */
 	double wall_s;			/* time spent replaying */
 	double cpu_s;			/* CPU time of the process meanwhile (user + system) */

@@ -136,6 +136,8 @@ static int replay_exit(int err, const struct replay_stats *st, const struct repl
 {
 	if (st->open_exit)
 		return st->open_exit;
+	if (err && st->sink_failed)	/* said by the sink */
+		return TTF_EXIT_OUTPUT;
 	if (err && st->output_failed) {
 		ttf_error("check free space and permissions", "writing %s: %s",
 			  a->output ? a->output : "standard output", strerror(-err));

@@ -262,3 +262,16 @@ def test_report_of_a_directory_is_bad_input(tmp_path):
     p = run("report", str(tmp_path), "-o", str(tmp_path / "r.html"))
     assert p.returncode == 11, (p.returncode, p.stderr)
     assert "Error: cannot read %s: Is a directory" % tmp_path in p.stderr, p.stderr
+
+
+def test_replay_file_sink_error_is_said_once(tmp_path):
+    """A file sink that cannot write (--metrics-out into a missing folder) says so
+    itself: exit 8, one error naming that file, and -o written whole, not blamed."""
+    out = tmp_path / "out.txt"
+    p = run("replay", FIXTURE_REC, "-q", "--metrics-out", str(tmp_path / "no" / "m.prom"),
+            "-o", str(out))
+    assert p.returncode == 8, (p.returncode, p.stderr)
+    errors = [l for l in p.stderr.splitlines() if l.startswith("Error:")]
+    assert errors == ["Error: cannot write %s: No such file or directory"
+                      % (tmp_path / "no" / "m.prom")], p.stderr
+    assert "Summary" in out.read_text()
