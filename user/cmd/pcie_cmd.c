@@ -388,6 +388,8 @@ static int pcie_find(const struct pcie_args *a, struct pcie_gpu *gpus, int *n)
 	if (!*n) {
 		fprintf(stderr, "Error: no NVIDIA GPU (vendor 0x10de, class 0x0300/0x0302) under "
 			"%s/bus/pci/devices\n", a->sysfs_root);
+		fprintf(stderr, "HINT: pcie audits NVIDIA GPUs' links; `lspci -d 10de:` lists what this "
+			"host has\n");
 		return TTF_EXIT_NO_TARGET;
 	}
 	return -1;

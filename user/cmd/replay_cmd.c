@@ -149,7 +149,8 @@ static int replay_exit(int err, const struct replay_stats *st, const struct repl
 		return TTF_EXIT_BAD_INPUT;
 	}
 	if (err == -ENOENT || err == -EACCES || err == -EIO || err == -EISDIR) {
-		ttf_error(NULL, "cannot read %s: %s", a->file, strerror(-err));
+		ttf_error("give a file written by `ttftrace --record FILE`", "cannot read %s: %s",
+			  a->file, strerror(-err));
 		return TTF_EXIT_BAD_INPUT;
 	}
 	if (err == -ENOMEM) {
@@ -203,8 +204,13 @@ int replay_main(int argc, char **argv)
 		int bad = 0, gerr = grpc_profile__load(a.grpc_profile, &gp, &bad);
 
 		if (gerr) {
-			ttf_error(NULL, "--grpc-profile %s: %s (line %d)", a.grpc_profile,
-				  strerror(-gerr), bad);
+			if (gerr == -EINVAL)
+				ttf_error("lines: /package.Service/Method FIELD[.FIELD...][#]",
+					  "--grpc-profile %s: line %d does not parse", a.grpc_profile,
+					  bad);
+			else
+				ttf_error("check the path of the token profile (docs/protocols.md)",
+					  "--grpc-profile %s: %s", a.grpc_profile, strerror(-gerr));
 			return TTF_EXIT_USAGE;
 		}
 		o.grpc_profile = &gp;

@@ -104,7 +104,8 @@ static int load_grpc_profile(struct tracer *t, struct pipeline_opts *po)
 		return TTF_EXIT_USAGE;
 	}
 	if (err) {
-		ttf_error(NULL, "--grpc-profile %s: %s", path, strerror(-err));
+		ttf_error("check the path of the token profile (docs/protocols.md)",
+			  "--grpc-profile %s: %s", path, strerror(-err));
 		return TTF_EXIT_USAGE;
 	}
 	po->grpc_profile = &t->grpc_profile;

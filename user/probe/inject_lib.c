@@ -73,6 +73,7 @@ static int preflight(pid_t pid, const struct inject_lib_opts *o, struct inject_l
 	err = inject_check__read_ids(pid, &them);
 	if (err == -ENOENT || err == -ESRCH) {
 		SAY(r, "no process %d", (int)pid);
+		HINT(r, "check the PID: `pgrep -f NAME` lists the server's");
 		return -ESRCH;
 	}
 	if (err) {
@@ -111,6 +112,7 @@ static int preflight(pid_t pid, const struct inject_lib_opts *o, struct inject_l
 	f = fopen(path, "re");
 	if (!f) {
 		SAY(r, "no process %d", (int)pid);
+		HINT(r, "check the PID: `pgrep -f NAME` lists the server's");
 		return -ESRCH;
 	}
 	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
@@ -237,6 +239,7 @@ static int hold_thread(pid_t pid, int timeout_ms, int yama, struct inject_thread
 
 	if (n == -ESRCH) {
 		SAY(r, "no process %d", (int)pid);
+		HINT(r, "check the PID: `pgrep -f NAME` lists the server's");
 		return -ESRCH;
 	}
 	if (n < 0)
@@ -271,6 +274,7 @@ static int hold_thread(pid_t pid, int timeout_ms, int yama, struct inject_thread
 	}
 	if (!alive(pid)) {
 		SAY(r, "no process %d", (int)pid);
+		HINT(r, "check the PID: `pgrep -f NAME` lists the server's");
 		return -ESRCH;
 	}
 	SAY(r, "no thread of PID %d was blocked in a system call (%d sleeping, %d stopped and "
