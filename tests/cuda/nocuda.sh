@@ -7,9 +7,11 @@
 # and cuda.h under /dev/null, CUDA_HOME unset. Checks: `make -j2 all` builds, says in one
 # line that the collector is skipped, builds no collector and no tests/unit/cupti;
 # --version and the tracer's start-up line say it was not built and how to build it;
-# `tests/run.sh unit noroot` passes with the CUPTI tests skipped, with the reason.
+# `tests/run.sh $TIERS` (default: unit noroot) passes with the CUPTI tests skipped, with
+# the reason. TIERS=all runs every tier, as `make test` does; the copy then borrows this
+# tree's demo engine, model and npm test tools (tools/setup.sh installed them here).
 # Needs root (unshare -m); about 10 minutes on 2 cores (a full build, the fuzz build).
-# Usage: tests/cuda/nocuda.sh [OUTDIR]   (default .output/nocuda; the copy is OUTDIR/tree)
+# Usage: [TIERS=...] tests/cuda/nocuda.sh [OUTDIR]   (default .output/nocuda; the copy is OUTDIR/tree)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=$(realpath -m "${1:-.output/nocuda}")
@@ -25,6 +27,13 @@ mkdir -p "$W"
 # tracked and untracked-but-not-ignored files: the tree as it is, without .output or ./ttftrace
 git ls-files -co --exclude-standard -z | xargs -0 -I{} sh -c '[ -e "{}" ] && printf "%s\0" "{}"' \
 	| tar --null -cf - -T - | tar -xf - -C "$W"
+TIERS=${TIERS:-unit noroot}
+[ "$TIERS" = all ] && TIERS=
+for d in tools/demo/llama-server tools/demo/model tools/demo/node_modules \
+	 tests/root/export/.otlp-npm tests/root/export/trace_engine/node_modules; do
+	[ -e "$d" ] && ln -s "$PWD/$d" "$W/$d"
+done
+export TIERS
 
 # shellcheck disable=SC2016
 exec unshare -m bash -c '
@@ -55,10 +64,11 @@ grep "^GPU: the CUPTI collector was not built" "$2/startup.txt" \
 	|| { cat "$2/startup.txt"; fail "start-up line"; }
 start=$(date +%s)
 rc=0
-tests/run.sh unit noroot > "$2/tests.log" 2>&1 || rc=$?
-echo "tests/run.sh unit noroot: rc $rc, $(( $(date +%s) - start )) s"
+# shellcheck disable=SC2086
+tests/run.sh $TIERS > "$2/tests.log" 2>&1 || rc=$?
+echo "tests/run.sh ${TIERS:-(every tier)}: rc $rc, $(( $(date +%s) - start )) s"
 tail -25 "$2/tests.log"
-[ "$rc" = 0 ] || fail "tests/run.sh unit noroot"
+[ "$rc" = 0 ] || fail "tests/run.sh ${TIERS:-(every tier)}"
 grep -q "SKIPPED.*not built: no " "$2/tests.log" \
 	|| fail "no CUPTI test reported skipped with the reason"
 echo "PASS: built and tested without CUDA"
