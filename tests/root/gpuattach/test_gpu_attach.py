@@ -371,6 +371,7 @@ def test_nobody_attaches_to_its_own_process(procs, nobody_dir):
 
 @needs_root
 def test_trace_with_gpu_attach(procs, tracer):
+    require_cupti()
     t = c_target(procs)
     sock = new_sock()
     tr = tracer("-p", t.pid, "--gpu-attach", env={"TTFTRACE_CUPTI_SOCK": sock})
@@ -389,6 +390,7 @@ def test_trace_with_gpu_attach(procs, tracer):
 
 @needs_root
 def test_trace_gpu_attach_refusal_exits_14(procs, tracer):
+    require_cupti()
     t = c_target(procs, env=dict(os.environ, LD_PRELOAD=os.path.realpath(LIB)))
     tr = tracer("-p", t.pid, "--gpu-attach", env={"TTFTRACE_CUPTI_SOCK": new_sock()},
                 wait_attach=False)
