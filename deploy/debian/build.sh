@@ -14,7 +14,8 @@ err() { echo "Error: $1" >&2; [ -n "${2:-}" ] && echo "HINT: $2" >&2; exit 1; }
 
 out=${1:?usage: build.sh OUTDIR}
 : "${MAKE:=make}"
-: "${MAINTAINER:?}"
+[ -n "${MAINTAINER:-}" ] || err "no maintainer for the package: this tree is not a git checkout" \
+	"make deb DEB_MAINTAINER='Name <mail>' DEB_VERSION=X.Y"
 : "${VERSION:=}"
 for t in dpkg-deb dpkg-shlibdeps dpkg-architecture git; do
 	command -v "$t" >/dev/null ||
