@@ -416,6 +416,25 @@ def check_server_interval(what, got_ms, client_ms, floor_ms):
         "the client saw %.3f ms" % (what, got_ms, lo, hi, floor_ms, client_ms))
 
 
+def check_tpot(rec, truth, margin_ms=1.0):
+    """ttftrace's TPOT against the server's log. Each token left inside the
+    write that logged it: between t_token_pre_ns (or t_token_submit_ns: an
+    io_uring server that reaps late) and t_token_ns. The first-to-last span is
+    therefore known to within the two writes' durations; a write the machine
+    stalled after its transmit widens the bracket, it does not move the truth."""
+    ts = truth["t_token_ns"]
+    pre = truth.get("t_token_pre_ns") or truth.get("t_token_submit_ns") or ts
+    n = len(ts) - 1
+    lo = (pre[-1] - ts[0]) / n / 1e6 - margin_ms
+    hi = (ts[-1] - pre[0]) / n / 1e6 + margin_ms
+    assert lo <= rec["tpot_ms"] <= hi, (
+        "tpot %.3f ms outside [%.3f, %.3f]: the server's writes %.3f ms apart on average "
+        "(first write took %.3f ms, last %.3f ms)" % (
+            rec["tpot_ms"], lo, hi, (ts[-1] - ts[0]) / n / 1e6,
+            (ts[0] - pre[0]) / 1e6, (ts[-1] - pre[-1]) / 1e6))
+    return (ts[-1] - ts[0]) / n / 1e6
+
+
 CLONE_NEWNET = 0x40000000
 
 
