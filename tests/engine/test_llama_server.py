@@ -49,6 +49,9 @@ def traced(tracer, port, fn, rec=None):
     out = fn()
     tr.wait_requests(len(out), timeout_s=10)
     assert tr.stop() == 0, tr.stderr
+    # attached to a server already running: the start-up says which profile attached
+    assert re.search(r"PID \d+: engine profile llama\.cpp: [1-9]\d* uprobe\(s\) attached",
+                     tr.stderr), tr.stderr
     return tr, joined(tr, out)
 
 

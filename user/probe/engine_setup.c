@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "user/probe/engine_probe.h"
@@ -26,7 +27,18 @@ struct engine_setup {
 	int n_tgids;
 	uint64_t next_rescan_ns;
 	struct maps_watch watch;	/* auto profiles: skip maps that did not change */
+	char names[128];		/* profiles in use, for the attach line */
 };
+
+/* Remember a profile's name (or "--probe") for the line that says what attached. */
+static void note_name(struct engine_setup *es, const char *name)
+{
+	size_t len = strlen(es->names);
+
+	if (strstr(es->names, name))
+		return;
+	snprintf(es->names + len, sizeof(es->names) - len, "%s%s", len ? ", " : "", name);
+}
 
 static int on_hit(void *ctx, const struct ttf_engine_event *e)
 {
@@ -75,6 +87,8 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 			err = profile__load(opts->profiles[i], &p, msg, sizeof(msg));
 			if (!err)
 				err = engine_probe__add_profile(es->ep, &p);
+			if (!err)
+				note_name(es, p.name);
 			if (err) {
 				ttf_error("see profiles/llamacpp.ini for the format", "profile %s: %s",
 					  opts->profiles[i], err == -EINVAL || err == -ENOENT ? msg :
@@ -88,6 +102,8 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 			err = probe_spec__parse(opts->probes[i], &spec, msg, sizeof(msg));
 			if (!err)
 				err = engine_probe__add_spec(es->ep, &spec, NULL, 0);
+			if (!err)
+				note_name(es, "--probe");
 			if (err) {
 				ttf_error("expected PATH:SYMBOL=ROLE[:ARGSPEC], ROLE one of step, "
 					  "tokenize, sample, sync, detokenize; ARGSPEC none, reg:N, "
@@ -138,6 +154,7 @@ static void try_autos(struct engine_setup *es, uint32_t tgid)
 				continue;
 			if (ensure_probe(es) == 0 && engine_probe__add_profile(es->ep, p) == 0) {
 				es->auto_added[i] = 1;
+				note_name(es, p->name);
 				ttf_info("engine profile %s: PID %u maps a matching file", p->name, tgid);
 			}
 			break;
@@ -161,8 +178,10 @@ void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 	if (!es->ep)
 		return;
 	n = engine_probe__attach_pid(es->ep, tgid);
+	/* always said: which engine the stage split comes from (prefill, decode) */
 	if (n > 0)
-		ttf_info("engine: %d uprobe(s) attached for PID %u", n, tgid);
+		fprintf(stderr, "PID %u: engine profile %s: %d uprobe(s) attached\n", tgid,
+			es->names[0] ? es->names : "?", n);
 }
 
 void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
