@@ -56,4 +56,10 @@ int sinks__open_set(const struct sink_set *s, struct pipeline *p);
 int sinks__open_live(const struct ttf_opts *o, struct pipeline *p, struct report *report,
 		     FILE *out, uint64_t t0_ns, struct live **live);
 
+/*
+ * Before the probes load (user/cmd/sinks_check.c): the outputs o asks for can
+ * be opened. Returns 0, or an enum ttf_exit code after printing the error.
+ */
+int sinks__check_live(const struct ttf_opts *o);
+
 #endif /* TTFTRACE_SINKS_H */

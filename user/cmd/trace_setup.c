@@ -191,6 +191,8 @@ int tracer__setup(struct tracer *t)
 	if (!code)
 		code = open_output(t);
 	if (!code)
+		code = sinks__check_live(t->opts);
+	if (!code)
 		code = resolve_targets(t);
 	if (code)
 		return code;

@@ -8,6 +8,7 @@ Exit codes: 0 ok, 2 bad command line, 3 not root, 4 no BTF / tracepoints
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -119,6 +120,31 @@ def test_unwritable_output_exits_8():
     p = ttftrace("-p", os.getpid(), "-d", "1", "-o", "/nonexistent-dir/x")
     assert p.returncode == 8, (p.returncode, p.stderr)
     assert "Error:" in p.stderr
+
+
+@needs_root
+@pytest.mark.parametrize("case", ["metrics-busy", "otlp-protocol", "record", "perfetto"])
+def test_output_errors_come_before_the_probes(case):
+    """An output that cannot open fails before the targets are looked up and the
+    probes load: with a port nobody listens on (exit 5 once looked up), the
+    output's own error and exit code come out, and nothing else."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    args, env, code, what = {
+        "metrics-busy": (("--metrics", "127.0.0.1:%d" % busy.getsockname()[1]), {}, 8,
+                         "cannot serve metrics"),
+        "otlp-protocol": (("--otlp", "http://127.0.0.1:4318"),
+                          {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, 2, "'grpc' is not supported"),
+        "record": (("--record", "/nonexistent-dir/x.rec"), {}, 8, "cannot write"),
+        "perfetto": (("--perfetto", "/nonexistent-dir/x.json"), {}, 8, "cannot write"),
+    }[case]
+    p = ttftrace("--port", free_port(), "-d", "1", *args, env=env)
+    busy.close()
+    assert p.returncode == code, (p.returncode, p.stderr)
+    lines = p.stderr.splitlines()
+    assert len(lines) == 2 and what in lines[0] and lines[0].startswith("Error: "), p.stderr
+    assert lines[1].startswith("HINT: "), p.stderr
 
 
 @needs_root
