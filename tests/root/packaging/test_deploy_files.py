@@ -135,3 +135,28 @@ def test_unit_capabilities_match():
     assert re.search(r"^ExecStart=@BINDIR@/ttftrace \$TTFTRACE_ARGS$", unit, re.M)
     # exit codes (README "Exit codes") a restart cannot fix: usage, privileges, kernel
     assert re.search(r"^RestartPreventExitStatus=2 3 4$", unit, re.M)
+
+
+HARDENING = ("ProtectSystem=strict", "ProtectKernelModules=yes", "ProtectKernelLogs=yes",
+             "ProtectClock=yes", "ProtectHostname=yes", "ProtectControlGroups=yes",
+             "LockPersonality=yes", "RestrictRealtime=yes", "RestrictSUIDSGID=yes",
+             "RestrictNamespaces=yes", "SystemCallArchitectures=native", "NoNewPrivileges=yes")
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
+def test_unit_hardening(tmp_path):
+    """The cheap hardening options are set, and systemd's own scoring of the unit
+    (`systemd-analyze security --offline`) rates its exposure 5.0 or lower (the
+    unit without them: 6.1, MEDIUM)."""
+    with open(UNIT) as f:
+        unit = f.read()
+    lines = set(unit.splitlines())
+    missing = [h for h in HARDENING if h not in lines]
+    assert not missing, missing
+    u = tmp_path / "ttftrace.service"
+    u.write_text(unit.replace("@BINDIR@", "/usr/bin"))
+    p = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(u)],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for ttftrace.service: ([0-9.]+)", p.stdout)
+    assert m, p.stdout + p.stderr
+    assert float(m.group(1)) <= 5.0, p.stdout
