@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # ttftrace build. Everything generated goes to $(OUTPUT).
 #   make            build ./ttftrace, tools, fixtures, unit tests
+#   make build-deps ttftrace   only the tracer: its build packages, then ./ttftrace
 #   make demo       install deps, start the demo llama.cpp server, trace a load
 #   make test       install deps, build, run every test tier
 #   make vmlinux    regenerate vmlinux/<arch>/vmlinux.h from $(VMLINUX_BTF)
@@ -233,6 +234,9 @@ vmlinux:
 
 deps:
 	$(Q)tools/setup.sh
+
+build-deps:
+	$(Q)tools/setup.sh --build
 
 unit: $(UNIT_BINS)
 	$(Q)tests/run.sh unit
