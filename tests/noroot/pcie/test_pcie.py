@@ -148,6 +148,7 @@ def test_pcie_help_has_examples():
     assert "EXAMPLES:" in out and "EXIT STATUS:" in out
 
 
+@pytest.mark.hardware("a machine without a GPU")
 @pytest.mark.skipif(HAVE_GPU, reason="a GPU is present: --load copy would run")
 def test_pcie_load_copy_without_gpu():
     rc, _, err = pcie("busy_gen4", "--load", "copy")
@@ -155,6 +156,7 @@ def test_pcie_load_copy_without_gpu():
     assert "Error: no CUDA device for --load copy" in err
 
 
+@pytest.mark.hardware("a machine without a GPU")
 @pytest.mark.skipif(HAVE_GPU, reason="a GPU is present: copybw would run")
 @pytest.mark.parametrize("extra,codes", [
     ([], (5, 12)),      # 5 a runtime that sees no GPU, 12 no runtime or no usable driver
