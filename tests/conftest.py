@@ -12,6 +12,7 @@ import os
 import shlex
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -329,6 +330,7 @@ class Response:
         self.status = 0
         self.headers = {}
         self.t_sent_ns = 0
+        self.t_sent_after_ns = 0
         self.t_first_token_ns = 0
         self.t_end_ns = 0
         self.events = []   # parsed SSE data payloads (dict or "[DONE]")
@@ -349,6 +351,9 @@ def _token_text(ev):
     return ev.get("content") or ""
 
 
+SO_TIMESTAMPNS = 35  # asm-generic/socket.h (SO_TIMESTAMPNS_OLD); Python does not name it
+
+
 class Client:
     """One keep-alive HTTP/1.1 connection to 127.0.0.1:port."""
 
@@ -357,32 +362,53 @@ class Client:
     # between the request's arrival and its read, outside the programmed TTFT.
     SETTLE_S = 0.02
 
-    def __init__(self, port, timeout_s=20):
+    def __init__(self, port, timeout_s=20, rx_stamps=False):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
         self.local_port = self.sock.getsockname()[1]
         self.buf = b""
+        self.t_fill_ns = 0
+        # rx_stamps: a read is stamped with the kernel's receive time of its last
+        # segment (SO_TIMESTAMPNS; TCP reports the last skb it copied:
+        # net/ipv4/tcp.c tcp_update_recv_tstamps), not when this thread woke
+        # up, so a loaded machine's wake-up lag does not enter the client's view.
+        self.rx_stamps = rx_stamps
+        if rx_stamps:
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            self.real_minus_mono_ns = time.time_ns() - time.monotonic_ns()
         time.sleep(self.SETTLE_S)
 
     def close(self):
         self.sock.close()
 
-    def _fill(self):
-        d = self.sock.recv(65536)
+    def _fill(self, want=65536):
+        if self.rx_stamps:
+            d, anc, _, _ = self.sock.recvmsg(want, socket.CMSG_SPACE(16))
+            self.t_fill_ns = time.monotonic_ns()
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                    sec, nsec = struct.unpack("qq", data[:16])
+                    self.t_fill_ns = sec * 1_000_000_000 + nsec - self.real_minus_mono_ns
+        else:
+            d = self.sock.recv(65536)
+            self.t_fill_ns = time.monotonic_ns()
         if not d:
             raise ConnectionError("server closed the connection")
         self.buf += d
-        return time.monotonic_ns()
+        return self.t_fill_ns
 
+    # With rx_stamps a read stops where the bytes it needs end (a chunk's last byte,
+    # or 16 bytes of a header line), so its stamp is the segment that carried them,
+    # not a later one that had arrived too.
     def _read_until(self, sep):
         while sep not in self.buf:
-            self._fill()
+            self._fill(16 if self.rx_stamps else 65536)
         i = self.buf.index(sep)
         out, self.buf = self.buf[:i], self.buf[i + len(sep):]
         return out
 
     def _read_n(self, n):
         while len(self.buf) < n:
-            self._fill()
+            self._fill(n - len(self.buf) if self.rx_stamps else 65536)
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
@@ -405,6 +431,8 @@ class Client:
         r.local_port = self.local_port
         r.t_sent_ns = time.monotonic_ns()
         self.sock.sendall(req)
+        # loopback: the request sits in the server's socket before send() returns
+        r.t_sent_after_ns = time.monotonic_ns()
         head = self._read_until(b"\r\n\r\n").decode()
         lines = head.split("\r\n")
         r.status = int(lines[0].split()[1])
@@ -419,7 +447,9 @@ class Client:
                 self._read_n(2)
                 if size == 0:
                     break
-                t = time.monotonic_ns()
+                # the recv() that brought the chunk's last byte: bytes read
+                # sequentially, so that is the latest one so far
+                t = self.t_fill_ns
                 r.body += chunk
                 pending += chunk
                 while b"\n\n" in pending:

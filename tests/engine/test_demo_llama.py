@@ -1,24 +1,27 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""ttftrace against the demo llama.cpp server, checked against loadgen (root).
+"""ttftrace against the demo llama.cpp server, checked against a client that
+shares no code with it (root).
 
 One demo server (node-llama-cpp, random-weight model, 1 thread, 1 sequence:
 concurrent requests queue FIFO) serves the whole module. Each test attaches
-ttftrace --port, drives load with loadgen, stops ttftrace with SIGINT and
-joins its NDJSON requests to loadgen's on (client port, conn_seq).
+ttftrace --port, drives load with tests/indep_client.py (Python's standard
+library: its own HTTP/1.1, SSE split and token rule; not loadgen, which
+splits with ttftrace's own SSE code), stops ttftrace with SIGINT and joins its
+NDJSON requests to the client's on (client port, position on the connection).
 
-Why the bounds hold on loopback: both tools use CLOCK_MONOTONIC. The client's
-TTFT starts when curl hands the request to the socket and ends when its
-recv() returns the first token event; ttftrace's starts when the first request
-byte reaches the server's socket and ends when the first token's skb reaches
-the (loopback) device. The server's interval lies inside the client's, up to
-curl reporting the header write just after send() returned (tens of us).
+Why the bounds hold on loopback: both sides use CLOCK_MONOTONIC. The client's
+TTFT starts just before its send() and ends when the recv() that brought the
+first token event's last byte returned; ttftrace's starts when the first
+request byte reaches the server's socket and ends when the first token's skb
+reaches the (loopback) device. The server's interval lies inside the client's.
 """
 import json
 
 import pytest
 
 from conftest import needs_root
-from e2e_helpers import DemoServer, demo_missing_reason, join, run_loadgen, wait_for_file_lines
+from e2e_helpers import DemoServer, demo_missing_reason, join, wait_for_file_lines
+from indep_client import stream_load
 
 pytestmark = [needs_root,
               pytest.mark.skipif(demo_missing_reason() is not None,
@@ -26,9 +29,9 @@ pytestmark = [needs_root,
 
 MAX_TOKENS = 16
 PROMPT_CHARS = 64
-# curl's debug callback reports the request headers after send() returned, so
-# the client's start may trail the server's arrival by the loopback send.
-SEND_EPS_NS = 200_000
+# The client stamps its start just before send(): the request reaches the server
+# after it, up to clock reading (no tolerance needed; 1 us for the reading).
+SEND_EPS_NS = 1_000
 BAD_FLAGS = {"unknown", "trunc", "aborted", "incomplete", "error", "nonstream"}
 # Counters that mean events or requests were lost.
 LOSS_COUNTERS = ("ringbuf_full", "arrival_map_full", "sock_map_full", "tgid_map_full",
@@ -43,8 +46,17 @@ def demo(tmp_path_factory):
     srv.stop()
 
 
-def ttft_bound_ms(client_ms):
+# The client's kernel stamps the first token when TCP takes it in (tcp_v4_rcv,
+# in the softirq after the loopback transmit where ttftrace's TTFT ends): 0.01
+# to 0.13 ms later on an idle machine, up to 6 ms with the 2 cores loaded
+# (load average 7). ttftrace's TTFT lies inside the client's; below it by at most
+# the softirq delay, allowed here as 1 ms + 2 % (the bound held against loadgen).
+def ttft_slack_ms(client_ms):
     return 1.0 + 0.02 * client_ms
+
+
+# Clock reads: both sides read CLOCK_MONOTONIC (bpf_ktime_get_ns, time.monotonic_ns).
+CLOCK_EPS_MS = 0.1
 
 
 def check_pair(r, s, path, api):
@@ -75,14 +87,20 @@ def check_pair(r, s, path, api):
     if s_ttft is None:
         bad.append("%s: ttftrace ttft_ms null (client %.3f ms)" % (key, c_ttft))
         return bad
-    d = c_ttft - s_ttft
-    want(abs(d) <= ttft_bound_ms(c_ttft),
-         "TTFT client %.3f ms, ttftrace %.3f ms: differ by %.3f ms > bound %.3f ms"
-         % (c_ttft, s_ttft, d, ttft_bound_ms(c_ttft)))
+    # The request arrived between the client's clock reads around send(); the
+    # first token left just before the client's kernel stamped its receipt.
+    lo = (r["first_token_ns"] - r["sent_ns"]) / 1e6 - ttft_slack_ms(c_ttft)
+    hi = c_ttft + CLOCK_EPS_MS
+    want(lo <= s_ttft <= hi,
+         "TTFT ttftrace %.3f ms outside the client's [%.3f, %.3f] (client %.3f ms)"
+         % (s_ttft, lo, hi, c_ttft))
     # Causality on the shared clock (see the module docstring).
     want(s["t_arrival_ns"] >= r["start_ns"] - SEND_EPS_NS,
          "request arrived at the server %d ns before the client sent it"
          % (r["start_ns"] - s["t_arrival_ns"]))
+    want(s["t_arrival_ns"] <= r["sent_ns"],
+         "request arrived at the server %d ns after the client's send() returned"
+         % (s["t_arrival_ns"] - r["sent_ns"]))
     want(s["t_first_token_ns"] <= r["first_token_ns"],
          "first token left the server %d ns after the client received it"
          % (s["t_first_token_ns"] - r["first_token_ns"]))
@@ -96,16 +114,15 @@ def check_pair(r, s, path, api):
 
 def traced_run(demo, tracer, tmp_path, path, api, n, c, include_usage=True):
     tr = tracer("--port", demo.port)
-    res = run_loadgen(demo.port, str(tmp_path / "loadgen.json"), path=path, n=n, c=c,
-                      prompt=PROMPT_CHARS, max_tokens=MAX_TOKENS, include_usage=include_usage)
+    client = stream_load(demo.port, path=path, n=n, c=c, prompt_chars=PROMPT_CHARS,
+                         max_tokens=MAX_TOKENS, include_usage=include_usage)
     # ttftrace reports a request once its response ended; let it drain.
     wait_for_file_lines(tr.out_path, lambda o: o.get("type") == "request", n)
     rc = tr.stop()
     assert rc == 0, "ttftrace exit %d: %s" % (rc, tr.stderr)
     assert "Error" not in tr.stderr, tr.stderr
 
-    client = res["requests"]
-    assert len(client) == n and res["summary"]["ok"] == n, res["summary"]
+    assert [r["error"] for r in client] == [None] * n, client
     traced = tr.requests()
     pairs, unmatched, dups = join(client, traced)
     problems = []
@@ -118,6 +135,9 @@ def traced_run(demo, tracer, tmp_path, path, api, n, c, include_usage=True):
         problems.append("ttftrace reported %d requests, client made %d" % (len(traced), n))
     for r, s in pairs:
         problems += check_pair(r, s, path, api)
+    ds = [r["ttft_ms"] - s["ttft_ms"] for r, s in pairs if s.get("ttft_ms") is not None]
+    print("client TTFT - ttftrace TTFT over %d requests: min %.3f max %.3f ms"
+          % (len(ds), min(ds), max(ds)))
 
     summ = tr.summary()
     if summ.get("requests") != n:
