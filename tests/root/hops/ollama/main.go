@@ -11,8 +11,10 @@
 // with eval_count). The server relays each line as it comes.
 //
 // Truth: with -log FILE, one JSON object per request, CLOCK_MONOTONIC ns
-// (the clock of bpf_ktime_get_ns): the server's read, the runner's read and
-// first write, the server's first write.
+// (the clock of bpf_ktime_get_ns): the client's port (rport), the server's
+// read, the clock just before its upstream request and when net/http said it
+// was written (httptrace WroteRequest), the runner's read and first write, the
+// server's first write.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"strings"
@@ -135,7 +138,16 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request, sse bool) {
 	}
 	s.sem <- struct{}{} // the one slot
 	defer func() { <-s.sem }()
-	resp, err := s.client.Post(base+"/completion", "application/json", bytes.NewReader(body))
+	// the upstream request's write lies between these two (net/http/httptrace)
+	var tUpWrote int64
+	tUpPre := monoNs()
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		tUpWrote = monoNs()
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(r.Context(), trace),
+		"POST", base+"/completion", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
 	if err != nil {
 		http.Error(w, err.Error(), 502)
 		return
@@ -185,9 +197,11 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request, sse bool) {
 	}
 	if s.logFile != nil && last != nil {
 		s.logMu.Lock()
-		fmt.Fprintf(s.logFile, "{\"path\":%q,\"t_read_ns\":%d,\"runner_read_ns\":%.0f,"+
-			"\"runner_first_ns\":%.0f,\"t_first_ns\":%d}\n", r.URL.Path, tRead,
-			last["t_read_ns"], last["t_first_ns"], tFirst)
+		_, rport, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprintf(s.logFile, "{\"path\":%q,\"rport\":%s,\"t_read_ns\":%d,"+
+			"\"t_up_pre_ns\":%d,\"t_up_wrote_ns\":%d,\"runner_read_ns\":%.0f,"+
+			"\"runner_first_ns\":%.0f,\"t_first_ns\":%d}\n", r.URL.Path, rport, tRead,
+			tUpPre, tUpWrote, last["t_read_ns"], last["t_first_ns"], tFirst)
 		s.logMu.Unlock()
 	}
 }
