@@ -74,6 +74,12 @@ static void print_net_source(const struct tracer *t, enum net_source asked)
 		"auto: this kernel has no sock_recv_length/sock_send_length";
 
 	fprintf(stderr, "Net source: %s, %s (%s)\n", net_source__name(t->st.source), how, why);
+	/* the cost an operator should know: a BPF run on each syscall of the host, not only ours */
+	if (t->st.source == NET_SOURCE_SOCK && !t->st.sys_enter_tps)
+		fprintf(stderr, "Net source: raw sys_enter instead of the tracefs syscall "
+			"tracepoints: %s; it runs a BPF program on every syscall of the whole "
+			"host, not only the traced processes' (docs/deploy.md)\n",
+			t->st.sys_enter_why[0] ? t->st.sys_enter_why : "?");
 }
 
 int tracer__load_net(struct tracer *t)

@@ -27,7 +27,8 @@ static int n_tracefs;		/* uprobes attached through tracefs events */
 static int n_events;		/* event names used, ttftrace_<pid>/u0 .. u<n_events-1> */
 static bool *live;		/* live[i]: event u<i> exists in uprobe_events */
 static const char *root;	/* the tracefs mount with uprobe_events */
-static char tracefs_why[400];	/* why the tracefs path failed, for uprobe_attach__why */
+static char tracefs_why[400];
+static bool fallback_warned;	/* the tracefs path's failure was said */	/* why the tracefs path failed, for uprobe_attach__why */
 
 static int write_events(const char *line)
 {
@@ -257,9 +258,17 @@ struct bpf_link *uprobe_attach(struct bpf_program *prog, int fd, uint64_t off, u
 	}
 	l = attach_tracefs(prog, fd, off, cookie, retprobe);
 	pthread_mutex_unlock(&lock);
-	/* the refusal is what the caller reports; uprobe_attach__why adds the fallback's failure */
-	if (!l)
+	/* the refusal is what the caller reports; the fallback's failure is said once, here */
+	if (!l) {
+		if (!fallback_warned)
+			ttf_warn("uprobes refused: the kernel creates perf uprobes only with "
+				 "CAP_SYS_ADMIN (%s), and the tracefs uprobe events that stand in "
+				 "failed: %s; engine and TLS library probes are lost "
+				 "(docs/deploy.md)", strerrorname_np(-pmu_refused) ?: "?",
+				 tracefs_why[0] ? tracefs_why : strerror(ENOMEM));
+		fallback_warned = true;
 		errno = -pmu_refused;
+	}
 	return l;
 }
 
@@ -270,15 +279,12 @@ bool uprobe_attach__refused(int err)
 
 const char *uprobe_attach__why(int err)
 {
-	static __thread char why[600];
+	static __thread char why[160];
 
 	if (!uprobe_attach__refused(err))
 		return strerror(-err);
-	if (!tracefs_why[0])
-		snprintf(tracefs_why, sizeof(tracefs_why), "%s", strerror(ENOMEM));
-	snprintf(why, sizeof(why), "attach refused (%s): the kernel creates perf uprobes only "
-		 "with CAP_SYS_ADMIN, and the tracefs uprobe_events path failed: %s",
-		 strerrorname_np(-err) ?: "?", tracefs_why);
+	snprintf(why, sizeof(why), "attach refused (%s): needs CAP_SYS_ADMIN on this kernel, "
+		 "or tracefs (see above)", strerrorname_np(-err) ?: "?");
 	return why;
 }
 
