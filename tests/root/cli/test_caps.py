@@ -231,3 +231,42 @@ def test_documented_caps_attach_openssl_uprobes(procs, tmp_path):
         assert (r["status"], r["path"], r["tokens"]) == (200, "/v1/chat/completions",
                                                          len(t["t_token_ns"])), (r, t)
         assert r["conn"].endswith(":%d" % t["rport"]), (r, t)
+
+
+@needs_root
+def test_refused_uprobe_says_refused_without_tracefs(procs, tmp_path):
+    """With tracefs out of reach (a mount namespace without it), the documented set
+    loses the TLS uprobes where the kernel refuses perf uprobes: ttftrace says the
+    attach was refused and why, not that the symbol is missing, and says that raw
+    sys_enter stands in for the syscall tracepoints and what it costs."""
+    require_built(TTFTRACE)
+    log = str(tmp_path / "truth.ndjson")
+    crt, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True)
+    tls_server = os.path.join(os.path.dirname(os.path.dirname(__file__)), "tls",
+                              "tls_sse_server.py")
+    srv = procs.add(subprocess.Popen(["/usr/bin/python3", tls_server, crt, key, log],
+                                     stdout=subprocess.PIPE, text=True))
+    assert srv.stdout.readline().startswith("listening on 127.0.0.1:")
+    hide = "; ".join("umount -l %s 2>/dev/null" % m for m in
+                     ("/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug"))
+    cmd = " ".join(AS_DOCUMENTED + [TTFTRACE, "-p", str(srv.pid), "-d", "1"])
+    p = subprocess.run(["unshare", "-m", "sh", "-c", "%s; exec %s" % (hide, cmd)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    if re.search(r"tls: OpenSSL 3 at \S+ in PID", p.stderr):
+        pytest.skip("this kernel lets CAP_PERFMON create perf uprobes (before the "
+                    "CVE-2025-38466 fix): nothing is refused")
+    assert "Warning: uprobes refused: the kernel creates perf uprobes only with CAP_SYS_ADMIN " \
+           "(EACCES), and the tracefs uprobe events that stand in failed: tracefs with " \
+           "uprobe_events is not mounted" in p.stderr, p.stderr
+    assert re.search(r"Warning: tls: SSL_\w+ in \S+libssl\.so\.3: attach refused \(EACCES\): "
+                     r"needs CAP_SYS_ADMIN on this kernel, or tracefs \(see above\): its TLS "
+                     r"plaintext is not seen", p.stderr), p.stderr
+    assert "not found" not in p.stderr, p.stderr
+    assert "Net source: raw sys_enter instead of the tracefs syscall tracepoints: tracefs is " \
+           "not mounted and mounting it failed (Operation not permitted: needs " \
+           "CAP_SYS_ADMIN); it runs a BPF program on every syscall of the whole host" \
+           in p.stderr, p.stderr
