@@ -42,7 +42,8 @@ int tracer__check_environment(void)
 	}
 	if (caps__check_bpf(caps, missing, sizeof(missing))) {
 		ttf_error("run as root, or grant them: `setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep "
-			  "ttftrace`; in a container add them to the securityContext",
+			  "ttftrace`; in a container add them to the securityContext. Uprobes "
+			  "need CAP_SYS_ADMIN on 6.16+, or UID 0 and tracefs (docs/deploy.md)",
 			  "ttftrace needs %s to load its BPF programs", missing);
 		return TTF_EXIT_PRIV;
 	}

@@ -100,6 +100,7 @@ def test_missing_bpf_caps_exit_3(nobody_dir, caps, missing):
     assert p.returncode == 3, (p.returncode, p.stderr)
     assert "Error: ttftrace needs %s to load its BPF programs" % missing in p.stderr, p.stderr
     assert "HINT: run as root, or grant them" in p.stderr, p.stderr
+    assert "Uprobes need CAP_SYS_ADMIN on 6.16+, or UID 0 and tracefs" in p.stderr, p.stderr
 
 
 # The documented privilege set (docs/deploy.md "Capabilities, per kernel"): UID 0
