@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* A uprobe through the perf PMU, or through a tracefs uprobe event where the PMU refuses: see uprobe_attach.h. */
+/* A uprobe via the perf PMU, or a tracefs uprobe event where the PMU refuses: uprobe_attach.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -17,18 +17,17 @@
 #include "user/probe/tracefs.h"
 #include "user/probe/uprobe_attach.h"
 
-/* How long the exit-time cleaner retries events the perf-event holder still has open (bpf_util.h). */
+/* How long the exit-time cleaner retries events still held open (bpf_util__destroy_links). */
 #define CLEAN_RETRY_NS (20ull * 1000000000ull)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int pmu_refused;		/* -EACCES/-EPERM of the first refusal, else 0 */
 static pid_t owner;		/* the events' group is ttftrace_<owner> (not the cleaner's pid) */
-static int n_tracefs;		/* uprobes attached through tracefs events */
 static int n_events;		/* event names used, ttftrace_<pid>/u0 .. u<n_events-1> */
 static bool *live;		/* live[i]: event u<i> exists in uprobe_events */
 static const char *root;	/* the tracefs mount with uprobe_events */
-static char tracefs_why[400];
-static bool fallback_warned;	/* the tracefs path's failure was said */	/* why the tracefs path failed, for uprobe_attach__why */
+static char tracefs_why[400];	/* why the tracefs path failed, for the warning */
+static bool fallback_warned;	/* the tracefs path's failure was said */
 
 static int write_events(const char *line)
 {
@@ -218,7 +217,6 @@ static struct bpf_link *attach_tracefs(struct bpf_program *prog, int fd, uint64_
 			 strerror(-err));
 		goto fail;
 	}
-	n_tracefs++;
 	return l;
 fail:
 	if (live[i])
@@ -286,9 +284,4 @@ const char *uprobe_attach__why(int err)
 	snprintf(why, sizeof(why), "attach refused (%s): needs CAP_SYS_ADMIN on this kernel, "
 		 "or tracefs (see above)", strerrorname_np(-err) ?: "?");
 	return why;
-}
-
-int uprobe_attach__n_tracefs(void)
-{
-	return n_tracefs;
 }

@@ -48,9 +48,6 @@ struct bpf_link *uprobe_attach(struct bpf_program *prog, int fd, uint64_t off, u
  */
 const char *uprobe_attach__why(int err);
 
-/* How many uprobes are attached through tracefs events (0: all through the PMU). */
-int uprobe_attach__n_tracefs(void);
-
 /* 1 when a uprobe was refused for want of privilege and not attached at all. */
 bool uprobe_attach__refused(int err);
 
