@@ -42,7 +42,8 @@ int tracer__check_environment(void)
 	}
 	if (caps__check_bpf(caps, missing, sizeof(missing))) {
 		ttf_error("run as root, or grant them: `setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep "
-			  "ttftrace`; in a container add them to the securityContext",
+			  "ttftrace`; in a container add them to the securityContext. Uprobes "
+			  "need CAP_SYS_ADMIN on 6.16+, or UID 0 and tracefs (docs/deploy.md)",
 			  "ttftrace needs %s to load its BPF programs", missing);
 		return TTF_EXIT_PRIV;
 	}
@@ -74,6 +75,12 @@ static void print_net_source(const struct tracer *t, enum net_source asked)
 		"auto: this kernel has no sock_recv_length/sock_send_length";
 
 	fprintf(stderr, "Net source: %s, %s (%s)\n", net_source__name(t->st.source), how, why);
+	/* the cost an operator should know: a BPF run on each syscall of the host, not only ours */
+	if (t->st.source == NET_SOURCE_SOCK && !t->st.sys_enter_tps)
+		fprintf(stderr, "Net source: raw sys_enter instead of the tracefs syscall "
+			"tracepoints: %s; it runs a BPF program on every syscall of the whole "
+			"host, not only the traced processes' (docs/deploy.md)\n",
+			t->st.sys_enter_why[0] ? t->st.sys_enter_why : "?");
 }
 
 int tracer__load_net(struct tracer *t)

@@ -8,7 +8,8 @@
  *   CAP_BPF + CAP_PERFMON   load tracing programs and maps, attach
  *                           tracepoints and uprobes (since Linux 5.8,
  *                           capabilities(7)); CAP_SYS_ADMIN stands in for
- *                           both.
+ *                           both. Perf uprobes need CAP_SYS_ADMIN again
+ *                           since the CVE-2025-38466 fix: uprobe_attach.h.
  *   CAP_SYS_PTRACE          read /proc/PID/{fd,maps,root} of another user's
  *                           processes (ptrace access mode, proc(5)).
  *   CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE

@@ -9,6 +9,7 @@
 #include "engine.skel.h"
 #include "user/lib/log.h"
 #include "user/probe/engine_probe_int.h"
+#include "user/probe/uprobe_attach.h"
 
 /* The target index of the file open as fd, or negative errno (a bad ELF file: ep->bad_why). */
 int ep_find_target(struct engine_probe *ep, const struct stat *st, const char *path, int fd)
@@ -52,11 +53,7 @@ static uint64_t cookie_of(const struct ep_spec *s, uint32_t id)
 static struct bpf_link *attach_one(struct bpf_program *prog, int fd, uint64_t off,
 				   uint64_t cookie, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .bpf_cookie = cookie, .retprobe = ret);
-	char path[32];
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	return bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
+	return uprobe_attach(prog, fd, off, cookie, ret);
 }
 
 static int add_link(struct ep_attach *a, struct bpf_link *l)
@@ -150,7 +147,11 @@ int ep_try_attach(struct engine_probe *ep, int si, int ti, int fd)
 		       cookie_of(s, id), false);
 	if (!l) {
 		err = -errno;
-		ttf_warn("could not attach %s in %s: %s", s->spec.symbol, t->path, strerror(-err));
+		if (uprobe_attach__refused(err))
+			s->refused = err;
+		else
+			ttf_warn("could not attach %s in %s: %s", s->spec.symbol, t->path,
+				 strerror(-err));
 		return err;
 	}
 	ep->n_attaches++;
@@ -158,7 +159,8 @@ int ep_try_attach(struct engine_probe *ep, int si, int ti, int fd)
 	if (!err)
 		err = attach_returns(ep, a, s, t->go, fd, cookie_of(s, id), rets, n_rets);
 	if (err)
-		ttf_warn("return probe of %s in %s: %s", s->spec.symbol, t->path, strerror(-err));
+		ttf_warn("return probe of %s in %s: %s", s->spec.symbol, t->path,
+			 uprobe_attach__why(err));
 	s->n_attached++;
 	ttf_info("attached %s (%s) in %s at file offset 0x%llx+%u, first insn '%s'%s",
 		 s->spec.symbol, ttf_role__name(s->spec.role), t->path,

@@ -33,6 +33,7 @@ struct ep_spec {
 	int n_match;
 	int n_searched;		/* candidate files whose symbols were searched */
 	int n_attached;
+	int refused;		/* -errno when found but the kernel refused its uprobe */
 	bool warned;
 	int last_target;	/* last file searched, for the warning */
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "user/lib/log.h"
 #include "user/probe/engine_probe_int.h"
+#include "user/probe/uprobe_attach.h"
 
 const char *ep_role_loss(int role)
 {
@@ -27,7 +28,7 @@ static void remember_missing(struct engine_probe *ep, const char *msg)
 /* Warn once per spec searched in some file but attached in none. */
 void ep_check_missing(struct engine_probe *ep)
 {
-	char msg[PATH_MAX + 256];
+	char msg[PATH_MAX + 768];
 
 	for (int i = 0; i < ep->n_specs; i++) {
 		struct ep_spec *s = &ep->specs[i];
@@ -35,10 +36,15 @@ void ep_check_missing(struct engine_probe *ep)
 		if (s->warned || s->n_attached || !s->n_searched)
 			continue;
 		s->warned = true;
-		snprintf(msg, sizeof(msg), "%s not found in %s%s: %s", s->spec.symbol,
-			 ep->targets[s->last_target].path,
-			 s->n_searched > 1 ? " (nor in other candidates)" : "",
-			 ep_role_loss(s->spec.role));
+		if (s->refused)
+			snprintf(msg, sizeof(msg), "%s found in %s, but %s: %s", s->spec.symbol,
+				 ep->targets[s->last_target].path, uprobe_attach__why(s->refused),
+				 ep_role_loss(s->spec.role));
+		else
+			snprintf(msg, sizeof(msg), "%s not found in %s%s: %s", s->spec.symbol,
+				 ep->targets[s->last_target].path,
+				 s->n_searched > 1 ? " (nor in other candidates)" : "",
+				 ep_role_loss(s->spec.role));
 		ttf_warn("%s", msg);
 		remember_missing(ep, msg);
 	}

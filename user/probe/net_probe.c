@@ -251,8 +251,8 @@ static int attach_enter_tps(struct net_probe *np, struct bpf_link **links, char 
 	int m = tracefs__ensure();
 
 	if (m < 0) {
-		snprintf(why, why_len, "tracefs is not mounted and mounting it failed (%s)",
-			 strerror(-m));
+		snprintf(why, why_len, "tracefs is not mounted and mounting it failed (%s%s)",
+			 strerror(-m), m == -EPERM ? ": needs CAP_SYS_ADMIN" : "");
 		return -1;
 	}
 	np->tracefs_mounted = m == 1;
@@ -306,8 +306,7 @@ static int attach_sys_enter(struct net_probe *np, struct net_probe_status *st)
 		return 1;
 	}
 	raw = net_probe__program(np, "handle_sys_enter");
-	ttf_info("syscall arguments taken at raw sys_enter (every syscall of the machine runs "
-		 "it): %s", why);
+	snprintf(st->sys_enter_why, sizeof(st->sys_enter_why), "%s", why);
 	if (!raw)
 		return 0;
 	link = bpf_program__attach(raw);

@@ -78,6 +78,7 @@ struct net_probe_status {
 	int sys_enter_tps;	/* sock: the syscall arguments come from the per-syscall
 				 * tracepoints syscalls:sys_enter_X (tracefs), not from
 				 * raw sys_enter (docs/kernel.md B1.5) */
+	char sys_enter_why[160];	/* sock, raw sys_enter: why not the per-syscall ones */
 	int n_attached;
 	int n_failed;
 	int recv_send;		/* the must-haves: sock_{recv,send}_length, or sys_enter/exit */

@@ -15,6 +15,7 @@
 #include "user/probe/net_probe.h"
 #include "user/probe/proc_maps.h"
 #include "user/probe/tls_probe.h"
+#include "user/probe/uprobe_attach.h"
 
 #define MAX_LIBS 64
 #define MAX_SEEN 4096
@@ -107,15 +108,12 @@ void tls_probe__free(struct tls_probe *tp)
  */
 static int attach_at(struct tls_probe *tp, const char *prog_name, int fd, uint64_t off, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, o, .retprobe = ret);
 	struct bpf_program *prog = net_probe__program(tp->np, prog_name);
 	struct bpf_link *l;
-	char path[32];
 
 	if (!prog)
 		return -ENOENT;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	l = bpf_program__attach_uprobe_opts(prog, -1, path, off, &o);
+	l = uprobe_attach(prog, fd, off, 0, ret);
 	if (!l)
 		return -errno;
 	return bpf_util__push_link(&tp->links, &tp->n_links, l);
@@ -192,7 +190,7 @@ static int attach_lib(struct tls_probe *tp, struct tls_lib *lib, struct elf_file
 
 		if (r < 0 || (r == 0 && fs[i].required)) {
 			ttf_warn("tls: %s in %s: %s: its TLS plaintext is not seen", fs[i].symbol,
-				 path, r ? strerror(-r) : "not found");
+				 path, r ? uprobe_attach__why(r) : "not found");
 			return r ? r : -ENOENT;
 		}
 		if (r == 0)

@@ -23,6 +23,14 @@ static int exists(const char *rel)
 	return exists_in(tracefs_paths[0], rel) || exists_in(tracefs_paths[1], rel);
 }
 
+const char *tracefs__root(const char *rel)
+{
+	for (size_t i = 0; i < sizeof(tracefs_paths) / sizeof(tracefs_paths[0]); i++)
+		if (exists_in(tracefs_paths[i], rel))
+			return tracefs_paths[i];
+	return NULL;
+}
+
 int tracefs__ensure(void)
 {
 	if (exists("events"))

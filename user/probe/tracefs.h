@@ -22,6 +22,8 @@
 int tracefs__ensure(void);
 /* Lazily unmount what tracefs__ensure mounted (MNT_DETACH). */
 void tracefs__unmount(void);
+/* The tracefs mount (either path) that has the file rel, or NULL. */
+const char *tracefs__root(const char *rel);
 /* 1 when tracefs (either path) has the event SYSTEM/NAME (its id file), else 0. */
 int tracefs__has_event(const char *system, const char *name);
 

@@ -1,17 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """ttftrace without root: an unprivileged user given CAP_BPF and CAP_PERFMON
 (ambient capabilities through setpriv) traces a server of the same user; one
-without them exits 3 naming what is missing."""
+without them exits 3 naming what is missing. Under the documented set (UID 0
+with CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE only, as the systemd unit and the
+DaemonSet run it) the llama.cpp and OpenSSL uprobes attach, through tracefs
+uprobe events on kernels that refuse perf uprobes without CAP_SYS_ADMIN."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 import pytest
 
 from conftest import SSE_SERVER, TTFTRACE, Client, needs_root, require_built
+from llama_server import completion, start_llama_server
 
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
@@ -94,3 +100,174 @@ def test_missing_bpf_caps_exit_3(nobody_dir, caps, missing):
     assert p.returncode == 3, (p.returncode, p.stderr)
     assert "Error: ttftrace needs %s to load its BPF programs" % missing in p.stderr, p.stderr
     assert "HINT: run as root, or grant them" in p.stderr, p.stderr
+    assert "Uprobes need CAP_SYS_ADMIN on 6.16+, or UID 0 and tracefs" in p.stderr, p.stderr
+
+
+# The documented privilege set (docs/deploy.md "Capabilities, per kernel"): UID 0
+# with only these capabilities, as the systemd unit and the DaemonSet run it.
+DOCUMENTED_CAPS = ("bpf", "perfmon", "sys_ptrace")
+AS_DOCUMENTED = ["setpriv", "--reuid=0", "--bounding-set=-all," +
+                 ",".join("+" + c for c in DOCUMENTED_CAPS), "--inh-caps=-all", "--"]
+CAP_NUMBERS = {"sys_ptrace": 19, "sys_admin": 21, "perfmon": 38, "bpf": 39}
+
+
+def documented_cap_eff():
+    """CapEff of a process started like ttftrace below, as the kernel reports it."""
+    out = subprocess.run(AS_DOCUMENTED + ["grep", "^CapEff:", "/proc/self/status"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out.split()[1], 16)
+
+
+def start_documented(procs, args):
+    """ttftrace under AS_DOCUMENTED; returns (process, stderr lines up to its start-up line)."""
+    tr = procs.add(subprocess.Popen(AS_DOCUMENTED + [TTFTRACE, "--json"] + [str(a) for a in args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    early = []
+    for line in tr.stderr:
+        early.append(line)
+        if "Hit Ctrl-C to end" in line or line.startswith("Error:"):
+            break
+    assert early and "Hit Ctrl-C to end" in early[-1], "".join(early)
+    return tr, early
+
+
+def stop_documented(tr, early):
+    tr.send_signal(signal.SIGINT)
+    out, err = tr.communicate(timeout=30)
+    err = "".join(early) + err
+    assert tr.returncode == 0, err
+    recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    return [r for r in recs if r.get("type") == "request"], err
+
+
+def own_uprobe_events(pid):
+    """Lines of the kernel's uprobe_events that ttftrace PID created (uprobe_attach.c)."""
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        path = os.path.join(root, "uprobe_events")
+        if os.path.exists(path):
+            return [l for l in open(path) if ":ttftrace_%d/" % pid in l]
+    return []
+
+
+def check_uprobe_path(err, pid):
+    """Uprobes attached through the PMU (kernels that let CAP_PERFMON) or, where the
+    kernel refuses it, through tracefs events, said on stderr; none refused."""
+    assert "attach refused" not in err and "not found" not in err, err
+    if "Uprobes: the kernel refused perf uprobes" in err:
+        assert "(EACCES: it requires CAP_SYS_ADMIN" in err, err
+    # its tracefs events are gone after it: the exit-time cleaner's, within its 20 s
+    deadline = time.monotonic() + 25
+    while own_uprobe_events(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not own_uprobe_events(pid), own_uprobe_events(pid)
+
+
+@needs_root
+def test_documented_caps_have_no_sys_admin():
+    eff = documented_cap_eff()
+    assert eff == sum(1 << CAP_NUMBERS[c] for c in DOCUMENTED_CAPS), hex(eff)
+    assert not eff & (1 << CAP_NUMBERS["sys_admin"])
+
+
+@needs_root
+def test_documented_caps_attach_llama_uprobes(procs, tmp_path):
+    """llama.cpp's uprobes attach under the documented set: the stages split
+    (tokenize, queue, prefill), and prefill agrees with the engine's own
+    timings.prompt_ms (the bar of tests/engine/test_llama_server.py)."""
+    require_built(TTFTRACE)
+    port = start_llama_server(procs, tmp_path)
+    srv = procs.procs[-1]
+    tr, early = start_documented(procs, ["-v", "-p", srv.pid])
+    client = [completion(port, "the documented privileges number %d" % i, n_predict=4)
+              for i in range(3)]
+    time.sleep(0.5)
+    reqs, err = stop_documented(tr, early)
+    for sym in ("llama_decode", "llama_tokenize"):
+        assert re.search(r"attached %s \(\w+\) in \S*libllama" % sym, err), err
+    check_uprobe_path(err, tr.pid)
+    by_port = {c["port"]: c["timings"] for c in client}
+    assert len(reqs) == 3, (reqs, err)
+    for r in reqs:
+        t = by_port[int(r["conn"].rsplit(":", 1)[1])]
+        st = r["stages_ms"]
+        assert st["server"] is None, r
+        assert None not in (st["tokenize"], st["queue"], st["prefill"]), r
+        assert abs(st["prefill"] - t["prompt_ms"]) <= 3 + 0.1 * t["prompt_ms"], (st, t)
+
+
+@needs_root
+def test_documented_caps_attach_openssl_uprobes(procs, tmp_path):
+    """The OpenSSL uprobes attach under the documented set: HTTPS requests are
+    read in plaintext (path, status, tokens; opaque without them), against the
+    server's own log."""
+    require_built(TTFTRACE)
+    d = tmp_path
+    crt, key, log = str(d / "cert.pem"), str(d / "key.pem"), str(d / "truth.ndjson")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True)
+    tls_server = os.path.join(os.path.dirname(os.path.dirname(__file__)), "tls",
+                              "tls_sse_server.py")
+    srv = procs.add(subprocess.Popen(["/usr/bin/python3", tls_server, crt, key, log, "30", "5",
+                                      "4"], stdout=subprocess.PIPE, text=True))
+    line = srv.stdout.readline()
+    assert line.startswith("listening on 127.0.0.1:"), line
+    port = int(line.rsplit(":", 1)[1])
+    tr, early = start_documented(procs, ["-p", srv.pid])
+    body = json.dumps({"model": "m", "stream": True, "max_tokens": 4,
+                       "messages": [{"role": "user", "content": "hi"}]})
+    for _ in range(2):
+        subprocess.run(["curl", "-sk", "-N", "--http1.1", "-H", "Content-Type: application/json",
+                        "https://127.0.0.1:%d/v1/chat/completions" % port, "-d", body],
+                       check=True, capture_output=True, timeout=30)
+    time.sleep(0.5)
+    reqs, err = stop_documented(tr, early)
+    assert re.search(r"tls: OpenSSL 3 at \S*libssl\.so\.3 in PID %d" % srv.pid, err), err
+    check_uprobe_path(err, tr.pid)
+    truth = [json.loads(l) for l in open(log) if l.strip()]
+    assert len(truth) == 2 and len(reqs) == 2, (reqs, truth, err)
+    for r, t in zip(sorted(reqs, key=lambda r: r["t_arrival_ns"]),
+                    sorted(truth, key=lambda t: t["t_read_ns"])):
+        assert "tls" in r["flags"], r
+        assert (r["status"], r["path"], r["tokens"]) == (200, "/v1/chat/completions",
+                                                         len(t["t_token_ns"])), (r, t)
+        assert r["conn"].endswith(":%d" % t["rport"]), (r, t)
+
+
+@needs_root
+def test_refused_uprobe_says_refused_without_tracefs(procs, tmp_path):
+    """With tracefs out of reach (a mount namespace without it), the documented set
+    loses the TLS uprobes where the kernel refuses perf uprobes: ttftrace says the
+    attach was refused and why, not that the symbol is missing, and says that raw
+    sys_enter stands in for the syscall tracepoints and what it costs."""
+    require_built(TTFTRACE)
+    log = str(tmp_path / "truth.ndjson")
+    crt, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                    "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True)
+    tls_server = os.path.join(os.path.dirname(os.path.dirname(__file__)), "tls",
+                              "tls_sse_server.py")
+    srv = procs.add(subprocess.Popen(["/usr/bin/python3", tls_server, crt, key, log],
+                                     stdout=subprocess.PIPE, text=True))
+    assert srv.stdout.readline().startswith("listening on 127.0.0.1:")
+    hide = "; ".join("umount -l %s 2>/dev/null" % m for m in
+                     ("/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/sys/kernel/debug"))
+    cmd = " ".join(AS_DOCUMENTED + [TTFTRACE, "-p", str(srv.pid), "-d", "1"])
+    p = subprocess.run(["unshare", "-m", "sh", "-c", "%s; exec %s" % (hide, cmd)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    if re.search(r"tls: OpenSSL 3 at \S+ in PID", p.stderr):
+        pytest.skip("this kernel lets CAP_PERFMON create perf uprobes (before the "
+                    "CVE-2025-38466 fix): nothing is refused")
+    assert "Warning: uprobes refused: the kernel creates perf uprobes only with CAP_SYS_ADMIN " \
+           "(EACCES), and the tracefs uprobe events that stand in failed: tracefs with " \
+           "uprobe_events is not mounted" in p.stderr, p.stderr
+    assert re.search(r"Warning: tls: SSL_\w+ in \S+libssl\.so\.3: attach refused \(EACCES\): "
+                     r"needs CAP_SYS_ADMIN on this kernel, or tracefs \(see above\): its TLS "
+                     r"plaintext is not seen", p.stderr), p.stderr
+    assert "not found" not in p.stderr, p.stderr
+    assert "Net source: raw sys_enter instead of the tracefs syscall tracepoints: tracefs is " \
+           "not mounted and mounting it failed (Operation not permitted: needs " \
+           "CAP_SYS_ADMIN); it runs a BPF program on every syscall of the whole host" \
+           in p.stderr, p.stderr

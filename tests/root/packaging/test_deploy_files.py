@@ -112,6 +112,12 @@ def test_daemonset_privileges():
     assert sc["seccompProfile"]["type"] == "Unconfined"
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert mounts["/sys"]["readOnly"] is True
+    # uprobes as tracefs events where the kernel refuses perf uprobes (docs/deploy.md):
+    # the host's tracefs writable, by UID 0 (uprobe_events is root's, mode 0640)
+    assert not mounts["/sys/kernel/tracing"].get("readOnly")
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols[mounts["/sys/kernel/tracing"]["name"]]["hostPath"]["path"] == "/sys/kernel/tracing"
+    assert sc["runAsUser"] == 0
     # the args are a valid command line: --metrics on every address, the port exposed
     args = c["args"]
     assert args[args.index("--metrics") + 1] == "0.0.0.0:9464"
@@ -131,6 +137,9 @@ def test_unit_capabilities_match():
     assert re.search(r"^ExecStart=@BINDIR@/ttftrace \$TTFTRACE_ARGS$", unit, re.M)
     # exit codes (README "Exit codes") a restart cannot fix: usage, privileges, kernel
     assert re.search(r"^RestartPreventExitStatus=2 3 4$", unit, re.M)
+    # root with only those capabilities, tracefs writable (uprobe events, docs/deploy.md)
+    assert not re.search(r"^(User|DynamicUser)=", unit, re.M)
+    assert re.search(r"^ReadWritePaths=-/sys/kernel/tracing$", unit, re.M)
 
 
 HARDENING = ("ProtectSystem=strict", "ProtectKernelModules=yes", "ProtectKernelLogs=yes",
