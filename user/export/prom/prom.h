@@ -71,7 +71,15 @@ struct prom_buckets {
 };
 
 #define PROM_MAX_COMMS 16
-#define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
+/*
+ * Distinct model label values, then "other". Only a successful (2xx, ok)
+ * request makes a value, so a client sending made-up names on failing
+ * requests cannot use the slots up; a value whose last successful request
+ * started PROM_MODEL_QUIET_NS before a new name's, with none in flight, gives
+ * its slot (and its series) to the new name.
+ */
+#define PROM_MAX_MODELS 16
+#define PROM_MODEL_QUIET_NS (600ull * 1000000000ull)	/* 10 minutes */
 /* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hops/view.h: 16 today) */
 #define PROM_MAX_HOP_STAGES 32
 

@@ -47,7 +47,12 @@ struct prom_metrics {
 	char comms[PROM_MAX_COMMS][16];
 	int n_comms;
 	char models[PROM_MAX_MODELS][64];
+	/* t_start_ns of the last successful request of each model (slot reuse) */
+	uint64_t model_seen_ns[PROM_MAX_MODELS];
 	int n_models;
+	uint64_t models_reused;	/* slots a quiet value gave to a new name */
+	/* the stages (enum ttf_stage) some request had: only these are exported */
+	uint32_t stages_seen;
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	/*
