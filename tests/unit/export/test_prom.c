@@ -324,6 +324,8 @@ static void test_in_flight_across_new_model(void **state)
 	assert_non_null(text);
 	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"other\"} 0");
 	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"new\"} 0");
+	/* reading made no histogram series for "other" */
+	lacks(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"other\"}");
 	free(text);
 	prom_metrics__free(pm);
 }

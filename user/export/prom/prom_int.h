@@ -8,6 +8,7 @@
 #define TTFTRACE_PROM_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include "user/lib/histo.h"
@@ -51,6 +52,13 @@ struct prom_metrics {
 	uint64_t model_seen_ns[PROM_MAX_MODELS];
 	int n_models;
 	uint64_t models_reused;	/* slots a quiet value gave to a new name */
+	/*
+	 * In flight under model "other" by (api, comm): requests read before a
+	 * successful request made their model's value, kept off the series so
+	 * that reading a request makes no histogram series.
+	 */
+	uint64_t pending[N_API][PROM_MAX_COMMS + 1];
+	bool pending_seen[N_API][PROM_MAX_COMMS + 1];
 	/* the stages (enum ttf_stage) some request had: only these are exported */
 	uint32_t stages_seen;
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];

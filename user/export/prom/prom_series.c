@@ -123,18 +123,19 @@ static int model_index(struct prom_metrics *pm, const char *model, bool admit, u
 	return i;
 }
 
+static struct prom_series *series_find(const struct prom_metrics *pm, enum ttf_api api, int comm,
+				       int model);
+
 _Static_assert(TTF_ST__ALL <= 32, "stages_seen is a 32-bit mask");
 
 /* The series of (api, comm, model), created on first use; NULL when out of memory. */
 static struct prom_series *series_get(struct prom_metrics *pm, enum ttf_api api, int comm,
 				      int model)
 {
-	struct prom_series *s;
+	struct prom_series *s = series_find(pm, api, comm, model);
 
-	for (int i = 0; i < pm->n_series; i++)
-		if (pm->series[i]->api == api && pm->series[i]->comm == comm &&
-		    pm->series[i]->model == model)
-			return pm->series[i];
+	if (s)
+		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -164,22 +165,35 @@ static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_r
 			  model_index(pm, r->model, admit, now_ns));
 }
 
+/* The series of (api, comm, model) when it exists. */
+static struct prom_series *series_find(const struct prom_metrics *pm, enum ttf_api api, int comm,
+				       int model)
+{
+	for (int i = 0; i < pm->n_series; i++)
+		if (pm->series[i]->api == api && pm->series[i]->comm == comm &&
+		    pm->series[i]->model == model)
+			return pm->series[i];
+	return NULL;
+}
+
 /*
- * r leaves the in-flight gauge. It was counted under the label its model
- * had when it was read; when a successful request made that value since, the
- * count is under "other": take it from there once the value's own is spent.
+ * r leaves the in-flight gauge. It was counted where its model's label was
+ * when it was read: its value's series, or the pending count of "other" when
+ * a successful request had not made the value yet. A value made meanwhile:
+ * take it from there once the value's own count is spent.
  */
 static void leave_in_flight(struct prom_metrics *pm, const struct ttf_request *r)
 {
-	struct prom_series *s;
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model, false, 0);
+	struct prom_series *s = series_find(pm, api, comm, model);
 
 	if (!(r->flags & TTF_REQ_READ))
 		return;
-	s = series_of(pm, r, false, 0);
-	if (s && !s->in_flight && s->model < PROM_MAX_MODELS)
-		s = series_get(pm, s->api, s->comm, MODEL_OTHER);
-	if (s && s->in_flight)
+	if (model != MODEL_OTHER && s && s->in_flight)
 		s->in_flight--;
+	else if (pm->pending[api][comm])
+		pm->pending[api][comm]--;
 }
 
 /* The index of (hop, stage), registered when new; -1 when the table is full. */
@@ -289,8 +303,17 @@ void prom_metrics__add_uprobe_hits(struct prom_metrics *pm, uint64_t n)
 
 void prom_metrics__read(struct prom_metrics *pm, const struct ttf_request *r)
 {
-	struct prom_series *s = series_of(pm, r, false, 0);
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model, false, 0);
+	struct prom_series *s;
 
+	/* a name no successful request made yet: counted aside, no series made for it */
+	if (model == MODEL_OTHER) {
+		pm->pending[api][comm]++;
+		pm->pending_seen[api][comm] = true;
+		return;
+	}
+	s = series_get(pm, api, comm, model);
 	if (s)
 		s->in_flight++;
 }

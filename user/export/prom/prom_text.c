@@ -269,6 +269,15 @@ static void put_series_counter(FILE *f, const struct prom_metrics *pm, const cha
 	}
 }
 
+static bool has_series(const struct prom_metrics *pm, int api, int comm, int model)
+{
+	for (int i = 0; i < pm->n_series; i++)
+		if ((int)pm->series[i]->api == api && pm->series[i]->comm == comm &&
+		    pm->series[i]->model == model)
+			return true;
+	return false;
+}
+
 static void put_in_flight(FILE *f, const struct prom_metrics *pm)
 {
 	char label[PROM_LABEL_BYTES];
@@ -276,11 +285,27 @@ static void put_in_flight(FILE *f, const struct prom_metrics *pm)
 	put_head(f, "ttftrace_requests_in_flight", "gauge",
 		 "Requests read completely whose response has not finished");
 	for (int i = 0; i < pm->n_series; i++) {
-		series_label(pm, pm->series[i], label, sizeof(label));
+		const struct prom_series *s = pm->series[i];
+		uint64_t n = s->in_flight;
+
+		if (s->model == MODEL_OTHER)
+			n += pm->pending[s->api][s->comm];
+		series_label(pm, s, label, sizeof(label));
 		label[strlen(label) - 1] = '\0';	/* no trailing comma */
-		fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label,
-			(unsigned long long)pm->series[i]->in_flight);
+		fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label, (unsigned long long)n);
 	}
+	/* "other" in flight where no "other" series exists */
+	for (int api = 0; api < N_API; api++)
+		for (int comm = 0; comm <= PROM_MAX_COMMS; comm++) {
+			struct prom_series o = { .api = api, .comm = comm, .model = MODEL_OTHER };
+
+			if (!pm->pending_seen[api][comm] || has_series(pm, api, comm, MODEL_OTHER))
+				continue;
+			series_label(pm, &o, label, sizeof(label));
+			label[strlen(label) - 1] = '\0';
+			fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label,
+				(unsigned long long)pm->pending[api][comm]);
+		}
 }
 
 
