@@ -246,3 +246,50 @@ def test_each_panel_against_the_run(tracer, procs, tmp_path):
     assert len(checked) >= 20, sorted(checked)
     print("stack %.6f s, mean TTFT %.6f s over %d requests, window %s" % (
         checked["stack_s"], checked["mean_ttft_s"], len(ok), window))
+
+
+def test_hop_stage_panel_against_the_run(sse_server, tracer, procs, tmp_path):
+    """The hop-stage panel through a gateway: nginx (tests/root/hops) in front
+    of the SSE fixture. Each (hop, stage) is that stage's mean over the
+    requests that crossed processes, from the NDJSON's hop_stages_ms, and
+    the stack adds up to their mean TTFT."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "root", "hops"))
+    import test_gateway as tg
+    with open(td.DASHBOARD) as f:
+        dash = json.load(f)
+    (expr,) = [t["expr"] for p in td.panels(dash) if p["title"].startswith("Hop stages")
+               for t in p["targets"]]
+    srv = sse_server("--ttft-ms", str(SSE_TTFT_MS), "--itl-ms", "2", "--tokens", str(TOKENS),
+                     "--nodelay")
+    gw = tg.start_nginx(procs, tmp_path, srv.port)
+    mport = free_port()
+    tr = tracer("--port", gw, "--metrics", str(mport))
+    api = tp.start_prometheus(procs, tmp_path, mport)
+
+    def one():
+        c = Client(gw)
+        assert c.request(max_tokens=TOKENS).status == 200
+        c.close()
+
+    one()
+    ts0 = wait_scraped(api, 1)
+    time.sleep(1.2)
+    n = 12
+    for _ in range(n):
+        one()
+    ts1 = wait_scraped(api, 1 + n)
+    secs = ts1 - ts0
+    r = query_at(api, substitute(expr, "%dms" % round(secs * 1000 + 1)), ts1)
+    got = {(x["metric"]["hop"], x["metric"]["stage"]): float(x["value"][1]) for x in r}
+    assert tr.stop() == 0, tr.stderr
+    recs = sorted(tr.requests(), key=lambda x: x["t_arrival_ns"])[1:]
+    assert len(recs) == n and all(x.get("hop_stages_ms") for x in recs), recs[:1]
+    want = {}
+    for x in recs:
+        for st, ms in x["hop_stages_ms"].items():
+            want[st] = want.get(st, 0) + ms / 1e3 / n
+    assert {st for _, st in got} == set(want), (got, want)
+    for (hop, st), v in got.items():
+        assert v == pytest.approx(want[st], abs=1e-5), (hop, st, v, want[st])
+    mean_ttft = sum(x["ttft_ms"] for x in recs) / n / 1e3
+    assert sum(got.values()) == pytest.approx(mean_ttft, rel=1e-3), (got, mean_ttft)
