@@ -89,17 +89,6 @@ def bucket_of(bounds, x):
     return lo, math.inf
 
 
-def wait_listen(port):
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            Client(port).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, "nothing listens on %d" % port
-            time.sleep(0.1)
-
-
 def run(tracer, procs, tmp_path):
     """Two servers under one ttftrace -c: the fixture engine, whose requests have
     exact stages (frontend, queue, prefill, emit), and the SSE fixture, whose
@@ -113,8 +102,8 @@ def run(tracer, procs, tmp_path):
     mport = free_port()
     tr = tracer("-c", cmd, "--profile", td.PROFILE, "--metrics", str(mport))
     api = tp.start_prometheus(procs, tmp_path, mport)
-    wait_listen(pe)
-    wait_listen(ps)
+    tp.wait_listen(pe)
+    tp.wait_listen(ps)
 
     def one(port, ok):
         c = Client(port)
