@@ -432,7 +432,8 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 		C("engine_unmatched_returns", ts->unmatched_returns);
 		C("engine_orphan_prompt_steps", ts->orphan_prompt_steps);
 		C("engine_chunks_claimed_late", ts->chunks_claimed_late);
-		C("engine_steps_evicted", ts->dropped_old);
+		/* past the horizon: routine trimming, not data lost before use */
+		C("engine_steps_trimmed", ts->dropped_old - ts->steps_capped);
 		C("engine_steps_capped", ts->steps_capped);
 		C("aborted_requests_seen_by_engine", ts->aborted);
 		C("orphaned_engine_steps", ts->orphaned_steps);
@@ -454,7 +455,12 @@ static int own_counters(struct pipeline *p, struct report_counter *c)
 
 		sched__stats(p->sched, &ss);
 		C("sched_inconsistent", ss.inconsistent);
-		C("sched_marks_dropped", ss.marks_horizon + ss.marks_cap);
+		/*
+		 * Marks older than the horizon are trimmed routinely: no query
+		 * reaches that far back. Only a query that reached into time a cap
+		 * dropped (overlays_cut) lost data it needed.
+		 */
+		C("sched_marks_trimmed", ss.marks_horizon);
 		C("sched_marks_capped", ss.marks_cap);
 		C("sched_overlays_cut", ss.overlays_cut);
 		C("sched_threads_refused", ss.threads_refused);

@@ -83,6 +83,17 @@ def start_prometheus(procs, tmp_path, target_port):
     pytest.fail("prometheus not ready: " + open(tmp_path / "prometheus.log").read())
 
 
+def wait_listen(port, timeout_s=10):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            Client(port).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "server on %d did not listen" % port
+            time.sleep(0.1)
+
+
 def wait_value(api_port, expr, want, timeout_s=30):
     deadline, got = time.monotonic() + timeout_s, None
     while time.monotonic() < deadline:
@@ -210,14 +221,7 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
                 "--buckets", "e2e=0.1,0.5,1")
     api = start_prometheus(procs, tmp_path, mport)
     for port in (pf, ps):
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                Client(port).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "server on %d did not listen" % port
-                time.sleep(0.1)
+        wait_listen(port)
     # the 404 first: --exit-after counts only completions, and both servers exit
     # after their last one (nothing outlives the test)
     c = Client(pf)
@@ -241,8 +245,9 @@ def test_prometheus_histogram_quantile_of_a_known_distribution(tracer, procs, tm
     assert abs(scalar(api, q % 0.9) - (0.28 + 0.04 * 3 / 4)) < 1e-9
     assert abs(scalar(api, q % 0.6) - 0.06) < 1e-9
     # the 404 is counted by route (an unmatched path is route "unknown", never the
-    # path), status class and outcome, and feeds no latency histogram
-    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",model="m",'
+    # path), status class and outcome, and feeds no latency histogram; it came
+    # before any successful request, so its body's model made no label value
+    assert scalar(api, 'ttftrace_requests_total{route="unknown",comm="sse_server",model="other",'
                   'status_class="4xx",outcome="error"}') == 1
     assert scalar(api, 'ttftrace_ttft_seconds_count{route="unknown"}') == 0
     assert "/v1/nope" not in text

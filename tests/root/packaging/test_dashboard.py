@@ -86,7 +86,10 @@ def _load(port, stop, counts):
 def test_dashboard_queries_return_data(tracer, procs, tmp_path):
     with open(DASHBOARD) as f:
         dash = json.load(f)
-    targets = [(p["title"], t["expr"]) for p in panels(dash) for t in p.get("targets", [])]
+    # the hop-stage panel has data only through a gateway or a message hop
+    # (tests/root/export/test_dashboard_values.py checks its query)
+    targets = [(p["title"], t["expr"]) for p in panels(dash) for t in p.get("targets", [])
+               if not p["title"].startswith("Hop stages")]
     assert len(targets) >= 15, targets
     ds_vars = [v for v in dash["templating"]["list"] if v["type"] == "datasource"]
     assert len(ds_vars) == 1 and ds_vars[0]["query"] == "prometheus"

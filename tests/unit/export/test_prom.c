@@ -59,6 +59,8 @@ static void lacks(const char *text, const char *s)
 /* 3 token events written 120, 130 and 160 ms after the start: ITLs 10 and 30 ms. */
 /* The request body's "model" of the next observe_one() (empty: unknown). */
 static const char *obs_model = "";
+/* and its start time */
+static uint64_t obs_start_ns;
 
 static void observe_one(struct prom_metrics *pm, uint32_t flags, int status, enum ttf_api api,
 			const char *comm, const struct ttf_attrib *a)
@@ -70,6 +72,7 @@ static void observe_one(struct prom_metrics *pm, uint32_t flags, int status, enu
 				 .api = api, .usage_prompt_tokens = 11 };
 	struct ttf_req_metrics m = {
 		.ttft_ns = 120000000, .e2e_ns = 200000000, .tpot_ns = 20e6, .n_tokens = 3,
+		.t_start_ns = obs_start_ns,
 	};
 
 	snprintf(r.comm, sizeof(r.comm), "%s", comm);
@@ -135,7 +138,9 @@ static void test_render(void **state)
 	has(text, "ttftrace_ttft_stage_seconds_bucket{" L ",stage=\"queue\",le=\"0.0005\"} 0");
 	has(text, "ttftrace_ttft_stage_seconds_bucket{" L ",stage=\"queue\",le=\"0.001\"} 1");
 	has(text, "ttftrace_ttft_stage_seconds_sum{" L ",stage=\"queue\"} 0.001");
-	has(text, "ttftrace_ttft_stage_seconds_count{" L ",stage=\"prefill\"} 0");
+	/* a stage no request had has no series: no copy without CUPTI, no NaN quantiles */
+	lacks(text, "stage=\"prefill\"");
+	lacks(text, "stage=\"copy\"");
 	lacks(text, "stage=\"tokenize\"");
 	has(text, "ttftrace_tokenize_seconds_bucket{" L ",le=\"0.00025\"} 1");
 	has(text, "ttftrace_tokenize_seconds_count{" L "} 1");
@@ -216,6 +221,135 @@ static void test_model_label_bounded(void **state)
 	lacks(text, "model=\"m16\"");
 	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"other\"} 3");
 	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"unknown\"} 1");
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/*
+ * Any client can name a model in a request that fails: 20 made-up names on
+ * 404s make no label value, and a real model served later gets its own.
+ */
+static void test_model_label_failing_requests(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	char model[32], *text;
+
+	assert_non_null(pm);
+	for (int i = 0; i < 20; i++) {
+		snprintf(model, sizeof(model), "scan%d", i);
+		obs_model = model;
+		observe_one(pm, TTF_REQ_ERROR, 404, TTF_API_UNKNOWN, "srv", NULL);
+		observe_one(pm, TTF_REQ_ERROR, 500, TTF_API_CHAT, "srv", NULL);
+	}
+	obs_model = "real";
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	observe_one(pm, TTF_REQ_ERROR, 503, TTF_API_CHAT, "srv", NULL);	/* known now: its own */
+	obs_model = "";
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	lacks(text, "model=\"scan");
+	has(text, "ttftrace_requests_total{route=\"unknown\",comm=\"srv\",model=\"other\","
+		  "status_class=\"4xx\",outcome=\"error\"} 20");
+	has(text, "ttftrace_requests_total{route=\"chat\",comm=\"srv\",model=\"other\","
+		  "status_class=\"5xx\",outcome=\"error\"} 20");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"real\"} 1");
+	has(text, "ttftrace_requests_total{route=\"chat\",comm=\"srv\",model=\"real\","
+		  "status_class=\"5xx\",outcome=\"error\"} 1");
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/* A value quiet for PROM_MODEL_QUIET_NS, with none in flight, gives its slot to a new name. */
+static void test_model_slot_freed_when_quiet(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	struct ttf_request rd = { .api = TTF_API_CHAT, .flags = TTF_REQ_READ, .comm = "srv",
+				  .model = "m1" };
+	char model[32], *text;
+
+	assert_non_null(pm);
+	obs_start_ns = 1000000000;
+	for (int i = 0; i < PROM_MAX_MODELS; i++) {
+		snprintf(model, sizeof(model), "m%d", i);
+		obs_model = model;
+		observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	}
+	prom_metrics__read(pm, &rd);	/* m1 has one in flight: not quiet */
+	/* m5 stays busy */
+	obs_start_ns += PROM_MODEL_QUIET_NS / 2;
+	obs_model = "m5";
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	/* not quiet for long enough yet: "other" */
+	obs_model = "early";
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	/* m0 has been quiet for longer: its slot and series go to the new name */
+	obs_start_ns = 1000000000 + PROM_MODEL_QUIET_NS + 1;
+	obs_model = "late";
+	observe_one(pm, 0, 200, TTF_API_CHAT, "srv", NULL);
+	obs_model = "";
+	obs_start_ns = 0;
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	lacks(text, "model=\"early\"");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"other\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"late\"} 1");
+	lacks(text, "model=\"m0\"");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"m1\"} 1");
+	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"m1\"} 1");
+	has(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"m5\"} 2");
+	has(text, "ttftrace_tracer_events_total{name=\"prom_model_slots_reused\"} 1");
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/*
+ * A request read before a successful one made its model's value is in flight
+ * under "other", and leaves from there.
+ */
+static void test_in_flight_across_new_model(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	struct ttf_request rd = { .api = TTF_API_CHAT, .flags = TTF_REQ_READ, .comm = "srv",
+				  .model = "new" };
+	char *text;
+
+	assert_non_null(pm);
+	prom_metrics__read(pm, &rd);
+	prom_metrics__read(pm, &rd);
+	obs_model = "new";
+	observe_one(pm, TTF_REQ_READ, 200, TTF_API_CHAT, "srv", NULL);
+	observe_one(pm, TTF_REQ_READ, 200, TTF_API_CHAT, "srv", NULL);
+	obs_model = "";
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"other\"} 0");
+	has(text, "ttftrace_requests_in_flight{route=\"chat\",comm=\"srv\",model=\"new\"} 0");
+	/* reading made no histogram series for "other" */
+	lacks(text, "ttftrace_ttft_seconds_count{route=\"chat\",comm=\"srv\",model=\"other\"}");
+	free(text);
+	prom_metrics__free(pm);
+}
+
+/* Trimming old history is not a drop; a scheduler overlay cut short is. */
+static void test_trimmed_is_not_dropped(void **state)
+{
+	struct prom_metrics *pm = prom_metrics__new(NULL);
+	struct report_counter c[] = {
+		{ "sched_marks_trimmed", 900 }, { "engine_steps_trimmed", 40 },
+		{ "sched_overlays_cut", 2 }, { "sched_marks_capped", 5 },
+	};
+	char *text;
+
+	assert_non_null(pm);
+	prom_metrics__set_counters(pm, c, 4);
+	text = prom_metrics__render(pm, NULL);
+	assert_non_null(text);
+	has(text, "ttftrace_tracer_events_total{name=\"sched_marks_trimmed\"} 900");
+	has(text, "ttftrace_tracer_events_total{name=\"engine_steps_trimmed\"} 40");
+	has(text, "ttftrace_tracer_events_total{name=\"sched_marks_capped\"} 5");
+	has(text, "ttftrace_dropped_events_total{reason=\"sched_overlays_cut\"} 2");
+	lacks(text, "reason=\"sched_marks");
+	lacks(text, "reason=\"engine_steps");
 	free(text);
 	prom_metrics__free(pm);
 }
@@ -355,7 +489,11 @@ int main(void)
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_labels_bounded),
 		cmocka_unit_test(test_model_label_bounded),
+		cmocka_unit_test(test_model_label_failing_requests),
+		cmocka_unit_test(test_model_slot_freed_when_quiet),
 		cmocka_unit_test(test_in_flight),
+		cmocka_unit_test(test_in_flight_across_new_model),
+		cmocka_unit_test(test_trimmed_is_not_dropped),
 		cmocka_unit_test(test_cupti_counters),
 		cmocka_unit_test(test_buckets_option),
 		cmocka_unit_test(test_parse_listen),

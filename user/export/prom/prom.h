@@ -9,9 +9,11 @@
  *
  * Labels, all bounded: route = the request's API kind (ttf_api_name(), vocab.h:
  * chat, completion, llamacpp, unknown; never the path), comm = the server's
- * comm (the first PROM_MAX_COMMS distinct ones, then "other"), status_class =
- * 1xx..5xx or "unknown" (no status seen). Series appear with the first request
- * that has their labels.
+ * comm (the first PROM_MAX_COMMS distinct ones, then "other"), model = the
+ * request body's (values made by successful requests only, PROM_MAX_MODELS of
+ * them, then "other"; none named: "unknown"), status_class = 1xx..5xx or
+ * "unknown" (no status seen). Series appear with the first request that has
+ * their labels; stage series once a request had the stage.
  *
  *   ttftrace_ttft_seconds{route,comm}          histogram \  successful requests
  *   ttftrace_ttft_stage_seconds{route,comm,stage}  histogram |  only: outcome ok
@@ -30,8 +32,10 @@
  *   ttftrace_prompt_tokens_total{route,comm}  counter, usage.prompt_tokens of the
  *                                       requests whose stream reported usage
  *   ttftrace_uprobe_hits_total          counter, engine uprobe hits (entry and return)
- *   ttftrace_dropped_events_total{reason}  counter, every tracer counter whose name says
- *                                       full/lost/dropped/refused/discarded/evicted/oom
+ *   ttftrace_dropped_events_total{reason}  counter, data lost before it was used: every
+ *                                       tracer counter whose name says full/lost/dropped/
+ *                                       refused/discarded/evicted/oom, sched_overlays_cut
+ *                                       (trimming old history is not a drop)
  *   ttftrace_<name>_seconds_total       counter, a tracer counter NAME_us (/1e6),
  *                                       NAME_ms (/1e3) or NAME_ns (/1e9)
  *   ttftrace_cupti_records_total        counter, gpu_records when the collector reports
@@ -71,7 +75,15 @@ struct prom_buckets {
 };
 
 #define PROM_MAX_COMMS 16
-#define PROM_MAX_MODELS 16	/* distinct model label values, then "other" */
+/*
+ * Distinct model label values, then "other". Only a successful (2xx, ok)
+ * request makes a value, so a client sending made-up names on failing
+ * requests cannot use the slots up; a value whose last successful request
+ * started PROM_MODEL_QUIET_NS before a new name's, with none in flight, gives
+ * its slot (and its series) to the new name.
+ */
+#define PROM_MAX_MODELS 16
+#define PROM_MODEL_QUIET_NS (600ull * 1000000000ull)	/* 10 minutes */
 /* (hop, stage) pairs of ttftrace_hop_stage_seconds (user/model/hops/view.h: 16 today) */
 #define PROM_MAX_HOP_STAGES 32
 

@@ -8,6 +8,7 @@
 #define TTFTRACE_PROM_INT_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include "user/lib/histo.h"
@@ -47,7 +48,19 @@ struct prom_metrics {
 	char comms[PROM_MAX_COMMS][16];
 	int n_comms;
 	char models[PROM_MAX_MODELS][64];
+	/* t_start_ns of the last successful request of each model (slot reuse) */
+	uint64_t model_seen_ns[PROM_MAX_MODELS];
 	int n_models;
+	uint64_t models_reused;	/* slots a quiet value gave to a new name */
+	/*
+	 * In flight under model "other" by (api, comm): requests read before a
+	 * successful request made their model's value, kept off the series so
+	 * that reading a request makes no histogram series.
+	 */
+	uint64_t pending[N_API][PROM_MAX_COMMS + 1];
+	bool pending_seen[N_API][PROM_MAX_COMMS + 1];
+	/* the stages (enum ttf_stage) some request had: only these are exported */
+	uint32_t stages_seen;
 	struct prom_series *series[N_API * (PROM_MAX_COMMS + 1) * (PROM_MAX_MODELS + 2)];
 	int n_series;
 	/*

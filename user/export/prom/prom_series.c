@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The metrics object: one series per label set, fed by each finished request. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,32 +59,83 @@ static int comm_index(struct prom_metrics *pm, const char *comm)
 	return pm->n_comms++;
 }
 
-/* The first PROM_MAX_MODELS distinct names keep their own series, then "other". */
-static int model_index(struct prom_metrics *pm, const char *model)
+/* Free the series of model slot i (quiet: none in flight), for a new name. */
+static void free_model_series(struct prom_metrics *pm, int i)
 {
-	if (!model[0])
-		return MODEL_UNKNOWN;
-	for (int i = 0; i < pm->n_models; i++)
-		if (!strcmp(pm->models[i], model))
-			return i;
-	if (pm->n_models == PROM_MAX_MODELS || !strcmp(model, "other") ||
-	    !strcmp(model, "unknown"))
-		return MODEL_OTHER;
-	snprintf(pm->models[pm->n_models], sizeof(pm->models[0]), "%s", model);
-	return pm->n_models++;
+	int k = 0;
+
+	for (int j = 0; j < pm->n_series; j++) {
+		if (pm->series[j]->model == i)
+			free(pm->series[j]);
+		else
+			pm->series[k++] = pm->series[j];
+	}
+	pm->n_series = k;
 }
 
-/* The series of r's labels, created on first use; NULL when out of memory. */
-static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_request *r)
+static bool model_in_flight(const struct prom_metrics *pm, int i)
 {
-	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
-	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model);
-	struct prom_series *s;
+	for (int j = 0; j < pm->n_series; j++)
+		if (pm->series[j]->model == i && pm->series[j]->in_flight)
+			return true;
+	return false;
+}
 
-	for (int i = 0; i < pm->n_series; i++)
-		if (pm->series[i]->api == api && pm->series[i]->comm == comm &&
-		    pm->series[i]->model == model)
-			return pm->series[i];
+/* A slot whose value has been quiet for PROM_MODEL_QUIET_NS before now_ns; -1: none. */
+static int quiet_model(const struct prom_metrics *pm, uint64_t now_ns)
+{
+	for (int i = 0; i < pm->n_models; i++)
+		if (pm->model_seen_ns[i] + PROM_MODEL_QUIET_NS < now_ns && !model_in_flight(pm, i))
+			return i;
+	return -1;
+}
+
+/*
+ * The model label of a request body's name. Only admit (a successful
+ * request) makes a new value, so names on failing requests, which any client
+ * can send, go to "other" unless a successful request made them before.
+ */
+static int model_index(struct prom_metrics *pm, const char *model, bool admit, uint64_t now_ns)
+{
+	int i;
+
+	if (!model[0])
+		return MODEL_UNKNOWN;
+	for (i = 0; i < pm->n_models; i++)
+		if (!strcmp(pm->models[i], model)) {
+			if (admit && now_ns > pm->model_seen_ns[i])
+				pm->model_seen_ns[i] = now_ns;
+			return i;
+		}
+	if (!admit || !strcmp(model, "other") || !strcmp(model, "unknown"))
+		return MODEL_OTHER;
+	if (pm->n_models < PROM_MAX_MODELS) {
+		i = pm->n_models++;
+	} else {
+		i = quiet_model(pm, now_ns);
+		if (i < 0)
+			return MODEL_OTHER;
+		free_model_series(pm, i);
+		pm->models_reused++;
+	}
+	snprintf(pm->models[i], sizeof(pm->models[0]), "%s", model);
+	pm->model_seen_ns[i] = now_ns;
+	return i;
+}
+
+static struct prom_series *series_find(const struct prom_metrics *pm, enum ttf_api api, int comm,
+				       int model);
+
+_Static_assert(TTF_ST__ALL <= 32, "stages_seen is a 32-bit mask");
+
+/* The series of (api, comm, model), created on first use; NULL when out of memory. */
+static struct prom_series *series_get(struct prom_metrics *pm, enum ttf_api api, int comm,
+				      int model)
+{
+	struct prom_series *s = series_find(pm, api, comm, model);
+
+	if (s)
+		return s;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -101,6 +153,47 @@ static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_r
 		init_histo(pm, &s->hop_stage[i], PROM_H_STAGE);
 	pm->series[pm->n_series++] = s;
 	return s;
+}
+
+/* The series of r's labels; admit: r succeeded, its model name may make a value. */
+static struct prom_series *series_of(struct prom_metrics *pm, const struct ttf_request *r,
+				     bool admit, uint64_t now_ns)
+{
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+
+	return series_get(pm, api, comm_index(pm, r->comm),
+			  model_index(pm, r->model, admit, now_ns));
+}
+
+/* The series of (api, comm, model) when it exists. */
+static struct prom_series *series_find(const struct prom_metrics *pm, enum ttf_api api, int comm,
+				       int model)
+{
+	for (int i = 0; i < pm->n_series; i++)
+		if (pm->series[i]->api == api && pm->series[i]->comm == comm &&
+		    pm->series[i]->model == model)
+			return pm->series[i];
+	return NULL;
+}
+
+/*
+ * r leaves the in-flight gauge. It was counted where its model's label was
+ * when it was read: its value's series, or the pending count of "other" when
+ * a successful request had not made the value yet. A value made meanwhile:
+ * take it from there once the value's own count is spent.
+ */
+static void leave_in_flight(struct prom_metrics *pm, const struct ttf_request *r)
+{
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model, false, 0);
+	struct prom_series *s = series_find(pm, api, comm, model);
+
+	if (!(r->flags & TTF_REQ_READ))
+		return;
+	if (model != MODEL_OTHER && s && s->in_flight)
+		s->in_flight--;
+	else if (pm->pending[api][comm])
+		pm->pending[api][comm]--;
 }
 
 /* The index of (hop, stage), registered when new; -1 when the table is full. */
@@ -152,13 +245,14 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 {
 	enum ttf_outcome o = outcome_of(r->flags);
 	int cls = status_class(r->status);
-	struct prom_series *s = series_of(pm, r);
+	bool ok = ttf_vocab__success(r);
+	struct prom_series *s;
 
+	leave_in_flight(pm, r);
+	s = series_of(pm, r, ok, m->t_start_ns);
 	if (!s)
 		return;
 	s->requests[cls][o]++;
-	if ((r->flags & TTF_REQ_READ) && s->in_flight)
-		s->in_flight--;
 	if (o == TTF_OC_UNKNOWN)
 		return;
 	s->out_tokens += m->n_tokens;
@@ -181,8 +275,10 @@ void prom_metrics__observe(struct prom_metrics *pm, const struct ttf_request *r,
 	}
 	if (a && a->valid) {
 		for (int st = 0; st < TTF_ST__ALL; st++)
-			if (st != TTF_ST_TOKENIZE && a->stage_ns[st] >= 0)
+			if (st != TTF_ST_TOKENIZE && a->stage_ns[st] >= 0) {
 				histo__add(&s->stage[st], a->stage_ns[st] / 1e9);
+				pm->stages_seen |= 1u << st;
+			}
 		if (a->stage_ns[TTF_ST_TOKENIZE] >= 0)
 			histo__add(&s->tokenize, a->stage_ns[TTF_ST_TOKENIZE] / 1e9);
 		add_hop_stages(pm, s, a, m->t_start_ns);
@@ -207,16 +303,22 @@ void prom_metrics__add_uprobe_hits(struct prom_metrics *pm, uint64_t n)
 
 void prom_metrics__read(struct prom_metrics *pm, const struct ttf_request *r)
 {
-	struct prom_series *s = series_of(pm, r);
+	enum ttf_api api = (unsigned)r->api < N_API ? r->api : TTF_API_UNKNOWN;
+	int comm = comm_index(pm, r->comm), model = model_index(pm, r->model, false, 0);
+	struct prom_series *s;
 
+	/* a name no successful request made yet: counted aside, no series made for it */
+	if (model == MODEL_OTHER) {
+		pm->pending[api][comm]++;
+		pm->pending_seen[api][comm] = true;
+		return;
+	}
+	s = series_get(pm, api, comm, model);
 	if (s)
 		s->in_flight++;
 }
 
 void prom_metrics__rejected(struct prom_metrics *pm, const struct ttf_request *r)
 {
-	struct prom_series *s = series_of(pm, r);
-
-	if (s && (r->flags & TTF_REQ_READ) && s->in_flight)
-		s->in_flight--;
+	leave_in_flight(pm, r);
 }

@@ -58,12 +58,20 @@ static void put_histo(FILE *f, const char *name, const char *label, const struct
 	}
 }
 
+/*
+ * Data lost before it was used. Routine trimming of old history is not a
+ * drop (sched_marks_trimmed, engine_steps_trimmed: no query reaches past the
+ * horizon), so an alert on this family does not fire on a healthy run; a
+ * scheduler overlay that reached into capped time did lose data.
+ */
 static int is_drop(const char *name)
 {
 	static const char *const words[] = {
 		"full", "lost", "dropped", "refused", "discarded", "evicted", "oom",
 	};
 
+	if (!strcmp(name, "sched_overlays_cut"))
+		return 1;
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (strstr(name, words[i]))
 			return 1;
@@ -113,7 +121,7 @@ static void put_counters(FILE *f, const struct prom_metrics *pm)
 	size_t stem;
 
 	put_head(f, "ttftrace_dropped_events_total", "counter",
-		 "Events the tracer lost, by the counter that saw it (ring buffer full, ...)");
+		 "Data the tracer lost before using it, by the counter that saw it (ring buffer full, ...)");
 	for (int i = 0; i < pm->n_counters; i++) {
 		if (family_of(pm->counters[i].name) != CF_DROP)
 			continue;
@@ -146,6 +154,9 @@ static void put_counters(FILE *f, const struct prom_metrics *pm)
 		}
 	put_head(f, "ttftrace_tracer_events_total", "counter",
 		 "The tracer's other health counters, named as in the summary's counters");
+	if (pm->models_reused)
+		fprintf(f, "ttftrace_tracer_events_total{name=\"prom_model_slots_reused\"} %llu\n",
+			(unsigned long long)pm->models_reused);
 	for (int i = 0; i < pm->n_counters; i++) {
 		if (family_of(pm->counters[i].name) != CF_OTHER)
 			continue;
@@ -195,7 +206,11 @@ static const struct histo *h_tpot(const struct prom_series *s) { return &s->tpot
 static const struct histo *h_itl(const struct prom_series *s) { return &s->itl; }
 static const struct histo *h_e2e(const struct prom_series *s) { return &s->e2e; }
 
-/* The disjoint stages (all but tokenize, which lies inside frontend), in NDJSON order. */
+/*
+ * The disjoint stages (all but tokenize, which lies inside frontend), in
+ * NDJSON order, those some request had: a stage this run cannot see would
+ * only be empty series (NaN quantiles).
+ */
 static void put_stages(FILE *f, const struct prom_metrics *pm)
 {
 	char label[PROM_LABEL_BYTES], full[PROM_LABEL_BYTES + 32];
@@ -207,7 +222,8 @@ static void put_stages(FILE *f, const struct prom_metrics *pm)
 		for (int k = 0; k < TTF_STAGE_ORDER_N; k++) {
 			enum ttf_stage st = ttf_stage_order[k];
 
-			if (st == TTF_ST_TOKENIZE)
+			/* a stage no request had (copy without CUPTI) has no series */
+			if (st == TTF_ST_TOKENIZE || !(pm->stages_seen & (1u << st)))
 				continue;
 			snprintf(full, sizeof(full), "%sstage=\"%s\",", label, ttf_stage_name(st));
 			put_histo(f, "ttftrace_ttft_stage_seconds", full, &pm->series[i]->stage[st]);
@@ -253,6 +269,15 @@ static void put_series_counter(FILE *f, const struct prom_metrics *pm, const cha
 	}
 }
 
+static bool has_series(const struct prom_metrics *pm, int api, int comm, int model)
+{
+	for (int i = 0; i < pm->n_series; i++)
+		if ((int)pm->series[i]->api == api && pm->series[i]->comm == comm &&
+		    pm->series[i]->model == model)
+			return true;
+	return false;
+}
+
 static void put_in_flight(FILE *f, const struct prom_metrics *pm)
 {
 	char label[PROM_LABEL_BYTES];
@@ -260,11 +285,27 @@ static void put_in_flight(FILE *f, const struct prom_metrics *pm)
 	put_head(f, "ttftrace_requests_in_flight", "gauge",
 		 "Requests read completely whose response has not finished");
 	for (int i = 0; i < pm->n_series; i++) {
-		series_label(pm, pm->series[i], label, sizeof(label));
+		const struct prom_series *s = pm->series[i];
+		uint64_t n = s->in_flight;
+
+		if (s->model == MODEL_OTHER)
+			n += pm->pending[s->api][s->comm];
+		series_label(pm, s, label, sizeof(label));
 		label[strlen(label) - 1] = '\0';	/* no trailing comma */
-		fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label,
-			(unsigned long long)pm->series[i]->in_flight);
+		fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label, (unsigned long long)n);
 	}
+	/* "other" in flight where no "other" series exists */
+	for (int api = 0; api < N_API; api++)
+		for (int comm = 0; comm <= PROM_MAX_COMMS; comm++) {
+			struct prom_series o = { .api = api, .comm = comm, .model = MODEL_OTHER };
+
+			if (!pm->pending_seen[api][comm] || has_series(pm, api, comm, MODEL_OTHER))
+				continue;
+			series_label(pm, &o, label, sizeof(label));
+			label[strlen(label) - 1] = '\0';
+			fprintf(f, "ttftrace_requests_in_flight{%s} %llu\n", label,
+				(unsigned long long)pm->pending[api][comm]);
+		}
 }
 
 
