@@ -159,7 +159,7 @@ static void warn_failure(struct otlp_sink *o, bool force)
 	ttf_warn("OTLP export to %s: %s; since the last warning: %llu posts failed, "
 		 "%llu requests dropped, %llu metric exports failed%s",
 		 o->warn.url ? o->warn.url : "the collector",
-		 o->warn.what[0] ? o->warn.what : "not sent before the exit",
+		 o->warn.what[0] ? o->warn.what : "not sent in time (queue full, or the exit's bound)",
 		 (unsigned long long)o->warn.posts, (unsigned long long)o->warn.dropped,
 		 (unsigned long long)o->warn.metric_exports,
 		 force ? "" : " (retrying; next report in 10 s at the earliest)");
