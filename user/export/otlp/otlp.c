@@ -164,6 +164,7 @@ static void warn_failure(struct otlp_sink *o, bool force)
 		 (unsigned long long)o->warn.metric_exports,
 		 force ? "" : " (retrying; next report in 10 s at the earliest)");
 	o->warn.posts = o->warn.dropped = o->warn.metric_exports = 0;
+	o->warn.what[0] = '\0';	/* the next line says its own cause */
 	o->warn.last_ns = now;
 }
 
