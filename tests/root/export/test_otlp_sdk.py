@@ -9,7 +9,6 @@ the test chose, with the spec's rule, not ttftrace's), the tracestate on
 every span, the User-Agent, the ERROR status, gen_ai.provider.name, and
 what ttftrace says on stderr at start-up and while the collector is down.
 """
-import os
 import random
 import re
 import socket
@@ -21,7 +20,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, TTFTRACE, Client, free_port, needs_root
+from conftest import TTFTRACE, Client, free_port, needs_root
 from test_otlp import Receiver, attrs
 
 pytestmark = needs_root
