@@ -158,7 +158,7 @@ static const struct argp_option options[] = {
 	{ "otlp", OPT_OTLP, "URL", 0,
 	  "OTLP/HTTP export: a trace per request and GenAI histograms, to a base URL "
 	  "(http://127.0.0.1:4318) or a traces URL (.../v1/traces); the OTEL_EXPORTER_OTLP_* "
-	  "variables turn it on too", 5 },
+	  "variables turn it on too; OTEL_TRACES_SAMPLER[_ARG] choose the traces sent", 5 },
 	{ "perfetto", OPT_PERFETTO, "FILE", 0,
 	  "Timeline for ui.perfetto.dev / chrome://tracing (trace-event JSON; gzip when FILE ends in .gz)", 5 },
 	{ "perfetto-sched", OPT_PERFETTO_SCHED, "MODE", 0,

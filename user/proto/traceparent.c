@@ -39,7 +39,10 @@ int ttf_traceparent__parse(const char *v, size_t n, struct ttf_trace_parent *out
 	struct ttf_trace_parent tp = { 0 };
 	uint8_t ver;
 
-	memset(out, 0, sizeof(*out));
+	/* the tracestate header may come first: keep it */
+	memcpy(tp.state, out->state, sizeof(tp.state));
+	tp.state_cut = out->state_cut;
+	out->valid = false;
 	/* 00-<32>-<16>-<2>: 55 characters */
 	if (n < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-')
 		return -EINVAL;
@@ -55,4 +58,51 @@ int ttf_traceparent__parse(const char *v, size_t n, struct ttf_trace_parent *out
 	tp.valid = true;
 	*out = tp;
 	return 0;
+}
+
+/* One list member: key=value, printable ASCII, no blanks around (already trimmed). */
+static bool member_ok(const char *m, size_t n)
+{
+	const char *eq = memchr(m, '=', n);
+
+	if (!eq || eq == m || eq == m + n - 1)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (m[i] < 0x20 || m[i] > 0x7e)
+			return false;
+	return true;
+}
+
+void ttf_tracestate__add(struct ttf_trace_parent *tp, const char *v, size_t n)
+{
+	size_t len = strlen(tp->state);
+
+	for (size_t i = 0; i < n;) {
+		size_t j = i, a, b;
+
+		while (j < n && v[j] != ',')
+			j++;
+		a = i;
+		b = j;
+		while (a < b && (v[a] == ' ' || v[a] == '\t'))
+			a++;
+		while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+			b--;
+		i = j + 1;
+		if (a == b)
+			continue;	/* empty list members are allowed */
+		if (!member_ok(v + a, b - a)) {
+			tp->state_cut = true;
+			continue;
+		}
+		if (len + (len ? 1 : 0) + (b - a) > TTF_TRACESTATE_MAX) {
+			tp->state_cut = true;
+			continue;
+		}
+		if (len)
+			tp->state[len++] = ',';
+		memcpy(tp->state + len, v + a, b - a);
+		len += b - a;
+		tp->state[len] = '\0';
+	}
 }

@@ -43,12 +43,15 @@ class Receiver:
     """OTLP/HTTP receiver on host (127.0.0.1); answers `statuses` in turn, then 200.
 
     Takes /v1/traces and /v1/metrics in protobuf (decoded with the official
-    .proto definitions) or JSON, gzip'ed or not; keeps each body decoded with
-    the request's headers."""
+    .proto definitions) or JSON, gzip'ed or not; keeps each body with the
+    request's headers. It answers before decoding (on first use of
+    .bodies or .metric_bodies), so that a decoder slowed by a loaded machine
+    cannot make ttftrace's POST time out and be sent again."""
 
     def __init__(self, statuses=(), prefix="", host="127.0.0.1"):
-        self.bodies, self.metric_bodies, self.statuses, self.posts = [], [], list(statuses), 0
+        self.raw, self.statuses, self.posts = [], list(statuses), 0
         self.headers = []
+        self._decoded = {}
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -61,15 +64,8 @@ class Receiver:
                 if code == 200:
                     kind = {prefix + "/v1/traces": "traces",
                             prefix + "/v1/metrics": "metrics"}[self.path]
-                    if self.headers.get("Content-Encoding") == "gzip":
-                        body = gzip.decompress(body)
-                    ctype = self.headers["Content-Type"]
-                    if ctype == "application/json":
-                        doc = json.loads(body)
-                    else:
-                        assert ctype == "application/x-protobuf", ctype
-                        doc = decode_pb(kind, body)
-                    (outer.bodies if kind == "traces" else outer.metric_bodies).append(doc)
+                    outer.raw.append((kind, self.headers.get("Content-Encoding"),
+                                      self.headers["Content-Type"], body))
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", "2")
@@ -83,6 +79,29 @@ class Receiver:
         self.base = "http://%s:%d%s" % (host, self.httpd.server_address[1], prefix)
         self.url = self.base + "/v1/traces"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def _decode(self, i):
+        if i not in self._decoded:
+            kind, coding, ctype, body = self.raw[i]
+            if coding == "gzip":
+                body = gzip.decompress(body)
+            if ctype == "application/json":
+                self._decoded[i] = json.loads(body)
+            else:
+                assert ctype == "application/x-protobuf", ctype
+                self._decoded[i] = decode_pb(kind, body)
+        return self._decoded[i]
+
+    def _of(self, want):
+        return [self._decode(i) for i, r in enumerate(list(self.raw)) if r[0] == want]
+
+    @property
+    def bodies(self):
+        return self._of("traces")
+
+    @property
+    def metric_bodies(self):
+        return self._of("metrics")
 
     def close(self):
         self.httpd.shutdown()

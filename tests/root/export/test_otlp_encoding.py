@@ -53,12 +53,15 @@ def test_content(tmp_path):
     assert a["ttftrace.tpot"] == 0.0250000005
     assert a["server.address"] == "10.1.2.3"
     assert a["ttftrace.tail_causes"] == ["itl #3 41.200 ms: prefill of request 12"]
+    # the provider named by the process: the driver's comms vllm and llama-server
+    assert a["gen_ai.provider.name"] == "vllm"
     assert attrs(spans["hop.upstream"]["attributes"])["server.port"] == 8000
     err = spans["POST /v1/completions"]
     assert err["status"] == {"code": 2, "message": "HTTP server error"}
     ea = attrs(err["attributes"])
     assert ea["error.type"] == "503" and ea["server.address"] == "::1"
     assert ea["gen_ai.usage.input_tokens"] == 77
+    assert ea["gen_ai.provider.name"] == "llama.cpp"
     assert "POST" in spans and "POST /admin" not in spans
     n_steps = sum(sp["name"] == "prefill.step" for r in rss for ss in r["scopeSpans"]
                   for sp in ss["spans"])
@@ -79,6 +82,7 @@ def test_content(tmp_path):
     assert p["bucketCounts"][8] == "1" and sum(map(int, p["bucketCounts"])) == 1
     (p,) = names[("llama-server", "gen_ai.server.request.duration")]
     assert attrs(p["attributes"]) == {"gen_ai.operation.name": "text_completion",
+                                      "gen_ai.provider.name": "llama.cpp",
                                       "gen_ai.request.model": "llama-3-8b",
                                       "server.address": "::1", "server.port": 8000,
                                       "error.type": "503"}

@@ -167,6 +167,47 @@ static void test_bad_values(void **state)
 	assert_true(hint[0]);
 }
 
+/* OTEL_TRACES_SAMPLER / _ARG (otlp_sampler.h): the SDK's names, warn-and-default on bad values */
+static void test_sampler(void **state)
+{
+	static const uint8_t low[16] = { [15] = 1 }, high[16] = { 0, [9] = 0xff, [10] = 0xff };
+	struct ttf_trace_parent sampled = { .valid = true, .flags = 1 },
+				not_sampled = { .valid = true, .flags = 0 }, none = { 0 };
+	struct otlp_config c;
+	const char *ep = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", *url = "http://h:1/v1/traces";
+
+	assert_int_equal(load(&c, NULL, (const char *[]){ ep, url, NULL }), 0);
+	assert_string_equal(c.sampler.name, "parentbased_always_on");
+	assert_true(otlp_sampler__sample(&c.sampler, low, &none));
+	assert_true(otlp_sampler__sample(&c.sampler, low, &sampled));
+	assert_false(otlp_sampler__sample(&c.sampler, low, &not_sampled));
+	/* unknown: the default; enum values are case-insensitive */
+	assert_int_equal(load(&c, NULL, (const char *[]){ ep, url, "OTEL_TRACES_SAMPLER", "bogus",
+							  NULL }), 0);
+	assert_string_equal(c.sampler.name, "parentbased_always_on");
+	assert_int_equal(load(&c, NULL, (const char *[]){ ep, url, "OTEL_TRACES_SAMPLER",
+							  "TraceIdRatio", "OTEL_TRACES_SAMPLER_ARG",
+							  "0.5", NULL }), 0);
+	assert_string_equal(c.sampler.name, "traceidratio");
+	/* T = (1 - 0.5) * 2^56; R: the 7 rightmost bytes, the parent's flag ignored */
+	assert_true(c.sampler.threshold == 1ull << 55);
+	assert_false(otlp_sampler__sample(&c.sampler, low, &sampled));
+	assert_true(otlp_sampler__sample(&c.sampler, high, &not_sampled));
+	/* a bad ratio: 1.0 */
+	assert_int_equal(load(&c, NULL, (const char *[]){ ep, url, "OTEL_TRACES_SAMPLER",
+							  "traceidratio", "OTEL_TRACES_SAMPLER_ARG",
+							  "1.5", NULL }), 0);
+	assert_true(c.sampler.threshold == 0);
+	assert_true(otlp_sampler__sample(&c.sampler, low, &none));
+	/* gen_ai.provider.name is lifted off the resource attributes */
+	assert_int_equal(load(&c, NULL, (const char *[]){ ep, url, "OTEL_RESOURCE_ATTRIBUTES",
+							  "a=1,gen_ai.provider.name=vllm,b=2", NULL }),
+			 0);
+	assert_string_equal(c.provider, "vllm");
+	assert_int_equal(c.n_res_attrs, 2);
+	assert_string_equal(c.res_key[1], "b");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_protocol_compression_headers),
 		cmocka_unit_test(test_resource_and_interval),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_sampler),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,12 +115,47 @@ static void test_http1_header(void **state)
 	assert_false(h.traceparent.valid);
 }
 
+/* tracestate (https://www.w3.org/TR/trace-context/#tracestate-header): its examples' members */
+static void test_tracestate(void **state)
+{
+	struct ttf_trace_parent tp = { 0 };
+	char big[600];
+	struct http_head h;
+
+	/* two headers are one list, in order; blanks around members and empty members go */
+	ttf_tracestate__add(&tp, "rojo=00f067aa0ba902b7 ", 22);
+	ttf_tracestate__add(&tp, " congo=t61rcWkgMzE,,", 20);
+	assert_string_equal(tp.state, "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+	assert_false(tp.state_cut);
+	/* a member without '=' or with a control byte is dropped and said */
+	ttf_tracestate__add(&tp, "novalue,x=\x01", 10);
+	assert_string_equal(tp.state, "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE");
+	assert_true(tp.state_cut);
+	/* 512 characters are kept; a member past them is left out */
+	memset(&tp, 0, sizeof(tp));
+	memset(big, 'a', sizeof(big));
+	big[0] = 'k';
+	big[1] = '=';
+	ttf_tracestate__add(&tp, big, 510);
+	ttf_tracestate__add(&tp, "b=1", 3);	/* 514 with the comma: out */
+	assert_int_equal(strlen(tp.state), 510);
+	assert_true(tp.state_cut);
+	ttf_tracestate__add(&tp, "c", 0);
+	assert_int_equal(strlen(tp.state), 510);
+	/* in a request head, before or after the traceparent */
+	h = head_of("POST / HTTP/1.1\r\ntracestate: congo=t61rcWkgMzE\r\ntraceparent: " EXAMPLE
+		    "\r\ntracestate: rojo=1\r\nContent-Length: 0\r\n\r\n");
+	assert_true(h.traceparent.valid);
+	assert_string_equal(h.traceparent.state, "congo=t61rcWkgMzE,rojo=1");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
 		cmocka_unit_test(test_http1_header),
+		cmocka_unit_test(test_tracestate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "user/lib/log.h"
+#include "user/lib/version.h"
 #include "user/export/otlp/otlp.h"
 #include "user/export/otlp/otlp_metrics.h"
 
@@ -43,6 +44,13 @@ struct otlp_sink {
 	uint64_t next_metrics_ns;
 	bool metrics_final_done;
 	uint64_t metric_exports, metric_exports_failed;
+	uint64_t sampled_out;
+	struct {			/* failures not yet on stderr (warn_failure) */
+		uint64_t posts, dropped, metric_exports;
+		uint64_t last_ns;	/* 0: never warned */
+		char what[160];		/* the last failure: "HTTP 503", curl's words */
+		const char *url;
+	} warn;
 	struct otlp_span_src batch[OTLP_BATCH];	/* sender thread only */
 };
 
@@ -102,7 +110,7 @@ enum post_result { POST_OK, POST_RETRY, POST_REJECTED };
 
 /* One POST; *retry_after_ms = the server's Retry-After (seconds) or 0. */
 static enum post_result post(struct otlp_signal *sig, const char *body, size_t len,
-			     long timeout_ms, long *retry_after_ms)
+			     long timeout_ms, long *retry_after_ms, char *what, size_t what_len)
 {
 	struct curl_header *h;
 	long code = 0;
@@ -116,7 +124,8 @@ static enum post_result post(struct otlp_signal *sig, const char *body, size_t l
 			 timeout_ms < 2000 ? timeout_ms : 2000);
 	rc = curl_easy_perform(sig->curl);
 	if (rc != CURLE_OK) {
-		ttf_debug("otlp: %s", curl_easy_strerror(rc));
+		snprintf(what, what_len, "%s", curl_easy_strerror(rc));
+		ttf_debug("otlp: %s", what);
 		return POST_RETRY;
 	}
 	curl_easy_getinfo(sig->curl, CURLINFO_RESPONSE_CODE, &code);
@@ -128,8 +137,46 @@ static enum post_result post(struct otlp_signal *sig, const char *body, size_t l
 		if (s > 0)
 			*retry_after_ms = (s > 5 ? 5 : s) * 1000;
 	}
-	ttf_debug("otlp: collector answered HTTP %ld", code);
+	snprintf(what, what_len, "the collector answered HTTP %ld", code);
+	ttf_debug("otlp: %s", what);
 	return code == 408 || code == 429 || code >= 500 ? POST_RETRY : POST_REJECTED;
+}
+
+/*
+ * Say on stderr that the export fails, at most once per OTLP_WARN_EVERY_NS
+ * (the first failure at once), with what was lost since the last line, so a
+ * dead collector shows even when the summary goes nowhere. Called with the
+ * lock; force: the last line at exit, if anything is unreported.
+ */
+static void warn_failure(struct otlp_sink *o, bool force)
+{
+	uint64_t now = mono_ns();
+
+	if (!o->warn.posts && !o->warn.dropped && !o->warn.metric_exports)
+		return;
+	if (!force && o->warn.last_ns && now - o->warn.last_ns < OTLP_WARN_EVERY_NS)
+		return;
+	ttf_warn("OTLP export to %s: %s; since the last warning: %llu posts failed, "
+		 "%llu requests dropped, %llu metric exports failed%s",
+		 o->warn.url ? o->warn.url : "the collector",
+		 o->warn.what[0] ? o->warn.what : "not sent in time (queue full, or the exit's bound)",
+		 (unsigned long long)o->warn.posts, (unsigned long long)o->warn.dropped,
+		 (unsigned long long)o->warn.metric_exports,
+		 force ? "" : " (retrying; next report in 10 s at the earliest)");
+	o->warn.posts = o->warn.dropped = o->warn.metric_exports = 0;
+	o->warn.what[0] = '\0';	/* the next line says its own cause */
+	o->warn.last_ns = now;
+}
+
+/* One failed POST to sig (what: why); called without the lock. */
+static void note_failed_post(struct otlp_sink *o, struct otlp_signal *sig, const char *what)
+{
+	pthread_mutex_lock(&o->lock);
+	o->warn.posts++;
+	o->warn.url = sig->cfg->url;
+	snprintf(o->warn.what, sizeof(o->warn.what), "%s", what);
+	warn_failure(o, false);
+	pthread_mutex_unlock(&o->lock);
 }
 
 /*
@@ -141,6 +188,7 @@ static enum post_result send_body(struct otlp_sink *o, struct otlp_signal *sig, 
 {
 	long backoff_ms = 100, retry_after_ms, timeout_ms;
 	enum post_result res = POST_RETRY;
+	char what[160];
 	char *gz = NULL;
 	int tries = 0;
 
@@ -163,7 +211,9 @@ static enum post_result send_body(struct otlp_sink *o, struct otlp_signal *sig, 
 		timeout_ms = deadline ? (long)((deadline - now) / 1000000) + 1 : 5000;
 		if (timeout_ms > 5000)
 			timeout_ms = 5000;
-		res = post(sig, body, len, timeout_ms, &retry_after_ms);
+		res = post(sig, body, len, timeout_ms, &retry_after_ms, what, sizeof(what));
+		if (res != POST_OK)
+			note_failed_post(o, sig, what);
 		if (res != POST_RETRY || ++tries == OTLP_MAX_TRIES)
 			break;
 		pthread_mutex_lock(&o->lock);
@@ -200,6 +250,8 @@ static void send_batch(struct otlp_sink *o, int n)
 		o->dropped_exit += n;
 	else
 		o->dropped_send += n;
+	if (res != POST_OK)
+		o->warn.dropped += n;
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -223,10 +275,12 @@ static void send_metrics(struct otlp_sink *o)
 	res = send_body(o, &o->metrics, body, len, &at_exit);
 	free(body);
 	pthread_mutex_lock(&o->lock);
-	if (res == POST_OK)
+	if (res == POST_OK) {
 		o->metric_exports++;
-	else
+	} else {
 		o->metric_exports_failed++;
+		o->warn.metric_exports++;
+	}
 }
 
 static void *sender(void *arg)
@@ -260,6 +314,7 @@ static void *sender(void *arg)
 		}
 		if (o->stopping && now >= o->deadline_ns) {
 			o->dropped_exit += o->len;
+			o->warn.dropped += o->len;
 			o->len = 0;
 			continue;
 		}
@@ -289,15 +344,24 @@ static void sink_request(void *ctx, const struct ttf_request *r, const struct tt
 {
 	struct otlp_sink *o = ctx;
 	struct otlp_span_src s;
+	uint8_t trace[16];
 
 	otlp_span_src__fill(&s, r, m, a);
+	/* the trace id its spans get: the caller's, else ours */
+	if (s.parent.valid)
+		memcpy(trace, s.parent.trace_id, sizeof(trace));
+	else
+		otlp__ids_bin(o->seed, s.req_id, 0, trace, NULL);
 	pthread_mutex_lock(&o->lock);
-	if (o->agg)
+	if (o->agg)	/* metrics count every request: sampling is for traces */
 		otlp_metrics__add(o->agg, &s);
 	if (!o->traces.curl) {
 		/* traces off */
+	} else if (!otlp_sampler__sample(&o->cfg.sampler, trace, &s.parent)) {
+		o->sampled_out++;
 	} else if (o->len == OTLP_QUEUE_CAP || o->stopping) {
 		o->dropped_full++;
+		o->warn.dropped++;
 	} else {
 		if (!o->len)
 			o->oldest_ns = mono_ns();
@@ -325,7 +389,12 @@ static void stop(struct otlp_sink *o, uint64_t flush_ns)
 
 static int sink_finish(void *ctx, const struct report_counter *c, int n)
 {
-	stop(ctx, OTLP_FLUSH_MS * 1000000ull);
+	struct otlp_sink *o = ctx;
+
+	stop(o, OTLP_FLUSH_MS * 1000000ull);
+	pthread_mutex_lock(&o->lock);
+	warn_failure(o, true);	/* nothing lost goes unsaid */
+	pthread_mutex_unlock(&o->lock);
 	return 0;
 }
 
@@ -334,7 +403,7 @@ static int sink_stats(void *ctx, struct report_counter *c, int cap)
 	struct otlp_sink *o = ctx;
 	int n = 0;
 
-	if (cap < 8)
+	if (cap < 9)
 		return 0;
 	pthread_mutex_lock(&o->lock);
 	if (o->traces.curl) {
@@ -344,6 +413,7 @@ static int sink_stats(void *ctx, struct report_counter *c, int cap)
 		c[n++] = (struct report_counter){ "otlp_requests_dropped_send_failed",
 						  o->dropped_send };
 		c[n++] = (struct report_counter){ "otlp_requests_dropped_at_exit", o->dropped_exit };
+		c[n++] = (struct report_counter){ "otlp_requests_sampled_out", o->sampled_out };
 	}
 	c[n++] = (struct report_counter){ "otlp_posts_retried", o->retried };
 	if (o->agg) {
@@ -414,8 +484,31 @@ static int signal_init(struct otlp_signal *sig, const struct otlp_signal_cfg *cf
 	curl_easy_setopt(sig->curl, CURLOPT_URL, cfg->url);
 	curl_easy_setopt(sig->curl, CURLOPT_HTTPHEADER, sig->hdrs);
 	curl_easy_setopt(sig->curl, CURLOPT_NOSIGNAL, 1L);
+	/* the exporter spec's User-Agent: who sends, and its version */
+	curl_easy_setopt(sig->curl, CURLOPT_USERAGENT, OTLP_USER_AGENT);
 	curl_easy_setopt(sig->curl, CURLOPT_WRITEFUNCTION, discard);
 	return 0;
+}
+
+static const char *proto_name(const struct otlp_signal_cfg *c)
+{
+	return c->proto == OTLP_PROTO_JSON ? "http/json" : "http/protobuf";
+}
+
+/* The start-up line: that the export is on, what it sends where, how. */
+static void announce(const struct otlp_config *c)
+{
+	char sampler[64];
+
+	if (c->traces.url[0]) {
+		otlp_sampler__describe(&c->sampler, sampler, sizeof(sampler));
+		fprintf(stderr, "otlp: traces to %s (%s%s, sampler %s)\n", c->traces.url,
+			proto_name(&c->traces), c->traces.gzip ? ", gzip" : "", sampler);
+	}
+	if (c->metrics.url[0])
+		fprintf(stderr, "otlp: metrics to %s (%s%s, every %ld ms and at exit)\n",
+			c->metrics.url, proto_name(&c->metrics), c->metrics.gzip ? ", gzip" : "",
+			c->interval_ms);
 }
 
 int otlp_sink__new(const struct otlp_config *cfg, struct ttf_sink *out)
@@ -456,6 +549,7 @@ int otlp_sink__new(const struct otlp_config *cfg, struct ttf_sink *out)
 	if (err)
 		goto cleanup;
 	o->started = 1;
+	announce(&o->cfg);
 	*out = (struct ttf_sink){
 		.name = "otlp", .ctx = o, .request = sink_request, .finish = sink_finish,
 		.stats = sink_stats, .destroy = sink_destroy,

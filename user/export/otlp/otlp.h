@@ -13,7 +13,9 @@
  *                  seen: abort, last token). A valid traceparent header
  *                  (user/proto/traceparent.h) makes it a child of the
  *                  caller's span in the caller's trace (flags: its
- *                  trace-flags, remote parent);
+ *                  trace-flags, remote parent), and its tracestate is
+ *                  every span's trace_state; status ERROR for 5xx, an
+ *                  error in the stream, an abort;
  *   one INTERNAL child per TTFT stage (user/model/attrib.h), named "ttft.STAGE",
  *   laid out back to back from the parent's start in stage order, so that the
  *   children cover exactly [start, start + TTFT]. copy (host<->device copies
@@ -29,6 +31,7 @@
  * Attributes follow the OpenTelemetry semantic conventions v1.37.0 where a
  * name exists (GenAI conventions are of "Development" stability there):
  *   gen_ai.operation.name "chat" | "text_completion" (otlp__operation);
+ *   gen_ai.provider.name (otlp__provider; left out when unknown);
  *   gen_ai.request.model (when the body named one); gen_ai.usage.output_tokens;
  *   gen_ai.usage.input_tokens (only when the server's usage report said);
  *   http.request.method, http.route, url.path, url.scheme "http",
@@ -53,6 +56,7 @@
 #include "user/export/otlp/otlp_config.h"
 #include "user/export/otlp/otlp_enc.h"
 #include "user/export/sink.h"
+#include "user/lib/version.h"
 #include "user/proto/traceparent.h"
 
 #define OTLP_SEMCONV_VERSION "1.37.0"
@@ -138,6 +142,12 @@ void otlp__ids_bin(uint64_t seed, uint64_t req_id, int idx, uint8_t trace[16], u
 
 /* The route a span is named by: the request's path when it is an API path ttftrace knows, else NULL. */
 const char *otlp__route(const char *path);
+/*
+ * gen_ai.provider.name of a server process: the configuration's (cfg may be
+ * NULL), else the engine its comm names (llama-server: "llama.cpp", ollama,
+ * vllm, sglang, text-generation*: "tgi"), else NULL (left out).
+ */
+const char *otlp__provider(const struct otlp_config *cfg, const char *comm);
 /* gen_ai.operation.name of an API, NULL for none. */
 const char *otlp__operation(enum ttf_api api);
 /*
@@ -183,14 +193,21 @@ char *otlp__build_json(const struct otlp_span_src *s, int n, const char *host, u
  * seconds is honoured, up to 5 s), then dropped and counted; another 4xx is
  * dropped at once. At the end, what is queued is sent for at most
  * OTLP_FLUSH_MS, the rest dropped and counted. Counters (sink stats hook):
- * otlp_requests_exported, otlp_requests_dropped_queue_full,
+ * otlp_requests_exported, otlp_requests_sampled_out (the sampler said no:
+ * otlp_sampler.h; their metrics still count), otlp_requests_dropped_queue_full,
  * otlp_requests_dropped_send_failed, otlp_requests_dropped_at_exit,
  * otlp_posts_retried; metrics (when on, every cfg->interval_ms and once
  * more at the end): otlp_metric_exports, otlp_metric_exports_failed,
  * otlp_metric_series_overflow (otlp_metrics.h). Returns 0, -EINVAL (no
  * signal on) or -ENOMEM.
+ * On stderr: one start-up line per signal (URL, protocol, sampler), and
+ * while posts fail a warning at most every OTLP_WARN_EVERY_NS with what
+ * was lost since the last one, and a last one at exit if anything is left
+ * unsaid.
  */
 #define OTLP_QUEUE_CAP 2048
+#define OTLP_WARN_EVERY_NS 10000000000ull	/* failure lines on stderr: at most one per 10 s */
+#define OTLP_USER_AGENT "ttftrace/" TTF_VERSION
 #define OTLP_BATCH 256
 #define OTLP_BATCH_WAIT_MS 1000
 #define OTLP_MAX_TRIES 5

@@ -249,6 +249,16 @@ int otlp_config__load(struct otlp_config *c, const char *cli_url,
 	for (int i = 0; i < c->n_res_attrs; i++)
 		if (!strcmp(c->res_key[i], "service.name"))
 			snprintf(c->service_name, sizeof(c->service_name), "%s", c->res_val[i]);
+	/* a span and metric attribute: lifted off the resource */
+	for (int i = 0; i < c->n_res_attrs; i++) {
+		if (strcmp(c->res_key[i], "gen_ai.provider.name"))
+			continue;
+		snprintf(c->provider, sizeof(c->provider), "%s", c->res_val[i]);
+		c->n_res_attrs--;
+		memmove(c->res_key[i], c->res_key[i + 1], (c->n_res_attrs - i) * sizeof(c->res_key[0]));
+		memmove(c->res_val[i], c->res_val[i + 1], (c->n_res_attrs - i) * sizeof(c->res_val[0]));
+		i--;
+	}
 	v = var(&x, "OTEL_SERVICE_NAME");
 	if (v)
 		snprintf(c->service_name, sizeof(c->service_name), "%s", v);
@@ -266,6 +276,8 @@ int otlp_config__load(struct otlp_config *c, const char *cli_url,
 				    "OTEL_METRIC_EXPORT_INTERVAL '%s' is not a period", v);
 		c->interval_ms = ms;
 	}
+	if (c->traces.url[0])
+		otlp_sampler__load(&c->sampler, get);
 	return 0;
 }
 

@@ -12,6 +12,10 @@
  *   OTEL_{TRACES,METRICS}_EXPORTER              otlp (default) | none: that signal off
  *   OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES resource (k=v,..., %-decoded)
  *   OTEL_METRIC_EXPORT_INTERVAL                 ms between metric exports (default 60000)
+ *   OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG which traces are sent (otlp_sampler.h)
+ * gen_ai.provider.name in OTEL_RESOURCE_ATTRIBUTES is not a resource
+ * attribute: it names the provider on every span and metric point instead
+ * of the one guessed from the server's process name (otlp__provider).
  * A signal-specific variable replaces the general one. `--otlp URL` is the
  * traces URL when its path ends in /v1/traces (metrics then go to the same
  * URL with /v1/metrics), else a base URL like OTEL_EXPORTER_OTLP_ENDPOINT;
@@ -22,6 +26,7 @@
 
 #include <stdbool.h>
 #include "user/export/otlp/otlp_enc.h"
+#include "user/export/otlp/otlp_sampler.h"
 
 #define OTLP_MAX_HEADERS 16
 #define OTLP_MAX_RES_ATTRS 32
@@ -42,6 +47,8 @@ struct otlp_config {
 	char res_key[OTLP_MAX_RES_ATTRS][64];
 	char res_val[OTLP_MAX_RES_ATTRS][256];
 	long interval_ms;		/* metric export period */
+	struct otlp_sampler sampler;
+	char provider[64];		/* gen_ai.provider.name given; "" guess per process */
 };
 
 /*

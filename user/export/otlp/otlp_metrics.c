@@ -162,8 +162,10 @@ void otlp_metrics__add(struct otlp_metrics *m, const struct otlp_span_src *src)
 }
 
 static void point(struct otlp_enc *e, const struct otlp_metrics *m, const struct series *s,
-		  int metric, uint64_t now)
+		  int metric, uint64_t now, const struct otlp_config *cfg)
 {
+	const char *provider = otlp__provider(cfg, s->comm);
+
 	const struct hist *h = &s->h[metric];
 
 	otlp_enc__begin(e, F_H_DATA_POINTS, "dataPoints", true);
@@ -171,6 +173,8 @@ static void point(struct otlp_enc *e, const struct otlp_metrics *m, const struct
 		otlp_enc__attr_bool(e, F_DP_ATTRIBUTES, "otel.metric.overflow", true);
 	} else {
 		otlp_enc__attr_str(e, F_DP_ATTRIBUTES, "gen_ai.operation.name", s->op);
+		if (provider)
+			otlp_enc__attr_str(e, F_DP_ATTRIBUTES, "gen_ai.provider.name", provider);
 		if (s->model[0])
 			otlp_enc__attr_str(e, F_DP_ATTRIBUTES, "gen_ai.request.model", s->model);
 		if (s->addr[0])
@@ -201,7 +205,7 @@ static bool in_scope(const struct otlp_metrics *m, int i, uint32_t tgid, bool ov
 
 /* The metrics of process tgid (overflow: the overflow series). */
 static void scope_metrics(struct otlp_enc *e, const struct otlp_metrics *m, uint32_t tgid,
-			  bool overflow, uint64_t now)
+			  bool overflow, uint64_t now, const struct otlp_config *cfg)
 {
 	otlp_enc__begin(e, F_RM_SCOPE_METRICS, "scopeMetrics", true);
 	otlp_enc__begin(e, F_SM_SCOPE, "scope", false);
@@ -222,7 +226,7 @@ static void scope_metrics(struct otlp_enc *e, const struct otlp_metrics *m, uint
 		otlp_enc__begin(e, F_M_HISTOGRAM, "histogram", false);
 		for (int i = 0; i <= OTLP_MAX_SERIES; i++)
 			if (in_scope(m, i, tgid, overflow) && m->s[i].h[k].count)
-				point(e, m, &m->s[i], k, now);
+				point(e, m, &m->s[i], k, now, cfg);
 		otlp_enc__uint(e, F_H_TEMPORALITY, "aggregationTemporality",
 			       TEMPORALITY_CUMULATIVE);
 		otlp_enc__end(e);
@@ -253,13 +257,13 @@ int otlp_metrics__build(const struct otlp_metrics *m, enum otlp_proto proto, con
 			continue;
 		otlp_enc__begin(e, F_REQ_RESOURCE_METRICS, "resourceMetrics", true);
 		otlp__resource(e, F_RM_RESOURCE, m->s[i].tgid, m->s[i].comm, host, cfg);
-		scope_metrics(e, m, m->s[i].tgid, false, now_unix_ns);
+		scope_metrics(e, m, m->s[i].tgid, false, now_unix_ns, cfg);
 		otlp_enc__end(e);
 	}
 	if (m->overflow_used) {
 		otlp_enc__begin(e, F_REQ_RESOURCE_METRICS, "resourceMetrics", true);
 		otlp__resource(e, F_RM_RESOURCE, 0, NULL, host, cfg);
-		scope_metrics(e, m, 0, true, now_unix_ns);
+		scope_metrics(e, m, 0, true, now_unix_ns, cfg);
 		otlp_enc__end(e);
 	}
 	return otlp_enc__finish(e, out, len);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* OTLP spans of finished requests, and the resource they come from (otlp.h). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +27,8 @@ enum {
 	F_SS_SCOPE = 1, F_SS_SPANS = 2, F_SS_SCHEMA_URL = 3,		/* ScopeSpans */
 	F_SCOPE_NAME = 1, F_SCOPE_VERSION = 2,				/* InstrumentationScope */
 	F_RES_ATTRIBUTES = 1,						/* Resource */
-	F_SPAN_TRACE_ID = 1, F_SPAN_SPAN_ID = 2, F_SPAN_PARENT_SPAN_ID = 4, F_SPAN_NAME = 5,
+	F_SPAN_TRACE_ID = 1, F_SPAN_SPAN_ID = 2, F_SPAN_TRACE_STATE = 3,
+	F_SPAN_PARENT_SPAN_ID = 4, F_SPAN_NAME = 5,
 	F_SPAN_KIND = 6, F_SPAN_START = 7, F_SPAN_END = 8, F_SPAN_ATTRIBUTES = 9,
 	F_SPAN_STATUS = 15, F_SPAN_FLAGS = 16,				/* Span */
 	F_STATUS_MESSAGE = 2, F_STATUS_CODE = 3,			/* Status */
@@ -192,70 +192,6 @@ int64_t otlp__clock_offset_ns(void)
 	return offset;
 }
 
-
-/* ---- names and attribute values ---- */
-
-const char *otlp__route(const char *path)
-{
-	/* the API paths ttftrace recognises (ttf_api_of_path) and Ollama's */
-	static const char *const routes[] = {
-		"/v1/chat/completions", "/chat/completions", "/v1/completions", "/completion",
-		"/completions", "/v1/responses", "/responses", "/v1/messages", "/api/chat",
-		"/api/generate",
-	};
-
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (!strcmp(path, routes[i]))
-			return routes[i];
-	return NULL;
-}
-
-const char *otlp__operation(enum ttf_api api)
-{
-	switch (api) {
-	case TTF_API_CHAT:
-	case TTF_API_RESPONSES:
-	case TTF_API_MESSAGES:
-		return "chat";
-	case TTF_API_COMPLETION:
-	case TTF_API_LLAMACPP:
-		return "text_completion";
-	default:
-		return NULL;
-	}
-}
-
-const char *otlp__error_type(const struct otlp_span_src *s, char *buf, size_t len)
-{
-	if (s->status >= 400) {
-		snprintf(buf, len, "%d", s->status);
-		return buf;
-	}
-	if (s->flags & TTF_REQ_ABORTED) {
-		snprintf(buf, len, "aborted");
-		return buf;
-	}
-	if (s->flags & TTF_REQ_ERROR) {
-		snprintf(buf, len, "stream_error");
-		return buf;
-	}
-	return NULL;
-}
-
-void otlp__addr_str(uint8_t family, const uint8_t addr[16], char *buf, size_t len)
-{
-	buf[0] = '\0';
-	if (family == 2)
-		inet_ntop(AF_INET, addr, buf, len);
-	else if (family == 10)
-		inet_ntop(AF_INET6, addr, buf, len);
-}
-
-void otlp__server_address(const struct otlp_span_src *s, char *buf, size_t len)
-{
-	otlp__addr_str(s->addr_family, s->server_addr, buf, len);
-}
-
 /* ---- encoding ---- */
 
 #define ATTR_STR(e, k, v) otlp_enc__attr_str(e, F_SPAN_ATTRIBUTES, k, v)
@@ -296,6 +232,9 @@ static void begin_span(struct otlp_enc *e, const struct otlp_span_src *s, uint64
 	otlp_enc__begin(e, F_SS_SPANS, "spans", true);
 	otlp_enc__id(e, F_SPAN_TRACE_ID, "traceId", trace, 16);
 	otlp_enc__id(e, F_SPAN_SPAN_ID, "spanId", span, 8);
+	/* the caller's tracestate, on each span of its trace (W3C: only with a valid traceparent) */
+	if (s->parent.valid && s->parent.state[0])
+		otlp_enc__str(e, F_SPAN_TRACE_STATE, "traceState", s->parent.state);
 	if (parent_idx >= 0) {
 		otlp__ids_bin(seed, s->req_id, parent_idx, NULL, parent);
 		otlp_enc__id(e, F_SPAN_PARENT_SPAN_ID, "parentSpanId", parent, 8);
@@ -310,15 +249,19 @@ static void begin_span(struct otlp_enc *e, const struct otlp_span_src *s, uint64
 	otlp_enc__fixed64(e, F_SPAN_END, "endTimeUnixNano", (uint64_t)((int64_t)end + off));
 }
 
-static void request_attrs(struct otlp_enc *e, const struct otlp_span_src *s)
+static void request_attrs(struct otlp_enc *e, const struct otlp_span_src *s,
+			  const struct otlp_config *cfg)
 {
 	const char *flags[TTF_VF__MAX], *causes[OTLP_MAX_CAUSES];
 	int nf = ttf_vocab__flag_names(s->vflags, flags, TTF_VF__MAX);
 	const char *op = otlp__operation(s->api), *route = otlp__route(s->path), *et;
+	const char *provider = otlp__provider(cfg, s->comm);
 	char addr[64], ebuf[16];
 
 	if (op)
 		ATTR_STR(e, "gen_ai.operation.name", op);
+	if (op && provider)
+		ATTR_STR(e, "gen_ai.provider.name", provider);
 	if (s->model[0])
 		ATTR_STR(e, "gen_ai.request.model", s->model);
 	ATTR_INT(e, "gen_ai.usage.output_tokens", s->n_tokens);
@@ -489,9 +432,29 @@ static void hop_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint32_
 			hop_span(e, s, i, seed, off);
 }
 
-static void request_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint64_t seed,
-			  int64_t off)
+/*
+ * Status ERROR (trace.proto Status, STATUS_CODE_ERROR) for a server error
+ * (5xx), an error event inside a 2xx stream, and a request the client
+ * aborted; a 4xx is the client's error and leaves a server span UNSET
+ * (HTTP span conventions). error.type says which.
+ */
+static const char *error_status(const struct otlp_span_src *s)
 {
+	if (s->status >= 500)
+		return "HTTP server error";
+	if (s->status >= 400)
+		return NULL;
+	if (s->flags & TTF_REQ_ERROR)
+		return "error in the stream";
+	if (s->flags & TTF_REQ_ABORTED)
+		return "aborted before the response ended";
+	return NULL;
+}
+
+static void request_spans(struct otlp_enc *e, const struct otlp_span_src *s, uint64_t seed,
+			  int64_t off, const struct otlp_config *cfg)
+{
+	const char *err_msg = error_status(s);
 	const char *method = s->method[0] ? s->method : "HTTP", *route = otlp__route(s->path);
 	uint64_t cursor = s->start_ns;
 	char name[64];
@@ -499,11 +462,10 @@ static void request_spans(struct otlp_enc *e, const struct otlp_span_src *s, uin
 	/* HTTP semconv: "{method} {http.route}", "{method}" without a route */
 	snprintf(name, sizeof(name), route ? "%s %s" : "%s", method, route);
 	begin_span(e, s, seed, 0, -1, name, SPAN_KIND_SERVER, s->start_ns, s->end_ns, off);
-	request_attrs(e, s);
-	if (s->status >= 500 || ((s->flags & TTF_REQ_ERROR) && s->status < 400)) {
+	request_attrs(e, s, cfg);
+	if (err_msg) {
 		otlp_enc__begin(e, F_SPAN_STATUS, "status", false);
-		otlp_enc__str(e, F_STATUS_MESSAGE, "message", s->status >= 500 ?
-			      "HTTP server error" : "error in the stream");
+		otlp_enc__str(e, F_STATUS_MESSAGE, "message", err_msg);
 		otlp_enc__uint(e, F_STATUS_CODE, "code", STATUS_CODE_ERROR);
 		otlp_enc__end(e);
 	}
@@ -581,7 +543,7 @@ static void resource_spans(struct otlp_enc *e, const struct otlp_span_src *s, in
 	otlp_enc__end(e);
 	for (int j = 0; j < n; j++) {
 		if (s[j].tgid == tgid)
-			request_spans(e, &s[j], seed, off);
+			request_spans(e, &s[j], seed, off, cfg);
 		hop_spans(e, &s[j], tgid, seed, off);
 	}
 	otlp_enc__str(e, F_SS_SCHEMA_URL, "schemaUrl",

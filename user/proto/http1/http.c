@@ -207,6 +207,9 @@ static bool parse_header(struct http_parser *p, const char *l, size_t n)
 		/* W3C Trace Context: more than one traceparent is invalid */
 		if (h->n_traceparent++ || ttf_traceparent__parse(v, vl, &h->traceparent))
 			h->traceparent.valid = false;
+	} else if (nl == 10 && !strncasecmp(l, "tracestate", nl) && h->is_request) {
+		/* passed on with the traceparent: the span's trace_state */
+		ttf_tracestate__add(&h->traceparent, v, vl);
 	}
 	return true;
 }

@@ -73,6 +73,8 @@ static void on_field(void *ctx, const struct hpack_field *f)
 		if (h->n_traceparent++ ||
 		    ttf_traceparent__parse(f->value, f->value_len, &h->traceparent))
 			h->traceparent.valid = false;
+	} else if (is(f, "tracestate")) {
+		ttf_tracestate__add(&h->traceparent, f->value, f->value_len);
 	} else if (is(f, "grpc-status")) {
 		char v[12];
 
