@@ -6,9 +6,9 @@
  *
  * Runs of intervals shorter than a quantum are merged into one slice named
  * by its main state (args: the split). The quantum starts at
- * PERFETTO_SCHED_MERGE_NS and doubles until the request's slices fit the
- * cap: a thread that CPU hogs preempt every few ms costs the same bytes as
- * a quiet one, drawn at a coarser grain. Past the longest window, runs also
+ * PERFETTO_SCHED_MERGE_NS and grows to the finest at which the request's
+ * slices fit the cap (fit_grain()): a thread that CPU hogs preempt every few
+ * ms costs no more bytes than the cap allows, drawn at a coarser grain. Past the longest window, runs also
  * span the time the view does not know; what still does not fit is counted,
  * not drawn. Requests drawn coarser than the finest quantum are counted
  * (otherData and the summary), so the trace says it was summarised.
@@ -108,6 +108,43 @@ static uint32_t pieces_run(struct merge *m, const struct piece *p, int n)
 	return m->slices;
 }
 
+/* How many slices the pieces make at m's grain (nothing drawn). */
+static uint32_t pieces_count(struct merge *m, const struct piece *p, int n)
+{
+	m->slices = 0;
+	return pieces_run(m, p, n);
+}
+
+/*
+ * Sets m's quantum to the finest grain at which the pieces fit the cap:
+ * doubling from PERFETTO_SCHED_MERGE_NS, then halving the last step four
+ * times; past the longest piece, runs bridge unknown time instead.
+ */
+static void fit_grain(struct merge *m, const struct piece *p, int n, uint64_t longest)
+{
+	uint64_t lo, hi;
+
+	while (pieces_count(m, p, n) > PERFETTO_SCHED_SLICES_PER_REQ) {
+		if (m->quantum_ns > longest) {
+			m->bridge = 1;
+			return;
+		}
+		m->quantum_ns *= 2;
+	}
+	if (m->quantum_ns == PERFETTO_SCHED_MERGE_NS)
+		return;
+	lo = m->quantum_ns / 2;	/* did not fit */
+	hi = m->quantum_ns;	/* fits */
+	for (int i = 0; i < 4; i++) {
+		m->quantum_ns = lo + (hi - lo) / 2;
+		if (pieces_count(m, p, n) > PERFETTO_SCHED_SLICES_PER_REQ)
+			lo = m->quantum_ns;
+		else
+			hi = m->quantum_ns;
+	}
+	m->quantum_ns = hi;
+}
+
 /* Adds [a, b) to the thread's drawn windows (sorted, disjoint, merged when they touch). */
 static void win_add(struct thr *t, uint64_t a, uint64_t b)
 {
@@ -177,15 +214,8 @@ void pf_served_request(struct perfetto *pf, const struct pf_served_win *w, int n
 	}
 	for (int i = 0; i < n; i++)
 		longest = p[i].b - p[i].a > longest ? p[i].b - p[i].a : longest;
-	/* the finest grain that fits the cap */
-	while (pieces_run(&m, p, n) > PERFETTO_SCHED_SLICES_PER_REQ && !m.bridge) {
-		if (m.quantum_ns > longest)
-			m.bridge = 1;
-		else
-			m.quantum_ns *= 2;
-		m.slices = 0;
-	}
-	if (m.quantum_ns > PERFETTO_SCHED_MERGE_NS)
+	fit_grain(&m, p, n, longest);
+	if (m.quantum_ns > PERFETTO_SCHED_MERGE_NS || m.bridge)
 		pf->sched_summarised++;
 	m.draw = 1;
 	m.slices = 0;
