@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from conftest import ROOT, TTFTRACE, needs_root
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
-from e2e_helpers import run_loadgen  # noqa: E402
+from e2e_helpers import CONN_RE, run_loadgen  # noqa: E402
 
 ENGINE_DIR = os.path.join(ROOT, "tests", "root", "export", "trace_engine")
 REQUESTS_PID = 0x40000001
@@ -300,3 +301,117 @@ def test_message_hop_flows_from_replay(tmp_path, name):
         assert fl[-1]["ts"] == pytest.approx(t0 + back * 1e3, abs=4)
         lanes.add(fl[0]["tid"])
     assert 1 < len(lanes) <= 4     # concurrent requests on their own hop lanes
+
+
+# The documented bound (docs/timeline.md): scheduler slices at most 32 per request, and
+# the whole file at most 13 KB per request of 32 tokens on the fixture, CPU-bound or not.
+SLICES_PER_REQUEST = 32
+BYTES_PER_REQUEST_32_TOKENS = 13000
+SEND_SLACK_US = 200
+
+
+def contend(procs, pid, n_hogs=4):
+    """Puts every thread of pid (and the threads it creates later) on one CPU, under
+    SCHED_OTHER, with n_hogs busy loops on that CPU: the server is preempted every few
+    ms while it works. Returns the CPU."""
+    cpu = min(os.sched_getaffinity(0))
+    for tid in os.listdir("/proc/%d/task" % pid):
+        os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
+        os.sched_setaffinity(int(tid), {cpu})
+    for _ in range(n_hogs):
+        hog = procs.add(subprocess.Popen(["sh", "-c", "while :; do :; done"]))
+        os.sched_setaffinity(hog.pid, {cpu})
+    return cpu
+
+
+@needs_root
+def test_bounded_under_cpu_contention(sse_server, tracer, procs, tmp_path):
+    """The fixture server busy-waits through its 300 ms TTFT and every token gap while
+    4 CPU hogs share its one CPU: its threads switch hundreds of times per request.
+    The default file stays under 13 KB per request (32 slices per request at most,
+    the rest merged coarser and counted in otherData and the summary); DevTools'
+    trace engine opens it; every slice kept is on a thread of the server other than
+    its accept thread (the kernel's task list), inside the request's own span on the
+    client's and the server's clocks (loadgen's send, the fixture log's end), and its
+    state split adds up to no more than its length."""
+    n, c = 40, 4
+    srv = sse_server("--ttft-ms", "300", "--spin-us", "1000000")
+    contend(procs, srv.pid)
+    pf = tmp_path / "busy.json"
+    tr = tracer("--port", srv.port, "--perfetto", pf)
+    tasks = set()
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                tasks.update(int(t) for t in os.listdir("/proc/%d/task" % srv.pid))
+            except OSError:
+                pass
+            done.wait(0.02)
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    try:
+        lg = run_loadgen(srv.port, str(tmp_path / "lg.json"), n=n, c=c, max_tokens=32,
+                         include_usage=False, timeout_s=300)
+    finally:
+        done.set()
+        w.join(5)
+    tr.wait_requests(n, timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    reqs = tr.requests()
+    assert len(lg["requests"]) == len(reqs) == n, tr.stderr
+
+    size = os.path.getsize(pf)
+    trace = load(pf)
+    evs, od = trace["traceEvents"], trace["otherData"]
+    sched = [e for e in evs if e.get("cat") == "sched"]
+    print("perfetto under contention: %d bytes for %d requests (%.0f per request); %d "
+          "scheduler slices, %d intervals merged, %d of %d requests summarised" %
+          (size, n, size / n, len(sched), od["sched_merged"], od["sched_requests_summarised"], n))
+    assert size <= n * BYTES_PER_REQUEST_32_TOKENS, size / n
+    assert od["sched_slices_per_request"] == SLICES_PER_REQUEST
+    assert len(sched) == od["sched_slices"] <= n * SLICES_PER_REQUEST
+    # a request's slices follow its request slice in the file (perfetto.c on_request)
+    per_req, last = defaultdict(int), None
+    for e in evs:
+        if e["pid"] == REQUESTS_PID and e.get("cat") == "request" and e["ph"] == "X":
+            last = e["args"]["id"]
+        elif e.get("cat") == "sched":
+            per_req[last] += 1
+    assert None not in per_req and max(per_req.values()) <= SLICES_PER_REQUEST, per_req
+    # the contention was real: the finest grain did not fit, and the trace says so
+    assert od["sched_requests_summarised"] >= 1, od
+    assert od["sched_merged"] > len(sched)
+    assert od["sched_slices_over_cap"] == 0
+    summary = tr.summary()["counters"]
+    assert summary["perfetto_requests_sched_summarised"] == od["sched_requests_summarised"]
+    assert summary["perfetto_sched_slices"] == len(sched)
+
+    parsed = devtools_parse(pf)
+    assert parsed["events"] == len(evs)
+    assert parsed["warnings"] == {}, parsed["warnings"]
+    assert len(parsed["flows"]) == 2 * n
+    assert_nested(evs)
+
+    # truth: the request's span from loadgen's send to the fixture's last write (curl
+    # reports the send once it returned: the request may reach the server just before)
+    ends = {(t["rport"], t["conn_seq"]): t["t_end_ns"] for t in srv.truth()}
+    span = {(q["local_port"], q["conn_seq"]): (q["start_ns"] / 1e3,
+                                               ends[(q["local_port"], q["conn_seq"])] / 1e3)
+            for q in lg["requests"]}
+    by_thread = defaultdict(list)
+    for r in reqs:
+        port = int(CONN_RE.search(r["conn"]).group(1))
+        for tid in {r["tid_rx"], r["tid_tx"]}:
+            assert tid in tasks and tid != srv.pid, (tid, tasks)
+            by_thread[tid].append(span[(port, r["conn_seq"])])
+    names = {"running": "on_cpu_us", "runnable": "runnable_us", "blocked": "blocked_us"}
+    for e in sched:
+        assert e["pid"] == srv.pid and e["tid"] in by_thread, e
+        assert any(a - SEND_SLACK_US <= e["ts"] and e["ts"] + e["dur"] <= b + 1e-3
+                   for a, b in by_thread[e["tid"]]), e
+        if "args" in e:     # merged: its main state names it; the split fits its length
+            split = {k: e["args"][v] for k, v in names.items()}
+            assert sum(split.values()) <= e["dur"] + 1e-2, e
+            assert split[e["name"]] == max(split.values()), e

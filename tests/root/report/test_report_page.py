@@ -181,3 +181,66 @@ def test_message_hops_colour_the_waterfall_by_hop(tmp_path, name):
     sdom, _ = chromium(tmp_path, "file://%s#server" % out, "--dump-dom")
     assert re.search(r'id="waterfall"[^>]*data-split="server"', sdom)
     assert not re.search(r'data-hop=', sdom)
+
+
+PROBE = """<script>
+/* the test's probe: where Chromium laid out the ITL chart's labels (CSS px) */
+(function () {
+	const out = [...document.querySelectorAll("#itl svg text.lbl")].map((t) => {
+		const b = t.getBoundingClientRect();
+		return { text: t.textContent, x: b.left, y: b.top, w: b.width, h: b.height };
+	});
+	const pre = document.createElement("pre");
+	pre.id = "probe";
+	pre.textContent = JSON.stringify(out);
+	document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_itl_outlier_labels_do_not_overlap(tmp_path):
+    """30 ITL outliers close together in time and size, the largest in the last
+    request: the largest is labelled with its cause, and no two labels overlap where
+    Chromium laid them out (boxes measured by a probe script added to the page)."""
+    import random
+    from synth_run import make_requests
+    rng = random.Random(3)
+    reqs = make_requests(120, seed=9, span_s=40.0, n_outliers=0)
+    ok = [r for r in reqs if r["status"] == 200 and "aborted" not in r["flags"]
+          and "incomplete" not in r["flags"]]
+    for r in ok[:30]:
+        k = len(r["itl_ms"]) // 2
+        r["itl_ms"][k] = round(r["tpot_ms"] * rng.uniform(5.5, 6.5), 3)
+        r["outliers"] = [{"index": k, "itl_ms": r["itl_ms"][k],
+                          "cause": "prefill of request %d (batch of 4)" % (r["id"] + 1)}]
+    big = ok[29]
+    k = big["outliers"][0]["index"]
+    big["itl_ms"][k] = round(max(r["itl_ms"][len(r["itl_ms"]) // 2] for r in ok[:29]) * 1.3, 3)
+    big["outliers"] = [{"index": k, "itl_ms": big["itl_ms"][k], "cause": "the largest stall"}]
+    for r in ok[:30]:
+        mean = sum(r["itl_ms"]) / len(r["itl_ms"])
+        r["tpot_ms"] = r["itl_mean_ms"] = round(mean, 3)
+    src, out = tmp_path / "outliers.ndjson", tmp_path / "outliers.html"
+    with open(src, "w") as f:
+        for r in reqs:
+            f.write(json.dumps(r) + "\n")
+    assert report(src, "-o", out).returncode == 0
+    html = out.read_text()
+    assert html.count("</body>") == 1
+    out.write_text(html.replace("</body>", PROBE + "</body>"))
+    dom, errors = render(tmp_path, out, "report_itl_labels", height=2600)
+    assert not errors, errors
+    assert len(re.findall(r'class="outlier[ "]', dom)) == sum(len(r["outliers"]) for r in ok)
+    m = re.search(r'<pre id="probe">(.*?)</pre>', dom)
+    assert m, dom[-2000:]
+    labels = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    texts = [l["text"] for l in labels]
+    assert "the largest stall" in texts, texts
+    assert 2 <= len(labels) <= 12, texts
+    for i, a in enumerate(labels):
+        assert a["w"] > 0 and a["h"] > 0, a
+        for b in labels[i + 1:]:
+            overlap = (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and
+                       a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
+            assert not overlap, (a, b)

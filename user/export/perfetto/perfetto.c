@@ -139,14 +139,7 @@ static void stage_slices(struct perfetto *pf, uint32_t lane, uint64_t start,
 	}
 }
 
-#define PF_MAX_WINDOWS (2 + TTF_MAX_STEP_SPANS + TTF_MAX_CAUSES)
-
-struct served_win {
-	uint32_t tid, tgid;
-	uint64_t a, b;
-};
-
-static void win_push(struct served_win *w, int *n, uint32_t tid, uint32_t tgid, uint64_t a,
+static void win_push(struct pf_served_win *w, int *n, uint32_t tid, uint32_t tgid, uint64_t a,
 		     uint64_t b)
 {
 	/* one window per thread where they touch (the reader that also writes) */
@@ -157,8 +150,8 @@ static void win_push(struct served_win *w, int *n, uint32_t tid, uint32_t tgid, 
 		w[i].b = b > w[i].b ? b : w[i].b;
 		return;
 	}
-	if (tid && a < b && *n < PF_MAX_WINDOWS)
-		w[(*n)++] = (struct served_win){ tid, tgid, a, b };
+	if (tid && a < b && *n < PF_REQ_WINDOWS)
+		w[(*n)++] = (struct pf_served_win){ tid, tgid, a, b };
 }
 
 /* SERVED: the scheduler slices of the threads that served the request, while they did. */
@@ -166,7 +159,7 @@ static void served_sched(struct perfetto *pf, const struct ttf_request *r,
 			 const struct ttf_attrib *a, uint32_t etgid, uint64_t start, uint64_t end)
 {
 	const uint64_t *b = a && a->valid ? a->bound_ns : NULL;
-	struct served_win w[PF_MAX_WINDOWS];
+	struct pf_served_win w[PF_REQ_WINDOWS];
 	int n = 0;
 
 	if (pf->sched_mode != PERFETTO_SCHED_SERVED || !pf->sched)
@@ -184,8 +177,7 @@ static void served_sched(struct perfetto *pf, const struct ttf_request *r,
 			win_push(w, &n, r->tx_tid, r->tgid, ttf_metrics__event_time(&r->events[k]),
 				 ttf_metrics__event_time(&r->events[k + 1]));
 	}
-	for (int i = 0; i < n; i++)
-		pf_served(pf, w[i].tid, w[i].tgid, w[i].a, w[i].b);
+	pf_served_request(pf, w, n);
 }
 
 /* Marks and flows to the threads that served the request, after their scheduler slices. */
@@ -325,6 +317,10 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 		lanes_used(pf), pf->lanes_full, pf->flows, pf->threads_refused, pf->conns_refused,
 		pf->sched_reordered, pf->sched_merged, pf->served_clipped_ns, pf->gpu_unread,
 		pf->gpu_flows_dropped, pf->hop_slices_over);
+	fprintf(f, ",\"sched_slices_per_request\":%d,\"sched_slices\":%" PRIu64
+		",\"sched_requests_summarised\":%" PRIu64 ",\"sched_slices_over_cap\":%" PRIu64,
+		PERFETTO_SCHED_SLICES_PER_REQ, pf->sched_slices, pf->sched_summarised,
+		pf->sched_over_cap);
 	for (int i = 0; i < n; i++) {
 		fputs(",", f);
 		pf_jstr(f, cnt[i].name);
@@ -348,6 +344,22 @@ static int on_finish(void *ctx, const struct report_counter *cnt, int n)
 			pf->threads_refused, pf->conns_refused, pf->lanes_full, PERFETTO_MAX_LANES,
 			pf->gpu_unread, pf->gpu_flows_dropped);
 	return err;
+}
+
+/* For the summary: how much the SERVED cap summarised (perfetto.h). */
+static int on_stats(void *ctx, struct report_counter *c, int cap)
+{
+	struct perfetto *pf = ctx;
+	int n = 0;
+
+	if (pf->sched_mode != PERFETTO_SCHED_SERVED || cap < 4)
+		return 0;
+	c[n++] = (struct report_counter){ "perfetto_sched_slices", pf->sched_slices };
+	c[n++] = (struct report_counter){ "perfetto_sched_intervals_merged", pf->sched_merged };
+	c[n++] = (struct report_counter){ "perfetto_requests_sched_summarised",
+					  pf->sched_summarised };
+	c[n++] = (struct report_counter){ "perfetto_sched_slices_over_cap", pf->sched_over_cap };
+	return n;
 }
 
 static void on_destroy(void *ctx)
@@ -391,7 +403,8 @@ int perfetto_sink__new_opts(const char *path, const struct perfetto_opts *o,
 	pf_meta(&pf->out, PERFETTO_PID_CONNS, 0, "process_name", "Connections (bytes in/out)");
 	*out = (struct ttf_sink){ .name = "perfetto", .ctx = pf, .net_event = pf_on_net,
 				  .sched_event = pf_on_sched, .request = on_request,
-				  .tick = on_tick, .finish = on_finish, .destroy = on_destroy };
+				  .tick = on_tick, .finish = on_finish, .stats = on_stats,
+				  .destroy = on_destroy };
 	return 0;
 cleanup:
 	on_destroy(pf);

@@ -35,7 +35,9 @@
  *     has it; engine: -> prefill end; writer: -> first token) and the token
  *     gaps named as ITL outliers, runs of intervals shorter than
  *     PERFETTO_SCHED_MERGE_NS merged into one slice named by its main state
- *     (args: on_cpu_us, runnable_us, blocked_us, n); ALL draws every traced
+ *     (args: on_cpu_us, runnable_us, blocked_us, n), at most
+ *     PERFETTO_SCHED_SLICES_PER_REQ per request (past it, the merge quantum
+ *     doubles until they fit: perfetto_served.c); ALL draws every traced
  *     thread's switches as they come; NONE draws none;
  *   - "Connections" (pid PERFETTO_PID_CONNS, tid = a number per socket): an
  *     X per read syscall, one per run of write syscalls (a response: its
@@ -75,6 +77,7 @@
 #define PERFETTO_MAX_CONNS 4096		/* connection table; likewise */
 #define PERFETTO_MAX_LANES 256		/* request lanes; more concurrent requests are counted */
 #define PERFETTO_SCHED_MERGE_NS 100000ull	/* SERVED: shorter intervals are merged */
+#define PERFETTO_SCHED_SLICES_PER_REQ 32	/* SERVED: the most slices a request draws */
 
 enum perfetto_sched {
 	PERFETTO_SCHED_SERVED = 0,

@@ -2,7 +2,8 @@
 /*
  * State shared by the parts of the Perfetto sink (user/export/perfetto/perfetto.h):
  * perfetto.c (requests, lanes, flows, hops, finish), perfetto_thr.c
- * (threads and scheduler slices), perfetto_net.c (connections),
+ * (threads, ALL scheduler slices), perfetto_served.c (SERVED scheduler
+ * slices), perfetto_net.c (connections),
  * perfetto_gpu.c (GPU tracks and the flows to them), perfetto_out.c
  * (file and JSON). Internal to user/export/perfetto*.c.
  */
@@ -10,6 +11,7 @@
 #define TTFTRACE_PERFETTO_INT_H
 
 #include <stdint.h>
+#include "user/model/attrib.h"
 #include "user/export/perfetto/perfetto.h"
 #include "user/export/perfetto/perfetto_out.h"
 
@@ -18,6 +20,15 @@
 #define PF_GPU_PENDING 1024	/* flows waiting for their GPU spans to be written */
 
 enum thr_state { THR_UNKNOWN = 0, THR_RUNNING, THR_RUNNABLE, THR_BLOCKED };
+
+/* A request's windows: reader, writer, engine steps, ITL outlier gaps (perfetto.c). */
+#define PF_REQ_WINDOWS (2 + TTF_MAX_STEP_SPANS + TTF_MAX_CAUSES)
+
+/* SERVED: thread tid of process tgid served the request over [a, b). */
+struct pf_served_win {
+	uint32_t tid, tgid;
+	uint64_t a, b;
+};
 
 struct pf_window {
 	uint64_t a, b;
@@ -87,6 +98,8 @@ struct perfetto {
 	int n_streams;
 	uint64_t threads_refused, conns_refused, sched_reordered, gpu_unread;
 	uint64_t lanes_full, flows, gpu_flows_dropped, sched_merged, served_clipped_ns;
+	/* SERVED: slices drawn, requests drawn coarser to fit the cap, slices past it */
+	uint64_t sched_slices, sched_summarised, sched_over_cap;
 	struct pf_hop_lanes hop_lanes[PF_HOP_PROCS];
 	int n_hop_lanes;
 	uint64_t hop_slices_over;	/* hop slices with no free hop lane: not drawn */
@@ -112,8 +125,16 @@ void pf_hops(struct perfetto *pf, const struct ttf_request *r, const struct ttf_
 /* perfetto_thr.c */
 struct thr *pf_thr_get(struct perfetto *pf, uint32_t tid, uint32_t tgid);
 void pf_on_sched(void *ctx, const struct ttf_sched_event *e);
-/* SERVED: the thread's scheduler slices over [a, b), each part drawn once. */
-void pf_served(struct perfetto *pf, uint32_t tid, uint32_t tgid, uint64_t a, uint64_t b);
+/* One scheduler slice (its closing brace left to the caller, for args). */
+void pf_sched_slice(struct perfetto *pf, uint32_t tgid, uint32_t tid, enum thr_state st,
+		    uint64_t start_ns, uint64_t end_ns);
+
+/* perfetto_served.c */
+/*
+ * SERVED: the scheduler slices of a request's windows, the parts no earlier
+ * request drew, at most PERFETTO_SCHED_SLICES_PER_REQ of them.
+ */
+void pf_served_request(struct perfetto *pf, const struct pf_served_win *w, int n);
 
 /* perfetto_net.c */
 void pf_on_net(void *ctx, const struct ttf_net_event *e, size_t len);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Thread tracks of the Perfetto sink: naming, and the scheduler slices of
- * the modes ALL (streamed from the switch records) and SERVED (read from the
- * scheduler view when a request is drawn). See perfetto.h.
+ * the mode ALL (streamed from the switch records; SERVED is
+ * perfetto_served.c). See perfetto.h.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -75,7 +75,7 @@ static const char *const thr_names[] = { "unknown", "running", "runnable", "bloc
 static const char *const thr_colors[] = { "grey", "thread_state_running",
 					  "thread_state_runnable", "thread_state_sleeping" };
 
-static void sched_slice(struct perfetto *pf, uint32_t tgid, uint32_t tid, enum thr_state st,
+void pf_sched_slice(struct perfetto *pf, uint32_t tgid, uint32_t tid, enum thr_state st,
 			uint64_t start_ns, uint64_t end_ns)
 {
 	pf_complete(&pf->out, tgid, tid, start_ns, end_ns - start_ns, thr_names[st], "sched");
@@ -91,7 +91,7 @@ static void thr_switch(struct perfetto *pf, struct thr *t, uint64_t ts_ns, enum 
 		ts_ns = t->since_ns;
 	}
 	if (t->state != THR_UNKNOWN) {
-		sched_slice(pf, t->tgid, t->tid, t->state, t->since_ns, ts_ns);
+		pf_sched_slice(pf, t->tgid, t->tid, t->state, t->since_ns, ts_ns);
 		fputc('}', pf->out.f);
 	}
 	t->state = next;
@@ -127,123 +127,4 @@ void pf_on_sched(void *ctx, const struct ttf_sched_event *e)
 			thr_switch(pf, t, e->ts_ns, THR_RUNNABLE);
 		break;
 	}
-}
-
-/* SERVED: a run of short intervals, drawn as one slice named by its main state. */
-struct merge {
-	struct perfetto *pf;
-	uint32_t tid, tgid;	/* the track (the thread table's process) */
-	uint64_t start_ns, end_ns;
-	uint64_t ns[4];		/* by enum thr_state */
-	uint32_t n;
-};
-
-static void merge_flush(struct merge *m)
-{
-	enum thr_state main = THR_RUNNING;
-
-	if (!m->n)
-		return;
-	for (int s = THR_RUNNING; s <= THR_BLOCKED; s++)
-		if (m->ns[s] > m->ns[main])
-			main = s;
-	sched_slice(m->pf, m->tgid, m->tid, main, m->start_ns, m->end_ns);
-	if (m->n > 1) {
-		fprintf(m->pf->out.f, ",\"args\":{\"on_cpu_us\":%.3f,\"runnable_us\":%.3f,"
-			"\"blocked_us\":%.3f,\"n\":%u}", m->ns[THR_RUNNING] / 1e3,
-			m->ns[THR_RUNNABLE] / 1e3, m->ns[THR_BLOCKED] / 1e3, m->n);
-		m->pf->sched_merged += m->n - 1;
-	}
-	fputc('}', m->pf->out.f);
-	memset(m->ns, 0, sizeof(m->ns));
-	m->n = 0;
-}
-
-static int served_interval(void *ctx, uint32_t view_tgid, enum sched_state st, uint64_t s,
-			   uint64_t e)
-{
-	struct merge *m = ctx;
-	enum thr_state ts = st == SCHED_ON_CPU ? THR_RUNNING : st == SCHED_RUNNABLE ?
-			    THR_RUNNABLE : st == SCHED_BLOCKED ? THR_BLOCKED : THR_UNKNOWN;
-
-	(void)view_tgid;
-
-	if (ts == THR_UNKNOWN || (m->n && s != m->end_ns) || e - s >= PERFETTO_SCHED_MERGE_NS)
-		merge_flush(m);
-	if (ts == THR_UNKNOWN)
-		return 0;
-	if (!m->n)
-		m->start_ns = s;
-	m->end_ns = e;
-	m->ns[ts] += e - s;
-	m->n++;
-	if (e - s >= PERFETTO_SCHED_MERGE_NS)
-		merge_flush(m);
-	return 0;
-}
-
-static void draw_gap(struct perfetto *pf, uint32_t tid, uint32_t tgid, uint64_t a, uint64_t b)
-{
-	struct merge m = { .pf = pf, .tid = tid, .tgid = tgid };
-
-	if (a >= b)
-		return;
-	sched__intervals(pf->sched, tid, a, b, served_interval, &m);
-	merge_flush(&m);
-}
-
-/* Adds [a, b) to the thread's drawn windows (sorted, disjoint, merged when they touch). */
-static void win_add(struct perfetto *pf, struct thr *t, uint64_t a, uint64_t b)
-{
-	struct pf_window w = { a, b };
-	int i = 0, j, n = t->n_win;
-
-	while (i < n && t->win[i].b < w.a)
-		i++;
-	for (j = i; j < n && t->win[j].a <= w.b; j++) {
-		w.a = t->win[j].a < w.a ? t->win[j].a : w.a;
-		w.b = t->win[j].b > w.b ? t->win[j].b : w.b;
-	}
-	/* windows i..j-1 merge into w */
-	memmove(&t->win[i + 1], &t->win[j], (n - j) * sizeof(w));
-	t->win[i] = w;
-	t->n_win = n - (j - i) + 1;
-	if (t->n_win > PF_THR_WINDOWS - 1) {
-		/* forget the oldest: everything before its end counts as drawn */
-		t->floor_ns = t->win[0].b;
-		memmove(&t->win[0], &t->win[1], (t->n_win - 1) * sizeof(w));
-		t->n_win--;
-	}
-	(void)pf;
-}
-
-void pf_served(struct perfetto *pf, uint32_t tid, uint32_t tgid, uint64_t a, uint64_t b)
-{
-	struct thr *t;
-	uint64_t at;
-
-	if (pf->sched_mode != PERFETTO_SCHED_SERVED || !pf->sched || !tid || a >= b)
-		return;
-	t = pf_thr_get(pf, tid, tgid);
-	if (!t)
-		return;
-	if (a < t->floor_ns) {
-		pf->served_clipped_ns += (b < t->floor_ns ? b : t->floor_ns) - a;
-		a = t->floor_ns;
-		if (a >= b)
-			return;
-	}
-	/* draw the parts of [a, b) no earlier window drew */
-	at = a;
-	for (int i = 0; i < t->n_win && at < b; i++) {
-		if (t->win[i].b <= at)
-			continue;
-		if (t->win[i].a >= b)
-			break;
-		draw_gap(pf, tid, t->tgid, at, t->win[i].a > at ? t->win[i].a : at);
-		at = t->win[i].b;
-	}
-	if (at < b)
-		draw_gap(pf, tid, t->tgid, at, b);
-	win_add(pf, t, a, b);
 }
