@@ -70,11 +70,14 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 #endif
 }
 
+#define TTF_EEXIST 17	/* include/uapi/asm-generic/errno-base.h; no libc headers in BPF */
+
 /* Remember now as the newest (and, when none is pending, oldest) arrival on cookie. */
 static __always_inline void note_arrival(__u64 cookie)
 {
 	struct arrival *arr, fresh;
 	__u64 now = bpf_ktime_get_ns();
+	long err;
 
 	arr = bpf_map_lookup_elem(&arrivals, &cookie);
 	if (arr) {
@@ -85,7 +88,16 @@ static __always_inline void note_arrival(__u64 cookie)
 	}
 	fresh.first_ns = now;
 	fresh.last_ns = now;
-	if (bpf_map_update_elem(&arrivals, &cookie, &fresh, BPF_NOEXIST))
+	err = bpf_map_update_elem(&arrivals, &cookie, &fresh, BPF_NOEXIST);
+	if (err == -TTF_EEXIST) {
+		/* another CPU noted this socket's arrival in between (softirq and
+		 * backlog processing of one socket can run on two CPUs): not full */
+		arr = bpf_map_lookup_elem(&arrivals, &cookie);
+		if (arr)
+			arr->last_ns = now;
+		return;
+	}
+	if (err)
 		count(TTF_CNT_ARRIVAL_MAP_FULL);
 }
 
