@@ -96,9 +96,9 @@ def stream_load(port, path="/v1/chat/completions", n=6, c=1, prompt_chars=64, ma
                 include_usage=True, seed=1, timeout_s=60):
     """n streamed requests, c keep-alive connections at once; one record per
     request in index order."""
-    todo = queue.Queue()
+    pending = queue.Queue()
     for i in range(n):
-        todo.put(i)
+        pending.put(i)
     out = [None] * n
 
     def worker():
@@ -107,7 +107,7 @@ def stream_load(port, path="/v1/chat/completions", n=6, c=1, prompt_chars=64, ma
         try:
             while True:
                 try:
-                    i = todo.get_nowait()
+                    i = pending.get_nowait()
                 except queue.Empty:
                     return
                 body = _body(path, i, prompt_chars, max_tokens, include_usage, seed)
