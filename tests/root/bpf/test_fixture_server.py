@@ -21,12 +21,13 @@ def test_schedule_and_counts(sse_server):
     t = srv.truth()
     assert [(x["conn_seq"], x["tokens"], x["rport"]) for x in t] == [
         (0, 6, c.local_port), (1, 4, c.local_port)]
+    # Token k's write starts at or after its deadline, t_read + 150 + 20*k ms, and within
+    # half an ITL of it (a run-queue wait on a loaded host only delays a write).
     for x in t:
-        ttft_ms = (x["t_first_ns"] - x["t_read_ns"]) / 1e6
-        assert 150 <= ttft_ms < 151, ttft_ms
-        gaps = [(b - a) / 1e6 for a, b in zip(x["t_token_ns"], x["t_token_ns"][1:])]
-        tpot_ms = (x["t_token_ns"][-1] - x["t_token_ns"][0]) / 1e6 / (x["tokens"] - 1)
-        assert abs(tpot_ms - 20) < 0.5, gaps
+        late_ms = [(p - x["t_read_ns"]) / 1e6 - (150 + 20 * k)
+                   for k, p in enumerate(x["t_token_pre_ns"])]
+        assert all(0 <= d < 10 for d in late_ms), late_ms
+        assert x["t_first_ns"] == x["t_token_ns"][0]
 
 
 def test_coalesce_writes_groups_at_last_deadline(sse_server):
@@ -39,4 +40,11 @@ def test_coalesce_writes_groups_at_last_deadline(sse_server):
     ts = x["t_token_ns"]
     # token 0 alone; tokens 1-3 at token 3's deadline; tokens 4-6 at token 6's deadline
     assert ts[1] == ts[2] == ts[3] and ts[4] == ts[5] == ts[6]
-    assert abs((ts[3] - ts[0]) / 1e6 - 30) < 0.5 and abs((ts[6] - ts[3]) / 1e6 - 30) < 0.5
+    # Each write starts at or after its group's last deadline (t_read + 50 + 10*k ms) and
+    # before the next token's deadline: a write at the group's first deadline, or one
+    # held a whole token longer, fails. A run-queue wait on a loaded host only delays
+    # a write (CI saw token 0 leave 3.7 ms late), so the bound is one ITL, not 0.5 ms.
+    pre = x["t_token_pre_ns"]
+    for k in (0, 3, 6):
+        late_ms = (pre[k] - x["t_read_ns"]) / 1e6 - (50 + 10 * k)
+        assert 0 <= late_ms < 10, (k, late_ms)
