@@ -8,6 +8,7 @@
 #   make fuzz       build the libFuzzer harnesses (tests/noroot/fuzz) into $(OUTPUT)/fuzz
 #   make gpu-check  the CUPTI collector on a real GPU (needs one; not in `make test`)
 #   make cuda-none-check, cuda-headers-check   builds without CUDA, with CUDA 11.8 headers
+#   make golden     remake the replay recordings and their truth (tests/root/replay/data), print the diff
 #   make qemu-test  the smoke tier on Debian's 6.1 kernel under QEMU/TCG (not in `make test`)
 #   make deb        a Debian package, .output/deb/ttftrace_VERSION_ARCH.deb
 #   make container-test  build and run deploy/docker/Dockerfile with podman, no registry (not in `make test`)
@@ -127,7 +128,7 @@ CUPTI_LIB := $(if $(CUPTI_INC),$(if $(CUPTI_SRCS),$(OUTPUT)/libttftrace-cupti.so
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean demo test unit vmlinux deps fuzz gpu-check qemu-test qemu-test-5.10 qemu-test-arm64 vmlinux-arm64 demo-hops bench-quick bench-cost bench-memory
+.PHONY: all clean demo test unit golden vmlinux deps fuzz gpu-check qemu-test qemu-test-5.10 qemu-test-arm64 vmlinux-arm64 demo-hops bench-quick bench-cost bench-memory
 
 all: $(TTFTRACE) $(TOOL_BINS) $(FIXTURE_BINS) $(UNIT_BINS) $(CUPTI_LIB) $(if $(CUPTI_TESTS),,cupti-skipped)
 
@@ -482,6 +483,15 @@ deb:
 container-test: all
 	$(Q)$(MAKE) --no-print-directory deb
 	$(Q)tests/container/run.sh $(OUTPUT)/container $(OUTPUT)/deb/ttftrace_*.deb
+
+# golden: the only way the replay regression data (tests/root/replay/data) is remade:
+# four short traced runs (the fixture, the demo engine, the vLLM- and SGLang-shaped
+# stacks), each with the truth its other side logged; then what changed, for review.
+.PHONY: golden
+golden: all
+	$(Q)/usr/bin/python3 tests/root/replay/make_data.py fixture demo vllm_split sglang_split
+	$(Q)git --no-pager diff --stat -- tests/root/replay/data
+	$(Q)git --no-pager diff --no-color -U0 -- 'tests/root/replay/data/*.ndjson' | cut -c1-200
 
 # --- Benchmarks (not part of `make test`; root) ----------------------------------------
 # bench-quick: replay throughput (20,000 requests, one round) and two rounds of the cost

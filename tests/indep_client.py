@@ -96,6 +96,15 @@ def stream_load(port, path="/v1/chat/completions", n=6, c=1, prompt_chars=64, ma
                 include_usage=True, seed=1, timeout_s=60):
     """n streamed requests, c keep-alive connections at once; one record per
     request in index order."""
+    work = [(path, _body(path, i, prompt_chars, max_tokens, include_usage, seed))
+            for i in range(n)]
+    return stream_work(port, work, c, timeout_s)
+
+
+def stream_work(port, work, c=1, timeout_s=60):
+    """Each (path, body) of work sent on one of c keep-alive connections at once;
+    one record per item in order."""
+    n = len(work)
     pending = queue.Queue()
     for i in range(n):
         pending.put(i)
@@ -110,9 +119,8 @@ def stream_load(port, path="/v1/chat/completions", n=6, c=1, prompt_chars=64, ma
                     i = pending.get_nowait()
                 except queue.Empty:
                     return
-                body = _body(path, i, prompt_chars, max_tokens, include_usage, seed)
                 try:
-                    out[i] = _record(i, seq, cl.request(path, body=body))
+                    out[i] = _record(i, seq, cl.request(work[i][0], body=work[i][1]))
                 except (OSError, ValueError, json.JSONDecodeError) as e:
                     out[i] = _record(i, seq, error=repr(e))
                     return

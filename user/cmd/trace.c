@@ -200,6 +200,29 @@ void tracer__open_wait(struct tracer *t)
 }
 
 /*
+ * -c and --comm: the targets' listening ports are not known at start (the
+ * command has not listened yet). Look on every check (5 a second) until one
+ * is found, then at most once a second after the target set grew: a request whose bytes arrive before the
+ * server accepts its connection is then timed from that arrival
+ * (sock_wanted() in bpf/net_timing.bpf.h keys such sockets by their listening
+ * port; without it net_in and read_wait start at the first read).
+ */
+static void scan_listen_ports(struct tracer *t, uint64_t now)
+{
+	size_t before = t->targets.n_ports;
+
+	if (t->opts->target != TTF_TARGET_CMD && t->opts->target != TTF_TARGET_COMM)
+		return;
+	if (before && (t->targets.n == t->port_scan_targets || now < t->next_port_scan_ns))
+		return;
+	t->next_port_scan_ns = now + 1000000000ull;
+	t->port_scan_targets = t->targets.n;
+	target__collect_listen_ports(&t->targets);
+	for (size_t i = before; i < t->targets.n_ports; i++)
+		net_probe__trace_port(t->probe, t->targets.port_netns[i], t->targets.ports[i]);
+}
+
+/*
  * Wait up to poll_ms for a source to ask (or the first source alone, without
  * the epoll), then drain every source. Returns 1 if any had records.
  */
@@ -261,6 +284,7 @@ static int run_loop(struct tracer *t)
 				if (t->sources[i].tick)
 					t->sources[i].tick(t->sources[i].ctx, now);
 			listen_map__check(&t->listen_map, now, stderr);
+			scan_listen_ports(t, now);
 			if (t->child <= 0 && targets_gone(t)) {
 				gone = 1;
 				break;

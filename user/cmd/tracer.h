@@ -54,6 +54,8 @@ struct tracer {
 	struct grpc_profile grpc_profile;	/* --grpc-profile; empty without */
 	struct follow *follow;		/* hop discovery; NULL with --no-hops */
 	struct listen_map listen_map;	/* the targets' listeners and who holds them */
+	uint64_t next_port_scan_ns;	/* -c, --comm: the next look for listening ports */
+	size_t port_scan_targets;	/* targets.n at the last look */
 };
 
 /* trace.c: the net and scheduler records, as the probes deliver them. */

@@ -8,12 +8,13 @@
     owner down through its children, so engine/worker processes spawned by
     the API process are traced too.
 """
+import json
 import os
 import subprocess
 import sys
 import time
 
-from conftest import Client, conn_client_port, needs_root, free_port
+from conftest import SSE_SERVER, Client, conn_client_port, needs_root, free_port
 
 pytestmark = needs_root
 
@@ -45,6 +46,46 @@ def test_case14_read_wait_shows_what_the_server_histogram_misses(sse_server, tra
         assert abs(st["read_wait"] - READ_DELAY_MS) < 3, st
         assert abs(st["server"] - server_view_ms) < 2, (st, server_view_ms)
         assert abs(rec["stage_sum_ms"] - rec["ttft_ms"]) <= 0.002, rec
+
+
+def test_case14_read_wait_under_c_new_connections(tracer, tmp_path):
+    """The same gap under `ttftrace -c`, each request on a new connection: the
+    server was not running when ttftrace started, so the bytes of a connection it
+    has not accepted yet can be timed only once ttftrace knows the port it listens
+    on (it looks 5 times a second until it finds one: user/cmd/trace.c). Truth:
+    the client's clock reads around send() bound the arrival, the fixture's log
+    bounds the read."""
+    port, log = free_port(), str(tmp_path / "srv.ndjson")
+    tr = tracer("-c", "%s --port %d --ttft-ms %d --itl-ms 5 --tokens 3 --nodelay "
+                "--read-delay-ms %d --log %s" % (SSE_SERVER, port, TTFT_MS, READ_DELAY_MS, log))
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            Client(port, timeout_s=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, tr.stderr
+            time.sleep(0.05)
+    time.sleep(1.5)
+    sent = []
+    for _ in range(3):
+        c = Client(port)
+        sent.append((c.local_port, c.request(max_tokens=3)))
+        c.close()
+    tr.wait_requests(3)
+    assert tr.stop() == 0, tr.stderr
+    recs = {conn_client_port(r): r for r in tr.requests()}
+    with open(log) as f:
+        truth = {t["rport"]: t for t in map(json.loads, f)}
+    for lport, r in sent:
+        rec, t = recs[lport], truth[lport]
+        assert r.t_sent_ns - 1000 <= rec["t_arrival_ns"] <= r.t_sent_after_ns, (
+            rec["t_arrival_ns"] - r.t_sent_ns, r.t_sent_after_ns - r.t_sent_ns)
+        wait_ms = (t["t_read_ns"] - rec["t_arrival_ns"]) / 1e6
+        assert wait_ms >= READ_DELAY_MS, wait_ms
+        # read_wait ends when the read returned: before the fixture logged it
+        assert READ_DELAY_MS <= rec["stages_ms"]["read_wait"] <= wait_ms, (rec["stages_ms"],
+                                                                           wait_ms)
 
 
 PARENT = r"""
