@@ -141,7 +141,9 @@ def unopaque(wire_id):
     # no id ttftrace accepts in the messages: joined by order and timing (D17)
     ("tcp", 8, "opaque", 1), ("ipc", 8, "opaque", 1),
     # two engine cores behind one frontend (vLLM data parallel), by id and by order
-    ("ipc", 8, "rid", 2), ("tcp", 8, "opaque", 2)])
+    ("ipc", 8, "rid", 2), ("tcp", 8, "opaque", 2),
+    # vLLM's ids since its PR #27987: suffixed on the messages, joined by their core
+    ("tcp", 8, "suffixed", 1), ("ipc", 1, "suffixed", 1)])
 def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, dp):
     assert os.path.exists(SHIM), "make builds " + SHIM
     port, log = free_port(), str(tmp_path / "truth.ndjson")
@@ -176,7 +178,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
     assert not left, "the stack outlived ttftrace: %s" % left
     truth = [json.loads(l) for l in open(log) if l.strip()]
     req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
-    eng_truth = {unopaque(t["rid"]): t for t in truth if t["ev"] == "eng_req"}
+    eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}     # by wire id
     xs = crossings(truth)
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
@@ -195,7 +197,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
         assert eng["join"] == join and eng["split"] == "inferred", eng
         assert eng["pid"] != fe["pid"] == rec["pid"], rec["hops"]
         t = req_truth[resp.local_port]
-        e = eng_truth[t["rid"]]
+        e = eng_truth[t["wire_rid"]]
         assert (t["pid"], e["pid"]) == (fe["pid"], eng["pid"])
         # absolute boundaries, back from the first token (the stages sum to TTFT)
         bound, x = {}, rec["t_first_token_ns"]
@@ -270,6 +272,11 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
     if join == "exact":
         assert s["counters"]["msg_hop_joins"] == len(results)
         assert s["counters"]["msg_hop_unjoined"] == 0
+        # the messages named the SSE id with vLLM's suffix: joined by it, and said so
+        suffixed = s["counters"].get("msg_hop_joins_id_suffix", 0)
+        assert suffixed == (len(results) if wire_ids == "suffixed" else 0), s["counters"]
+        assert all(("suffix" in r["hops"][1]["join_why"]) == (wire_ids == "suffixed")
+                   for r in recs.values()), [r["hops"][1]["join_why"] for r in recs.values()]
     else:   # no ids indexed: only the inferred joins' counter
         assert s["counters"]["msg_hop_joins_inferred"] == len(results), s["counters"]
         assert "msg_hop_joins" not in s["counters"], s["counters"]

@@ -10,6 +10,7 @@ and joined exactly by its id.
 `-p PID` traces the process and its existing descendants: the frontend's
 pid takes in the engine core it started.
 """
+import json
 import os
 import sys
 
@@ -48,3 +49,32 @@ def test_attach_to_serving_stack(procs, tmp_path, tracer, concurrency, transport
     assert sorted(z["pid"] for z in zl) == sorted([st.pid, st.pid, st.engine_pid,
                                                    st.engine_pid]), zl
     assert sum(z["in"]["messages"] for z in zl) == sum(z["out"]["messages"] for z in zl), zl
+
+
+def test_attach_suffixed_ids(procs, tmp_path, tracer):
+    """vLLM's ids since its PR #27987 (docs/protocols.md "Request ids"): the
+    messages name the SSE id plus a suffix, the request message the SSE id too
+    (external_req_id). Attached after the stack served, every request joins by
+    the ids' core, each engine hop says so, and the counter counts them all."""
+    st = Stack(procs, str(tmp_path / "truth.ndjson"), "--transport", "ipc",
+               "--wire-ids", "suffixed")
+    try:
+        for w in workload(7)[:3]:
+            one(st.port, *w)
+        tr = tracer("--capture-bytes", "8192", "-p", str(st.pid))
+        results = drive(st.port, workload(900) + workload(950), 8)
+        tr.wait_requests(len(results), timeout_s=10)
+        assert tr.stop() == 0, tr.stderr
+    finally:
+        st.stop()
+    c = assert_split_exact(tr, results, st.pid, st.engine_pid)
+    assert c["msg_hop_joins_id_suffix"] == len(results), c
+    why = {r["hops"][1]["join_why"] for r in tr.requests()}
+    assert len(why) == 1 and "with a suffix" in why.pop(), why
+    # the truth: the engine saw suffixed ids only, the client the SSE ids only
+    with open(str(tmp_path / "truth.ndjson")) as f:
+        rows = [json.loads(l) for l in f]
+    sse = {r["rid"] for r in rows if r["ev"] == "request"}
+    eng = {r["rid"] for r in rows if r["ev"] == "eng_req"}
+    assert len(sse) == len(eng) >= len(results) and not sse & eng
+    assert all(any(e.startswith(s + "-") for s in sse) for e in eng)

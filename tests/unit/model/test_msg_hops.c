@@ -93,6 +93,7 @@ static void test_split(void **state)
 	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
 	assert_int_equal(c.stage_ns[TTF_MS_NET_OUT], 50000);
 	assert_int_equal(c.out_msgs, 2);
+	assert_int_equal(c.id_rule, TTF_MID_EXACT);
 	/* two processes: the vLLM-shaped stages only, in time order */
 	assert_int_equal(c.n_procs, 2);
 	assert_int_equal(c.n_stages, 9);
@@ -114,6 +115,53 @@ static void test_split(void **state)
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
 	assert_int_equal(msg_hops__stats(mh)->joined, 1);
 	msg_hops__free(mh);
+}
+
+/*
+ * test_split with vLLM's ids since its PR #27987: the messages name the
+ * response id plus "-0-" and 8 hex (completions), the request message also
+ * the unsuffixed id (external_req_id, late in its array); an n>1 child
+ * ("1_" before it) and an id sharing only the core join the same way, each
+ * named by its rule.
+ */
+static void suffixed_case(const char *resp, const char *wire, const char *extra,
+			  enum ttf_msg_id_rule want)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	req_fix(&f, resp);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, wire, extra);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, wire, extra);
+	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B "-0-9a8b7c6d", NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, wire, ID_B "-0-9a8b7c6d");
+	msg(mh, ENG, ZMTP_DIR_OUT, 30 * MS, wire, ID_B "-0-9a8b7c6d");
+	msg(mh, FE, ZMTP_DIR_IN, 25200000, wire, ID_B "-0-9a8b7c6d");
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.inferred, 0);
+	assert_int_equal(c.id_rule, want);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_IN], 100000);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
+	assert_int_equal(c.out_msgs, 2);
+	assert_int_equal(msg_hops__stats(mh)->joined_by_rule[want], 1);
+	assert_int_equal(msg_hops__stats(mh)->unjoined, 0);
+	msg_hops__free(mh);
+}
+
+static void test_suffixed(void **state)
+{
+	(void)state;
+	suffixed_case(ID_A, ID_A "-0-1a2b3c4d", ID_A, TTF_MID_SUFFIX);
+	suffixed_case("chat" ID_A, "chat" ID_A "-1a2b3c4d", NULL, TTF_MID_SUFFIX);
+	suffixed_case(ID_A, "1_" ID_A "-0-1a2b3c4d", NULL, TTF_MID_CHILD);
+	suffixed_case(ID_A, "1_" ID_A, NULL, TTF_MID_CHILD);
+	suffixed_case(ID_A, "req-0123456789ABCDEF0123456789abcdef", NULL, TTF_MID_CORE);
+	suffixed_case(ID_A, ID_A, ID_A, TTF_MID_EXACT);
 }
 
 static const char sglang_ini[] =
@@ -436,6 +484,68 @@ static void test_inferred_incomplete(void **state)
 	msg_hops__free(mh);
 }
 
+/* A message with an id on a unix connection (own inode lo, peer inode hi). */
+static void bare_id(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts,
+		    uint64_t bytes, uint64_t own_ino, uint64_t peer_ino, const char *id)
+{
+	struct ttf_zmtp_msg m = { .tgid = tgid, .dir = dir, .ts_ns = ts, .bytes = bytes,
+				  .n_ids = 1 };
+
+	m.addr.family = 1;
+	memcpy(m.addr.laddr, &own_ino, sizeof(own_ino));
+	memcpy(m.addr.raddr, &peer_ino, sizeof(peer_ino));
+	snprintf(m.ids[0], ZMTP_ID_BYTES, "%s", id);
+	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
+}
+
+/* test_inferred_idle's messages; the request's two carry id when it is not NULL. */
+static void idle_messages(struct msg_hops *mh, const char *id)
+{
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	if (id) {
+		bare_id(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12, id);
+		bare_id(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11, id);
+	} else {
+		bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+		bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	}
+	bare(mh, ENG, ZMTP_DIR_OUT, 15 * MS, 50, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 15200000, 50, 21, 22);
+	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 51, 22, 21);
+	bare(mh, FE, ZMTP_DIR_IN, 25200000, 51, 21, 22);
+}
+
+/*
+ * Its id in the request message only (vLLM's external_req_id seen, the
+ * outputs naming ids of another shape): not straight to unjoined, the
+ * order-and-timing join splits it, marked so, as it splits the same
+ * messages without any id.
+ */
+static void test_incomplete_id_inferred(void **state)
+{
+	struct msg_hops *mh = msg_hops__new(), *plain = msg_hops__new();
+	struct ttf_msg_chain c, want;
+	struct req_fix f;
+
+	(void)state;
+	req_fix(&f, ID_A);
+	idle_messages(plain, NULL);
+	assert_int_equal(msg_hops__join(plain, &f.r, &f.m, &f.a, &want), 1);
+	idle_messages(mh, ID_A);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.inferred, 1);
+	assert_int_equal(c.id_incomplete, 1);
+	assert_int_equal(want.id_incomplete, 0);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_MS_FRONTEND], 1 * MS);
+	assert_memory_equal(c.stage_ns, want.stage_ns, sizeof(c.stage_ns));
+	assert_int_equal(msg_hops__stats(mh)->inferred_id_incomplete, 1);
+	assert_int_equal(msg_hops__stats(mh)->joined_inferred, 1);
+	assert_int_equal(msg_hops__stats(mh)->unjoined, 0);
+	msg_hops__free(mh);
+	msg_hops__free(plain);
+}
+
 /*
  * A chain of three without ids (SGLang-shaped, D17): the tokenizer manager
  * (FE) writes the request at 11 ms (connection 11 <-> 12), the scheduler
@@ -502,6 +612,8 @@ int main(void)
 		cmocka_unit_test(test_inferred_idle),
 		cmocka_unit_test(test_inferred_incomplete),
 		cmocka_unit_test(test_inferred_three),
+		cmocka_unit_test(test_suffixed),
+		cmocka_unit_test(test_incomplete_id_inferred),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

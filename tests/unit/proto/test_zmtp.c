@@ -396,6 +396,33 @@ static void test_id_like(void **state)
 				  64));
 }
 
+static void test_id_core(void **state)
+{
+	char core[ZMTP_ID_BYTES];
+
+	(void)state;
+	/* vLLM's ids: the SSE id, suffixed, a completion's, an n>1 child: one core */
+	assert_int_equal(zmtp_id_core("chatcmpl-5eedABCD000000000000000000000000", core,
+				      sizeof(core)), 32);
+	assert_string_equal(core, "5eedabcd000000000000000000000000");
+	assert_int_equal(zmtp_id_core("chatcmpl-5eedabcd000000000000000000000000-1a2b3c4d", core,
+				      sizeof(core)), 32);
+	assert_string_equal(core, "5eedabcd000000000000000000000000");
+	assert_int_equal(zmtp_id_core("1_cmpl-5eedabcd000000000000000000000000-0-1a2b3c4d", core,
+				      sizeof(core)), 32);
+	assert_string_equal(core, "5eedabcd000000000000000000000000");
+	/* a UUID wins over a hex run; a run longer than 32 is kept whole */
+	assert_int_equal(zmtp_id_core("req-12345678-9ABC-def0-1234-56789abcdef0", core,
+				      sizeof(core)), 36);
+	assert_string_equal(core, "12345678-9abc-def0-1234-56789abcdef0");
+	assert_int_equal(zmtp_id_core("x-0123456789abcdef0123456789abcdef01", core, sizeof(core)),
+			 34);
+	/* none, or no room */
+	assert_int_equal(zmtp_id_core("cmpl-0123456789abcdef0123456789abcde", core, sizeof(core)),
+			 0);
+	assert_int_equal(zmtp_id_core("0123456789abcdef0123456789abcdef", core, 32), 0);
+}
+
 struct strs {
 	int n;
 	char s[8][64];
@@ -477,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_cut_at_finish),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_id_like),
+		cmocka_unit_test(test_id_core),
 		cmocka_unit_test(test_msgpack_strs),
 		cmocka_unit_test(test_json_has_no_text),
 	};

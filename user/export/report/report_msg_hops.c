@@ -78,6 +78,30 @@ static cJSON *hop(cJSON *arr, const char *name, uint32_t pid, const char *comm, 
 }
 
 /* What the scheduler shows of the taking thread in a take window (user/model/hops/msg.h). */
+/* Why this chain joined its request: the order-and-timing join, or the id rule. */
+static const char *join_why(const struct ttf_msg_chain *c)
+{
+	static const char *const by_id[] = {
+		[TTF_MID_EXACT] = "its response id in the ZMQ messages of both processes",
+		[TTF_MID_SUFFIX] = "its response id, with a suffix (vLLM's -<8 hex>, -<n>-<8 hex>), "
+				   "in the ZMQ messages of both processes",
+		[TTF_MID_CHILD] = "its response id's n>1 children (<n>_ before it) in the ZMQ "
+				  "messages of both processes",
+		[TTF_MID_CORE] = "the 32-hex or UUID core of its response id in the ZMQ messages "
+				 "of both processes",
+	};
+
+	if (c->inferred && c->id_incomplete)
+		return "order and timing (its id's messages were incomplete): the frontend's next "
+		       "message after its read of the request, that message's other end, and the "
+		       "newest message the frontend read from the engine before the first token";
+	if (c->inferred)
+		return "order and timing: the frontend's next message after its read of the "
+		       "request, that message's other end, and the newest message the frontend "
+		       "read from the engine before the first token";
+	return c->id_rule <= TTF_MID_CORE ? by_id[c->id_rule] : by_id[TTF_MID_CORE];
+}
+
 static void take_gap(cJSON *h, const struct ttf_msg_take_gap *g, const char *stage, int *err)
 {
 	cJSON *t;
@@ -112,11 +136,7 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 		if (!h || !k)
 			continue;
 		*err |= !cJSON_AddStringToObject(h, "join", c->inferred ? "inferred" : "exact");
-		*err |= !cJSON_AddStringToObject(h, "join_why", c->inferred ?
-			"order and timing: the frontend's next message after its read of the "
-			"request, that message's other end, and the newest message the frontend "
-			"read from the engine before the first token" :
-			"its response id in the ZMQ messages of both processes");
+		*err |= !cJSON_AddStringToObject(h, "join_why", join_why(c));
 		if (k == 1) {
 			*err |= !cJSON_AddStringToObject(h, "split", "inferred");
 			*err |= !cJSON_AddStringToObject(h, "inferred_by", "one output message per "

@@ -143,6 +143,19 @@ struct ttf_msg_chain {
 	char stack[STACK_NAME_BYTES];
 	struct ttf_msg_take_gap take[TTF_MT__MAX];
 	uint8_t inferred;		/* 0: joined by its id; 1: by order and timing (D17) */
+	uint8_t id_rule;		/* joined by its id: enum ttf_msg_id_rule */
+	uint8_t id_incomplete;		/* inferred although its id was seen (messages incomplete) */
+};
+
+/*
+ * How the ids in the messages related to the response's id when they joined
+ * (the loosest relation among them; docs/protocols.md "Request ids").
+ */
+enum ttf_msg_id_rule {
+	TTF_MID_EXACT,		/* every message named the response id itself */
+	TTF_MID_SUFFIX,		/* some named it with a suffix: vLLM's -X{8}, -0-X{8} */
+	TTF_MID_CHILD,		/* some named an n>1 child: N_ before it */
+	TTF_MID_CORE,		/* some only shared its 32-hex or UUID core */
 };
 
 /*

@@ -20,8 +20,13 @@ struct crossing {
 	uint32_t n;		/* messages of this process and direction naming it */
 };
 
+#define SEEN_IDS 4	/* distinct ids kept per entry, to name the join's rule */
+
+/* One request's messages, by the core of the ids they named (zmtp_id_core). */
 struct id_entry {
-	char id[ZMTP_ID_BYTES];
+	char id[ZMTP_ID_BYTES];		/* the key: the ids' core */
+	char seen[SEEN_IDS][ZMTP_ID_BYTES];	/* the first distinct ids naming it */
+	uint64_t last_msg;		/* 1 + the number of the last message counted */
 	struct crossing c[CROSSINGS];
 	int n_c;
 	UT_hash_handle hh;
@@ -86,11 +91,31 @@ void msg_hops__free(struct msg_hops *mh)
 	free(mh);
 }
 
+/* The table's key of id: its core, or the id itself when it has none. */
+static const char *id_key(const char *id, char *key)
+{
+	return zmtp_id_core(id, key, ZMTP_ID_BYTES) ? key : id;
+}
+
+static void remember(struct id_entry *e, const char *id)
+{
+	for (int i = 0; i < SEEN_IDS; i++) {
+		if (!e->seen[i][0]) {
+			snprintf(e->seen[i], sizeof(e->seen[i]), "%s", id);
+			return;
+		}
+		if (!strcmp(e->seen[i], id))
+			return;
+	}
+}
+
 static struct id_entry *entry(struct msg_hops *mh, const char *id)
 {
+	char key_room[ZMTP_ID_BYTES];
+	const char *key = id_key(id, key_room);
 	struct id_entry *e;
 
-	HASH_FIND_STR(mh->ids, id, e);
+	HASH_FIND_STR(mh->ids, key, e);
 	if (e)
 		return e;
 	if (mh->n_ids == MSG_HOPS_IDS) {	/* the oldest: its request is long gone */
@@ -100,7 +125,7 @@ static struct id_entry *entry(struct msg_hops *mh, const char *id)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	snprintf(e->id, sizeof(e->id), "%s", id);
+	snprintf(e->id, sizeof(e->id), "%s", key);
 	HASH_ADD_STR(mh->ids, id, e);
 	mh->n_ids++;
 	mh->stats.ids++;
@@ -210,6 +235,10 @@ int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m)
 			err = -ENOMEM;
 			continue;
 		}
+		remember(e, id);
+		if (e->last_msg == x->n + 1)
+			continue;	/* this message named it twice (vLLM: with and without suffix) */
+		e->last_msg = x->n + 1;
 		for (k = 0; k < e->n_c; k++)
 			if (e->c[k].tgid == m->tgid && e->c[k].dir == m->dir)
 				break;
@@ -532,10 +561,56 @@ static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, stru
 	return 1;
 }
 
+/*
+ * The loosest relation between the response id and the distinct ids the
+ * messages named (its entry's key is their shared core).
+ */
+static enum ttf_msg_id_rule id_rule(const struct id_entry *e, const char *resp_id)
+{
+	enum ttf_msg_id_rule rule = TTF_MID_EXACT, r;
+	size_t n = strlen(resp_id);
+
+	for (int i = 0; i < SEEN_IDS && e->seen[i][0]; i++) {
+		const char *s = e->seen[i], *at = strstr(s, resp_id);
+
+		if (!strcmp(s, resp_id))
+			r = TTF_MID_EXACT;
+		else if (at == s && s[n] == '-')
+			r = TTF_MID_SUFFIX;
+		else if (at > s && at[-1] == '_')
+			r = TTF_MID_CHILD;
+		else
+			r = TTF_MID_CORE;
+		if (r > rule)
+			rule = r;
+	}
+	return rule;
+}
+
+/* By order and timing (D17); incomplete: its id was seen, its messages were not all. */
+static int join_inferred(struct msg_hops *mh, const struct ttf_request *r,
+			 const struct ttf_req_metrics *m, const struct ttf_attrib *a,
+			 struct ttf_msg_chain *out, int incomplete)
+{
+	struct hop_times h;
+
+	if (!inferred_times(mh, r, &h)) {
+		mh->stats.unjoined += incomplete;
+		return 0;
+	}
+	split(mh, r, m, a, &h, out);
+	out->inferred = 1;
+	out->id_incomplete = (uint8_t)incomplete;
+	mh->stats.joined_inferred++;
+	mh->stats.inferred_id_incomplete += incomplete;
+	return 1;
+}
+
 int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		   const struct ttf_req_metrics *m, const struct ttf_attrib *a,
 		   struct ttf_msg_chain *out)
 {
+	char key_room[ZMTP_ID_BYTES];
 	const struct crossing *fe_out, *fe_in, *in[MSG_HOPS_PROCS - 1], *eo[MSG_HOPS_PROCS - 1];
 	struct hop_times h;
 	struct id_entry *e = NULL;
@@ -544,25 +619,19 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 	if (!r->n_events || !a || !a->valid || m->ttft_ns < 0)
 		return 0;
 	if (r->resp_id[0])
-		HASH_FIND_STR(mh->ids, r->resp_id, e);
-	if (!e) {
-		if (!inferred_times(mh, r, &h))
-			return 0;
-		split(mh, r, m, a, &h, out);
-		out->inferred = 1;
-		mh->stats.joined_inferred++;
-		return 1;
-	}
+		HASH_FIND_STR(mh->ids, id_key(r->resp_id, key_room), e);
+	if (!e)
+		return join_inferred(mh, r, m, a, out, 0);
 	fe_out = find(e, r->tgid, 1, ZMTP_DIR_OUT);
 	fe_in = find(e, r->tgid, 1, ZMTP_DIR_IN);
 	n = chain_of(e, r->tgid, in, eo);
 	if (!fe_out || !fe_in || n <= 0) {
-		mh->stats.unjoined++;
 		ttf_debug("msg hops: request %llu: its id's messages are %s (%d crossings)",
 			  (unsigned long long)r->id, n < 0 ? "read by more processes than a chain has" :
 			  "incomplete", e->n_c);
 		drop(mh, e);
-		return 0;
+		/* not straight to unjoined: the order-and-timing join may still find it */
+		return join_inferred(mh, r, m, a, out, 1);
 	}
 	h = (struct hop_times){ .fe_out_ns = fe_out->ts_ns, .fe_in_ns = fe_in->ts_ns,
 				.out_msgs = eo[0]->n, .n = n };
@@ -572,7 +641,9 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		h.tgid[k] = in[k]->tgid;
 	}
 	split(mh, r, m, a, &h, out);
+	out->id_rule = id_rule(e, r->resp_id);
 	mh->stats.joined++;
+	mh->stats.joined_by_rule[out->id_rule]++;
 	drop(mh, e);
 	return 1;
 }

@@ -73,7 +73,7 @@ struct msg_hops_stats {
 	uint64_t ids;			/* ids indexed */
 	uint64_t ids_evicted;		/* forgotten before any request claimed them */
 	uint64_t joined;		/* client requests split by their id */
-	uint64_t unjoined;		/* requests with an id the messages did not complete */
+	uint64_t unjoined;		/* requests with an id the messages did not complete, nor the order-and-timing join */
 	/*
 	 * joined requests where a process's first message out naming the id was
 	 * stamped (its syscall's return) after the next process read one: that
@@ -81,6 +81,10 @@ struct msg_hops_stats {
 	 */
 	uint64_t out_after_in;
 	uint64_t joined_inferred;	/* client requests split by order and timing (D17) */
+	/* of those, requests whose id was seen but its messages incomplete */
+	uint64_t inferred_id_incomplete;
+	/* joined by id, by enum ttf_msg_id_rule (user/model/hops/chain.h) */
+	uint64_t joined_by_rule[4];
 	uint64_t reads_dropped;		/* requests read past MSG_HOPS_READS waiting for a message */
 };
 

@@ -106,6 +106,16 @@ struct ttf_zmtp_conn {
 bool zmtp_id_like(const char *s, size_t n);
 
 /*
+ * The core of the request id s (NUL-terminated): its first canonical UUID,
+ * else its first run of 32 or more hex digits, lowercased, into core (room
+ * bytes, NUL included). vLLM's internal ids suffix the id its client sees
+ * (chatcmpl-H-xxxxxxxx, cmpl-H-0-xxxxxxxx) and prefix its n>1 children
+ * (N_...); all of them share H (docs/protocols.md, "Request ids").
+ * Returns the core's length, 0 when s has none or it does not fit.
+ */
+size_t zmtp_id_core(const char *s, char *core, size_t room);
+
+/*
  * Call found(ctx, s, n) for each str value of the msgpack byte string
  * buf[0 .. len), walking it as a flat sequence of values (containers are
  * headers followed by their elements, so no nesting is tracked); bin and

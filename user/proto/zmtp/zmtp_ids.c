@@ -59,6 +59,35 @@ bool zmtp_id_like(const char *s, size_t n)
 }
 
 /* Big-endian unsigned of w bytes (1, 2, 4, 8). */
+static size_t copy_lower(const char *s, size_t n, char *core, size_t room)
+{
+	if (n >= room)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		core[i] = s[i] >= 'A' && s[i] <= 'F' ? (char)(s[i] - 'A' + 'a') : s[i];
+	core[n] = '\0';
+	return n;
+}
+
+size_t zmtp_id_core(const char *s, char *core, size_t room)
+{
+	size_t n = strlen(s), run = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (uuid_at(s + i, n - i))
+			return copy_lower(s + i, 36, core, room);
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && is_hex(s[i])) {
+			run++;
+			continue;
+		}
+		if (run >= 32)
+			return copy_lower(s + i - run, run, core, room);
+		run = 0;
+	}
+	return 0;
+}
+
 static uint64_t be(const unsigned char *p, unsigned int w)
 {
 	uint64_t v = 0;
