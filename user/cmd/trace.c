@@ -202,7 +202,8 @@ void tracer__open_wait(struct tracer *t)
 /*
  * -c and --comm: the targets' listening ports are not known at start (the
  * command has not listened yet). Look on every check (5 a second) until one
- * is found, then at most once a second after the target set grew: a request whose bytes arrive before the
+ * is found (after 30 s without one, every 5 s), then at most once a second
+ * after the target set grew: a request whose bytes arrive before the
  * server accepts its connection is then timed from that arrival
  * (sock_wanted() in bpf/net_timing.bpf.h keys such sockets by their listening
  * port; without it net_in and read_wait start at the first read).
@@ -213,9 +214,11 @@ static void scan_listen_ports(struct tracer *t, uint64_t now)
 
 	if (t->opts->target != TTF_TARGET_CMD && t->opts->target != TTF_TARGET_COMM)
 		return;
-	if (before && (t->targets.n == t->port_scan_targets || now < t->next_port_scan_ns))
+	if (now < t->next_port_scan_ns || (before && t->targets.n == t->port_scan_targets))
 		return;
-	t->next_port_scan_ns = now + 1000000000ull;
+	/* none yet: on every check for the first 30 s, then every 5 s (a process that never listens) */
+	t->next_port_scan_ns = now + (before ? 1000000000ull :
+				      now - t->t0_ns < 30000000000ull ? 0 : 5000000000ull);
 	t->port_scan_targets = t->targets.n;
 	target__collect_listen_ports(&t->targets);
 	for (size_t i = before; i < t->targets.n_ports; i++)
