@@ -8,7 +8,8 @@
                         cross build in .output-arm64, qemu-system-aarch64 -M virt)
 
 Builds an initramfs with busybox-static, ttftrace, the fixture server,
-loadgen, the shared libraries they need (`ldd` on amd64; on arm64 their
+tests/fixtures/sse_client (a client that shares no code with ttftrace), the
+shared libraries they need (`ldd` on amd64; on arm64 their
 DT_NEEDED entries, followed, from the arm64 multiarch directories) and
 tests/qemu/init.sh as /init; boots the kernel from tests/qemu/fetch_kernel.sh
 under TCG (KVM vCPUs hang on the CI host); reads what init prints on the
@@ -26,6 +27,9 @@ serial console and checks it here:
     first token ttftrace saw leave before the fixture logged its write has
     no usable truth under TCG (the guest's vCPU is descheduled on a busy
     host): it is listed, and at most a fifth of them may be such;
+  - each request's TTFT, ITL and TPOT inside the bracket of sse_client's view
+    of it (tests/client_bracket.py), joined on (client port, position on the
+    connection); this needs no excuse for a late fixture;
   - every BPF object loads (the scheduler probes too: sched_switch without
     prev_state before 5.18);
   - exit 4 for --net-source sock (no sock_recv_length) and for missing BTF,
@@ -48,6 +52,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import client_bracket  # noqa: E402
 OUT = os.path.join(ROOT, ".output")
 # What differs by architecture: the build (the Makefile's OUTPUT for ARCH=arm64),
 # the emulator and its machine, the serial console, where libraries live.
@@ -258,7 +264,7 @@ def check(text):
     add("no BTF exits 4", rcs.get("no_btf") == 4, "rc %s" % rcs.get("no_btf"))
     add("no program attached exits 6", rcs.get("no_programs") == 6,
         "rc %s" % rcs.get("no_programs"))
-    add("loadgen succeeded", rcs.get("loadgen") == 0, "rc %s" % rcs.get("loadgen"))
+    add("sse_client succeeded", rcs.get("client") == 0, "rc %s" % rcs.get("client"))
     add("trace exits 0", rcs.get("trace") == 0, "rc %s" % rcs.get("trace"))
     terr = blocks.get("trace.err", "")
     add("auto picks the syscall source",
@@ -312,7 +318,30 @@ def check(text):
     for e in excused:
         print("no usable truth (the fixture was late on its own schedule): %s" % e)
     res[-1]["excused"] = excused
+    check_client(add, recs, ndjson(blocks.get("client.ndjson", "")))
     return res, worst
+
+
+def check_client(add, recs, client):
+    """ttftrace's figures against the independent client's (tests/client_bracket.py)."""
+    by_key = {(int(r["conn"].rsplit(":", 1)[1]), r["conn_seq"]): r for r in recs}
+    pairs, bad = [], []
+    for c in client:
+        s = by_key.get((c["local_port"], c["conn_seq"]))
+        if s is None:
+            bad.append("client port %d seq %d not traced" % (c["local_port"], c["conn_seq"]))
+            continue
+        pairs.append((c, s))
+        bad += client_bracket.check(c, s)
+        if s.get("tokens") != c["tokens"] or s.get("token_events") != c["events"]:
+            bad.append("port %d seq %d: tokens/events ttftrace %s/%s, client %s/%s" % (
+                c["local_port"], c["conn_seq"], s.get("tokens"), s.get("token_events"),
+                c["tokens"], c["events"]))
+    lo, hi, itl = client_bracket.spread(pairs)
+    add("%d client requests, each traced, TTFT/ITL/TPOT inside the client's bracket"
+        % REQUESTS, len(client) == REQUESTS and not bad,
+        "client TTFT - ttftrace TTFT %.3f..%.3f ms, worst ITL difference %.3f ms; %s" % (
+            lo, hi, itl, "; ".join(bad[:5])))
 
 
 def main():
@@ -327,7 +356,7 @@ def main():
     ARCH = ARCHES[a.arch]
     BINS.update({"ttftrace": ARCH["ttftrace"],
                  "sse_server": os.path.join(ARCH["out"], "tests", "fixtures", "sse_server"),
-                 "loadgen": os.path.join(ARCH["out"], "bin", "loadgen")})
+                 "sse_client": os.path.join(ARCH["out"], "tests", "fixtures", "sse_client")})
     os.makedirs(a.out, exist_ok=True)
     kdir = os.path.join(a.out, "kernel")
     if a.arch == "arm64":
