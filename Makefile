@@ -366,12 +366,12 @@ qemu-test-5.10: all
 
 # Debian 12's 6.1 arm64 cloud kernel under qemu-system-aarch64 (TCG, -M virt -cpu max),
 # the cross build of .output-arm64 in the initramfs (busybox-static:arm64 from Debian):
-# ttftrace, loadgen and the fixture server only (`make ARCH=arm64` builds the rest).
+# ttftrace, the fixture server and its client only (`make ARCH=arm64` builds the rest).
 # About 2 minutes. tools/setup.sh --arm64: the cross compiler, arm64 libraries, QEMU.
 qemu-test-arm64:
 	$(Q)tools/setup.sh --arm64
 	$(Q)$(MAKE) --no-print-directory ARCH=arm64 OUTPUT=.output-arm64 .output-arm64/ttftrace \
-		.output-arm64/bin/loadgen .output-arm64/tests/fixtures/sse_server
+		.output-arm64/tests/fixtures/sse_client .output-arm64/tests/fixtures/sse_server
 	$(Q)tests/qemu/run.py --arch arm64 --out $(OUTPUT)/qemu-arm64
 
 # vmlinux/arm64/vmlinux.h from the BTF of Debian 12's arm64 cloud kernel (tools/vmlinux_arm64.sh)

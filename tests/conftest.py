@@ -334,6 +334,7 @@ class Response:
         self.t_first_token_ns = 0
         self.t_end_ns = 0
         self.events = []   # parsed SSE data payloads (dict or "[DONE]")
+        self.t_event_ns = []   # when each of events arrived (as t_first_token_ns)
         self.body = b""
         self.local_port = 0
 
@@ -460,6 +461,7 @@ class Client:
                         payload = line[5:].strip().decode()
                         obj = payload if payload == "[DONE]" else json.loads(payload)
                         r.events.append(obj)
+                        r.t_event_ns.append(t)
                         if _token_text(obj) and not r.t_first_token_ns:
                             r.t_first_token_ns = t
         else:

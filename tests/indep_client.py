@@ -11,10 +11,14 @@ its last byte: SO_TIMESTAMPNS, so the client's own wake-up lag does not count;
 each request's start bracketed by the clock read before and after its send()),
 and judges tokens by its own rule, the OpenAI and llama.cpp wire formats as
 documented: an event is a token event when choices[].delta.content,
-choices[].text or content is a non-empty string. Its records have loadgen's field names, so the
-tests join them to ttftrace's on (client port, position on the connection).
+choices[].text or content is a non-empty string. Its records have loadgen's field names
+plus token_ns and token_shared (each token event's stamp, and whether the next
+event shares it), so the tests join them to ttftrace's on
+(client port, position on the connection) and hold ttftrace's TTFT, ITL and TPOT to
+them with tests/client_bracket.py.
 """
 import json
+import os
 import queue
 import random
 import socket
@@ -26,6 +30,7 @@ import threading
 from conftest import SO_TIMESTAMPNS, Client
 
 LETTERS = string.ascii_lowercase
+RT_PRIORITY = 10
 
 
 def _prompt(n, seed):
@@ -79,16 +84,24 @@ def _tokens(events, n_token_events):
 def _record(idx, conn_seq, resp=None, error=None):
     r = {"index": idx, "conn_seq": conn_seq, "error": error, "status": 0, "tokens": 0,
          "events": 0, "local_port": 0, "start_ns": 0, "sent_ns": 0, "first_token_ns": 0,
-         "end_ns": 0, "ttft_ms": None}
+         "end_ns": 0, "ttft_ms": None, "token_ns": [],
+         "token_shared": []}
     if resp is None:
         return r
     tok = [e for e in resp.events if token_text(e)]
+    # each token event's time, by this module's token rule (not conftest's), and
+    # whether the next event (of any kind) carries the same stamp: a segment merged
+    # into one not yet read (tests/client_bracket.py)
+    ev_ns = resp.t_event_ns
+    idx = [i for i, e in enumerate(resp.events) if token_text(e)]
+    token_ns = [ev_ns[i] for i in idx]
+    shared = [i + 1 < len(ev_ns) and ev_ns[i + 1] == ev_ns[i] for i in idx]
     r.update(status=resp.status, local_port=resp.local_port, start_ns=resp.t_sent_ns,
-             sent_ns=resp.t_sent_after_ns,
-             first_token_ns=resp.t_first_token_ns, end_ns=resp.t_end_ns, events=len(tok),
-             tokens=_tokens(resp.events, len(tok)))
-    if resp.t_first_token_ns:
-        r["ttft_ms"] = (resp.t_first_token_ns - resp.t_sent_ns) / 1e6
+             sent_ns=resp.t_sent_after_ns, token_ns=token_ns, token_shared=shared,
+             first_token_ns=token_ns[0] if token_ns else 0, end_ns=resp.t_end_ns,
+             events=len(tok), tokens=_tokens(resp.events, len(tok)))
+    if token_ns:
+        r["ttft_ms"] = (token_ns[0] - resp.t_sent_ns) / 1e6
     return r
 
 
@@ -111,6 +124,11 @@ def stream_work(port, work, c=1, timeout_s=60):
     out = [None] * n
 
     def worker():
+        # As root each worker runs SCHED_FIFO (as loadgen did under chrt): on 2 busy
+        # cores a worker that waits for the CPU sends its next request late, which
+        # changes the load the server sees (not the stamps, which the kernel takes).
+        if os.geteuid() == 0:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(RT_PRIORITY))
         cl = Client(port, timeout_s=timeout_s, rx_stamps=True)
         seq = 0
         try:

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Helpers for the end-to-end tier: the demo llama.cpp server and loadgen.
+"""Helpers for the end-to-end tier: the demo llama.cpp server and the join of
+a client's records to ttftrace's.
 
 The demo server (tools/demo/server.mjs) runs a real llama.cpp engine through
-node-llama-cpp on a random-weight GGUF model. loadgen (tools/loadgen) streams
-requests at it and records, in CLOCK_MONOTONIC ns like ttftrace, when each
-request was sent and when its first token arrived.
+node-llama-cpp on a random-weight GGUF model. The truth on the client side is
+tests/indep_client.py, which shares no code with ttftrace; loadgen
+(tools/loadgen) splits the stream with ttftrace's own SSE code, so it is only
+the tool under test of the demo script and sweep tests (LOADGEN).
 """
 import json
 import os
@@ -14,18 +16,13 @@ import subprocess
 import threading
 import time
 
-from conftest import ROOT, require_built
+from conftest import ROOT
 
 DEMO_DIR = os.path.join(ROOT, "tools", "demo")
 SERVER_JS = os.path.join(DEMO_DIR, "server.mjs")
 MODEL = os.path.join(DEMO_DIR, "model", "demo.gguf")
 NODE_LLAMA = os.path.join(DEMO_DIR, "node_modules", "node-llama-cpp")
 LOADGEN = os.path.join(ROOT, ".output", "bin", "loadgen")
-
-# loadgen is the reference clock: as root it runs SCHED_FIFO so that on a busy
-# small machine its wakeup for the first token is not delayed by other work
-# (seen: 3.4 ms late on 2 loaded cores), which would be counted as TTFT.
-RT_PREFIX = ["chrt", "-f", "10"] if os.geteuid() == 0 and shutil.which("chrt") else []
 
 # Loading node-llama-cpp and the model takes about 3 s here; allow for a slow machine.
 SERVER_START_TIMEOUT_S = 120
@@ -86,25 +83,8 @@ class DemoServer:
         self._log.close()
 
 
-def run_loadgen(port, out_path, path="/v1/chat/completions", n=6, c=1, prompt=64,
-                max_tokens=16, include_usage=True, timeout_s=60):
-    """Run loadgen to completion; returns its parsed JSON result.
-
-    Fails the test on any loadgen error (exit 3 = some requests failed).
-    """
-    require_built(LOADGEN)
-    cmd = RT_PREFIX + [LOADGEN, "-u", "http://127.0.0.1:%d%s" % (port, path), "-n", str(n), "-c", str(c),
-           "-P", str(prompt), "-m", str(max_tokens), "-o", out_path, "-q"]
-    if include_usage:
-        cmd.append("--include-usage")
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    assert p.returncode == 0, "loadgen exit %d: %s" % (p.returncode, p.stderr)
-    with open(out_path) as f:
-        return json.load(f)
-
-
 def join(client_reqs, traced):
-    """Map each loadgen record to ttftrace's record of the same request.
+    """Map each client record to ttftrace's record of the same request.
 
     Key: (client local port, position on the keep-alive connection). Returns
     (pairs, unmatched client records, duplicate traced keys).

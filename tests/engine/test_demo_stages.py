@@ -6,15 +6,17 @@
   (one sequence: concurrent requests wait FIFO for the engine);
 - a profile whose symbols are missing: a warning names the symbol, stages
   merge, nothing breaks.
-The stages of every request sum to its TTFT.
+The stages of every request sum to its TTFT, and its TTFT, ITL and TPOT lie in
+the bracket of an independent client's view (tests/client_bracket.py).
 """
-import os
 import statistics
 
 import pytest
 
+import client_bracket
 from conftest import needs_root
-from e2e_helpers import DemoServer, demo_missing_reason, run_loadgen, wait_for_file_lines
+from e2e_helpers import DemoServer, demo_missing_reason, join, wait_for_file_lines
+from indep_client import stream_load
 
 pytestmark = [needs_root,
               pytest.mark.skipif(demo_missing_reason() is not None,
@@ -31,15 +33,26 @@ def demo(tmp_path_factory):
 
 
 def traced(demo, tracer, tmp_path, n, c, prompt, extra=(), max_tokens=4):
+    """n requests, c at a time, from tests/indep_client.py (not loadgen, which
+    splits the stream with ttftrace's own SSE code); every traced request's TTFT,
+    ITL and TPOT inside the client's bracket (tests/client_bracket.py)."""
     tr = tracer("--port", demo.port, *extra)
-    run_loadgen(demo.port, str(tmp_path / ("lg-%d-%d.json" % (c, prompt))), n=n, c=c,
-                prompt=prompt, max_tokens=max_tokens)
+    client = stream_load(demo.port, n=n, c=c, prompt_chars=prompt, max_tokens=max_tokens)
     wait_for_file_lines(tr.out_path, lambda o: o.get("type") == "request", n)
     assert tr.stop() == 0, tr.stderr
+    assert [q["error"] for q in client] == [None] * n, client
     reqs = tr.requests()
     assert len(reqs) == n, (len(reqs), tr.stderr)
     for r in reqs:
         assert abs(r["stage_sum_ms"] - r["ttft_ms"]) <= 0.002, r
+    pairs, unmatched, dups = join(client, reqs)
+    assert not unmatched and not dups, (unmatched, dups)
+    bad = [p for q, r in pairs for p in client_bracket.check(q, r)]
+    bad += ["%d#%d: tokens ttftrace %r, client %r" % (q["local_port"], q["conn_seq"],
+                                                       r.get("tokens"), q["tokens"])
+            for q, r in pairs if r.get("tokens") != q["tokens"]]
+    print(client_bracket.SPREAD_FMT % client_bracket.spread(pairs))
+    assert not bad, "\n".join(bad)
     return tr, reqs
 
 

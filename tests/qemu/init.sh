@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # /init of the QEMU smoke tier's initramfs (tests/qemu/run.py builds it with
-# busybox, ttftrace, the fixture server, loadgen and their libraries). Runs
-# the smoke tier on the guest kernel and prints everything the host checks on
-# the serial console between "TTF-BEGIN <name>" and "TTF-END <name>" lines;
+# busybox, ttftrace, the fixture server, tests/fixtures/sse_client and their
+# libraries). Runs the smoke tier on the guest kernel and prints everything the
+# host checks on the serial console between "TTF-BEGIN <name>" and "TTF-END <name>" lines;
 # "TTF-RC <name> <code>" gives an exit status. Then powers the guest off.
 export PATH=/bin:/usr/bin:/sbin:/usr/sbin
 mount -t proc proc /proc
@@ -50,10 +50,9 @@ until grep -q "Hit Ctrl-C" /tmp/trace.err || [ $i -ge 600 ]; do
 	i=$((i + 1))
 done
 echo "TTF-ATTACH-S $((i / 10))"
-loadgen -u http://127.0.0.1:8080/v1/chat/completions -n 20 -c 1 -m 8 -q -o /tmp/lg.json
-rc=$?
-echo
-echo "TTF-RC loadgen $rc"
+# the independent client (its own HTTP and SSE code, none of ttftrace's): truth
+sse_client --port 8080 -n 20 -m 8 -o /tmp/client.ndjson
+echo "TTF-RC client $?"
 sleep 1
 kill -INT $tr
 wait $tr
@@ -62,5 +61,6 @@ kill $srv
 show trace.err /tmp/trace.err
 show run.ndjson /tmp/run.ndjson
 show truth.ndjson /tmp/truth.ndjson
+show client.ndjson /tmp/client.ndjson
 echo "TTF-DONE"
 poweroff -f

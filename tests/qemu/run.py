@@ -8,7 +8,8 @@
                         cross build in .output-arm64, qemu-system-aarch64 -M virt)
 
 Builds an initramfs with busybox-static, ttftrace, the fixture server,
-loadgen, the shared libraries they need (`ldd` on amd64; on arm64 their
+tests/fixtures/sse_client (a client that shares no code with ttftrace), the
+shared libraries they need (`ldd` on amd64; on arm64 their
 DT_NEEDED entries, followed, from the arm64 multiarch directories) and
 tests/qemu/init.sh as /init; boots the kernel from tests/qemu/fetch_kernel.sh
 under TCG (KVM vCPUs hang on the CI host); reads what init prints on the
@@ -26,6 +27,10 @@ serial console and checks it here:
     first token ttftrace saw leave before the fixture logged its write has
     no usable truth under TCG (the guest's vCPU is descheduled on a busy
     host): it is listed, and at most a fifth of them may be such;
+  - each request's TTFT inside sse_client's, each token event leaving before
+    sse_client's stamp of it, the same token and event counts
+    (tests/client_bracket.py, its causal side: see TCG_RX_DELAY_MS), joined on
+    (client port, position on the connection); no excuse for a late fixture;
   - every BPF object loads (the scheduler probes too: sched_switch without
     prev_state before 5.18);
   - exit 4 for --net-source sock (no sock_recv_length) and for missing BTF,
@@ -48,6 +53,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import client_bracket  # noqa: E402
 OUT = os.path.join(ROOT, ".output")
 # What differs by architecture: the build (the Makefile's OUTPUT for ARCH=arm64),
 # the emulator and its machine, the serial console, where libraries live.
@@ -73,6 +80,12 @@ TOKENS = 8
 SERVER_TTFT_MS = 100	# init.sh: sse_server --ttft-ms
 # TTFT: ttftrace's vs the fixture's log (first token written - request read).
 TTFT_TOL_MS = float(os.environ.get("TTF_QEMU_TTFT_TOL_MS", "2.0"))
+# How late sse_client's receive stamp may trail the transmit ttftrace saw: under TCG
+# the guest's one vCPU is descheduled between the two (one run of 20 requests here:
+# 22 ms on a TTFT, 4.5 ms on an ITL gap, with no shared stamp), so only the causal
+# side of tests/client_bracket.py holds: ttftrace's TTFT within the client's, every
+# token event leaving before the client's stamp of it, the same token counts.
+TCG_RX_DELAY_MS = float("inf")
 SMP = os.environ.get("TTF_QEMU_SMP", "1")  # 1 had the smaller TTFT spread here
 
 
@@ -258,7 +271,7 @@ def check(text):
     add("no BTF exits 4", rcs.get("no_btf") == 4, "rc %s" % rcs.get("no_btf"))
     add("no program attached exits 6", rcs.get("no_programs") == 6,
         "rc %s" % rcs.get("no_programs"))
-    add("loadgen succeeded", rcs.get("loadgen") == 0, "rc %s" % rcs.get("loadgen"))
+    add("sse_client succeeded", rcs.get("client") == 0, "rc %s" % rcs.get("client"))
     add("trace exits 0", rcs.get("trace") == 0, "rc %s" % rcs.get("trace"))
     terr = blocks.get("trace.err", "")
     add("auto picks the syscall source",
@@ -312,7 +325,28 @@ def check(text):
     for e in excused:
         print("no usable truth (the fixture was late on its own schedule): %s" % e)
     res[-1]["excused"] = excused
+    check_client(add, recs, ndjson(blocks.get("client.ndjson", "")))
     return res, worst
+
+
+def check_client(add, recs, client):
+    """ttftrace's figures against the independent client's (tests/client_bracket.py)."""
+    by_key = {(int(r["conn"].rsplit(":", 1)[1]), r["conn_seq"]): r for r in recs}
+    pairs, bad = [], []
+    for c in client:
+        s = by_key.get((c["local_port"], c["conn_seq"]))
+        if s is None:
+            bad.append("client port %d seq %d not traced" % (c["local_port"], c["conn_seq"]))
+            continue
+        pairs.append((c, s))
+        bad += client_bracket.check(c, s, delay_ms=lambda ttft_ms: TCG_RX_DELAY_MS)
+        if s.get("tokens") != c["tokens"] or s.get("token_events") != c["events"]:
+            bad.append("port %d seq %d: tokens/events ttftrace %s/%s, client %s/%s" % (
+                c["local_port"], c["conn_seq"], s.get("tokens"), s.get("token_events"),
+                c["tokens"], c["events"]))
+    add("%d client requests, each traced, TTFT and token times inside the client's"
+        % REQUESTS, len(client) == REQUESTS and not bad,
+        client_bracket.SPREAD_FMT % client_bracket.spread(pairs) + "; " + "; ".join(bad[:5]))
 
 
 def main():
@@ -327,7 +361,7 @@ def main():
     ARCH = ARCHES[a.arch]
     BINS.update({"ttftrace": ARCH["ttftrace"],
                  "sse_server": os.path.join(ARCH["out"], "tests", "fixtures", "sse_server"),
-                 "loadgen": os.path.join(ARCH["out"], "bin", "loadgen")})
+                 "sse_client": os.path.join(ARCH["out"], "tests", "fixtures", "sse_client")})
     os.makedirs(a.out, exist_ok=True)
     kdir = os.path.join(a.out, "kernel")
     if a.arch == "arm64":

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""--perfetto against the fixture server under loadgen (root, BTF): the size bound,
+"""--perfetto against the fixture server under load from tests/indep_client.py (root, BTF): the size bound,
 bounded request lanes, flows from each request to the threads that served it, the
 --perfetto-sched modes and .json.gz output; every file is parsed by DevTools' trace
 engine (npm @paulirish/trace_engine, the Performance panel's parser, installed by
@@ -18,7 +18,9 @@ import pytest
 from conftest import ROOT, TTFTRACE, needs_root
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "engine"))
-from e2e_helpers import CONN_RE, run_loadgen  # noqa: E402
+import client_bracket  # noqa: E402
+from e2e_helpers import CONN_RE, join  # noqa: E402
+from indep_client import stream_load  # noqa: E402
 
 ENGINE_DIR = os.path.join(ROOT, "tests", "root", "export", "trace_engine")
 REQUESTS_PID = 0x40000001
@@ -63,14 +65,25 @@ def traced_run(sse_server, tracer, tmp_path, name, n, c, *args):
     srv = sse_server()
     pf = tmp_path / name
     tr = tracer("--port", srv.port, "--perfetto", pf, *args)
-    lg = run_loadgen(srv.port, str(tmp_path / "lg.json"), n=n, c=c, max_tokens=32,
-                     include_usage=False, timeout_s=180)
-    assert len(lg["requests"]) == n
+    client = stream_load(srv.port, n=n, c=c, max_tokens=32, include_usage=False, timeout_s=180)
     tr.wait_requests(n, timeout_s=10)
     assert tr.stop() == 0, tr.stderr
     reqs = tr.requests()
     assert len(reqs) == n, tr.stderr
+    check_against_client(client, reqs)
     return srv, pf, reqs
+
+
+def check_against_client(client, reqs):
+    """Every request the client made was traced once, with its TTFT, ITL and TPOT
+    inside the client's bracket (tests/client_bracket.py): writing the timeline
+    changes none of them."""
+    assert [q["error"] for q in client] == [None] * len(client), client
+    pairs, unmatched, dups = join(client, reqs)
+    assert not unmatched and not dups, (unmatched, dups)
+    bad = [p for q, r in pairs for p in client_bracket.check(q, r)]
+    print(client_bracket.SPREAD_FMT % client_bracket.spread(pairs))
+    assert not bad, "\n".join(bad[:20])
 
 
 @needs_root
@@ -90,7 +103,7 @@ def test_default_size_lanes_flows(sse_server, tracer, tmp_path):
     evs = trace["traceEvents"]
     assert_nested(evs)
     assert trace["otherData"]["sched"] == "served"
-    # lanes: as many as requests were open at once at the server (loadgen's next request
+    # lanes: as many as requests were open at once at the server (the client's next request
     # may arrive while the last bytes of the one before are still leaving: c + 1)
     opened = sorted((r["t_arrival_ns"], 1) for r in reqs)
     opened += sorted((e["ts"] * 1000 + e["dur"] * 1000, -1) for e in evs
@@ -332,7 +345,7 @@ def test_bounded_under_cpu_contention(sse_server, tracer, procs, tmp_path):
     the rest merged coarser and counted in otherData and the summary); DevTools'
     trace engine opens it; every slice kept is on a thread of the server other than
     its accept thread (the kernel's task list), inside the request's own span on the
-    client's and the server's clocks (loadgen's send, the fixture log's end), and its
+    client's and the server's clocks (the client's send, the fixture log's end), and its
     state split adds up to no more than its length."""
     n, c = 40, 4
     srv = sse_server("--ttft-ms", "300", "--spin-us", "1000000")
@@ -352,15 +365,16 @@ def test_bounded_under_cpu_contention(sse_server, tracer, procs, tmp_path):
     w = threading.Thread(target=watch, daemon=True)
     w.start()
     try:
-        lg = run_loadgen(srv.port, str(tmp_path / "lg.json"), n=n, c=c, max_tokens=32,
-                         include_usage=False, timeout_s=300)
+        client = stream_load(srv.port, n=n, c=c, max_tokens=32, include_usage=False,
+                             timeout_s=300)
     finally:
         done.set()
         w.join(5)
     tr.wait_requests(n, timeout_s=10)
     assert tr.stop() == 0, tr.stderr
     reqs = tr.requests()
-    assert len(lg["requests"]) == len(reqs) == n, tr.stderr
+    assert len(client) == len(reqs) == n, tr.stderr
+    check_against_client(client, reqs)
 
     size = os.path.getsize(pf)
     trace = load(pf)
@@ -394,12 +408,12 @@ def test_bounded_under_cpu_contention(sse_server, tracer, procs, tmp_path):
     assert len(parsed["flows"]) == 2 * n
     assert_nested(evs)
 
-    # truth: the request's span from loadgen's send to the fixture's last write (curl
-    # reports the send once it returned: the request may reach the server just before)
+    # truth: the request's span from the client's clock read before its send() to the
+    # fixture's last write
     ends = {(t["rport"], t["conn_seq"]): t["t_end_ns"] for t in srv.truth()}
     span = {(q["local_port"], q["conn_seq"]): (q["start_ns"] / 1e3,
                                                ends[(q["local_port"], q["conn_seq"])] / 1e3)
-            for q in lg["requests"]}
+            for q in client}
     by_thread = defaultdict(list)
     for r in reqs:
         port = int(CONN_RE.search(r["conn"]).group(1))
