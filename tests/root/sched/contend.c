@@ -12,7 +12,12 @@
  *
  * Prints "ready TID" and waits for a line on stdin; at the end prints
  * "times T0 T1 T2 T3" (CLOCK_MONOTONIC ns: spin start/end, sleep start/end).
+ * contend then prints "schedstat RUN0 WAIT0 RUN1 WAIT1": the frontend's
+ * on-CPU and runqueue-wait ns at T0 and T1, the kernel's own accounting
+ * (/proc/thread-self/schedstat, Documentation/scheduler/sched-stats.rst),
+ * the truth the scheduler overlay is held to.
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -31,6 +36,20 @@ static unsigned long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The calling thread's on-CPU and runqueue-wait ns so far. */
+static void schedstat_read(int fd, unsigned long long *run_ns, unsigned long long *wait_ns)
+{
+	char b[128];
+	ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
+
+	*run_ns = 0;
+	*wait_ns = 0;
+	if (n > 0) {
+		b[n] = 0;
+		sscanf(b, "%llu %llu", run_ns, wait_ns);
+	}
 }
 
 static void pin_cpu0(void)
@@ -85,15 +104,21 @@ int main(int argc, char **argv)
 	if (argc == 3) {
 		long spin_ms = atol(argv[1]), sleep_ms = atol(argv[2]);
 		struct timespec sl = { sleep_ms / 1000, (sleep_ms % 1000) * 1000000L };
+		int fd = open("/proc/thread-self/schedstat", O_RDONLY);
+		unsigned long long run0, wait0, run1, wait1;
 
 		prctl(PR_SET_NAME, "frontend");
 		pin_cpu0();
 		for (int i = 0; i < 2; i++)
 			pthread_create(&th[i], NULL, busy, NULL);
 		wait_go();
+		/* read right after T0 and right before T1: the thread is on a
+		 * CPU at both, so both readings are up to date */
 		t0 = now_ns();
+		schedstat_read(fd, &run0, &wait0);
 		while (now_ns() - t0 < spin_ms * 1000000ULL)
 			;
+		schedstat_read(fd, &run1, &wait1);
 		t1 = now_ns();
 		atomic_store(&stop_busy, 1);
 		for (int i = 0; i < 2; i++)
@@ -102,6 +127,7 @@ int main(int argc, char **argv)
 		nanosleep(&sl, NULL);
 		t3 = now_ns();
 		printf("times %llu %llu %llu %llu\n", t0, t1, t2, t3);
+		printf("schedstat %llu %llu %llu %llu\n", run0, wait0, run1, wait1);
 		return 0;
 	}
 	if (argc == 2) {
