@@ -487,8 +487,11 @@ static struct msg_time *fe_read_of(struct msg_hops *mh, const struct msg_time *e
  * began (a Python thread waiting for the GIL; nothing on the socket shows
  * it) gave its first token one or more outputs later than the timing says.
  * The frontend writes a token soon after it reads the output holding it:
- * the last output it read before it wrote the first token held it (D17).
- * Wrong only where the frontend lagged a whole step behind its reads.
+ * when it read the next output too before it wrote the first token, and
+ * that output was sent only after it had read the current one, the next
+ * one held it (D17). Outputs sent back to back (an engine's output thread
+ * that fell behind) are not told apart: the first of them is kept. Wrong
+ * where the frontend lagged a whole step behind its reads.
  */
 static void advance_if_read(struct msg_hops *mh, uint32_t eng, uint32_t rd, uint32_t fe,
 			    uint64_t emit_ns, struct msg_time **eo, struct msg_time **fin,
@@ -497,7 +500,7 @@ static void advance_if_read(struct msg_hops *mh, uint32_t eng, uint32_t rd, uint
 	for (int k = 0; k < MSG_HOPS_ADVANCE_MAX; k++) {
 		struct msg_time *nx = eng_output(mh, (*eo)->n, 1, eng, rd), *f, *mi, *mo;
 
-		if (!nx)
+		if (!nx || nx->ts_ns <= (*fin)->ts_ns)
 			return;
 		f = fe_read_of(mh, nx, fe, &mi, &mo);
 		if (!f || f->ts_ns > emit_ns)
