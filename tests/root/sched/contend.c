@@ -13,9 +13,13 @@
  * Prints "ready TID" and waits for a line on stdin; at the end prints
  * "times T0 T1 T2 T3" (CLOCK_MONOTONIC ns: spin start/end, sleep start/end).
  * contend then prints "schedstat RUN0 WAIT0 RUN1 WAIT1": the frontend's
- * on-CPU and runqueue-wait ns at T0 and T1, the kernel's own accounting
+ * on-CPU and runqueue-wait ns at T0 and T1, the kernel's own accounting,
+ * the truth the scheduler overlay is held to. The wait is schedstat's
  * (/proc/thread-self/schedstat, Documentation/scheduler/sched-stats.rst),
- * the truth the scheduler overlay is held to.
+ * complete at each read since the reader is on a CPU; the on-CPU time is
+ * CLOCK_THREAD_CPUTIME_ID's, which includes the slice in progress (the
+ * schedstat run time lags it by up to a tick: fs/proc/base.c reads
+ * se.sum_exec_runtime as last updated).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -43,13 +47,16 @@ static void schedstat_read(int fd, unsigned long long *run_ns, unsigned long lon
 {
 	char b[128];
 	ssize_t n = pread(fd, b, sizeof(b) - 1, 0);
+	unsigned long long lagging_run_ns;
+	struct timespec ts;
 
-	*run_ns = 0;
 	*wait_ns = 0;
 	if (n > 0) {
 		b[n] = 0;
-		sscanf(b, "%llu %llu", run_ns, wait_ns);
+		sscanf(b, "%llu %llu", &lagging_run_ns, wait_ns);
 	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	*run_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static void pin_cpu0(void)
