@@ -59,6 +59,24 @@ static void schedstat_read(int fd, unsigned long long *run_ns, unsigned long lon
 	*run_ns = ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * CLOCK_MONOTONIC now, with the thread's on-CPU and runqueue-wait ns at it.
+ * The readings must not straddle a wait on the runqueue (a preemption in
+ * a read is a whole slice here): read on both sides of the stamp until the
+ * wait is the same.
+ */
+static unsigned long long stamp(int fd, unsigned long long *run_ns, unsigned long long *wait_ns)
+{
+	unsigned long long t, run, wait;
+
+	do {
+		schedstat_read(fd, run_ns, wait_ns);
+		t = now_ns();
+		schedstat_read(fd, &run, &wait);
+	} while (wait != *wait_ns);
+	return t;
+}
+
 static void pin_cpu0(void)
 {
 	cpu_set_t set;
@@ -119,14 +137,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 2; i++)
 			pthread_create(&th[i], NULL, busy, NULL);
 		wait_go();
-		/* read right after T0 and right before T1: the thread is on a
-		 * CPU at both, so both readings are up to date */
-		t0 = now_ns();
-		schedstat_read(fd, &run0, &wait0);
+		t0 = stamp(fd, &run0, &wait0);
 		while (now_ns() - t0 < spin_ms * 1000000ULL)
 			;
-		schedstat_read(fd, &run1, &wait1);
-		t1 = now_ns();
+		t1 = stamp(fd, &run1, &wait1);
 		atomic_store(&stop_busy, 1);
 		for (int i = 0; i < 2; i++)
 			pthread_join(th[i], NULL);
