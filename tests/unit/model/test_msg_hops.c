@@ -386,6 +386,22 @@ static void test_inferred(void **state)
 	msg_hops__free(mh);
 }
 
+/*
+ * Request 1 read at 10 ms, its message out at 11 and in at 11.1; an engine
+ * with no output before, then n_out outputs from 25 ms on, 5 ms apart, each
+ * read by the frontend 0.2 ms later.
+ */
+static void idle_engine(struct msg_hops *mh, int n_out)
+{
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	for (int k = 0; k < n_out; k++) {
+		bare(mh, ENG, ZMTP_DIR_OUT, (25 + 5 * k) * MS, 50, 22, 21);
+		bare(mh, FE, ZMTP_DIR_IN, (25 + 5 * k) * MS + 200000, 50, 21, 22);
+	}
+}
+
 /* An engine with no output before the request's read had stopped: its next step is the request's. */
 static void test_inferred_idle(void **state)
 {
@@ -395,13 +411,7 @@ static void test_inferred_idle(void **state)
 
 	(void)state;
 	req_fix(&f, "");
-	msg_hops__on_read(mh, FE, 1, 10 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
-	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 30200000, 50, 21, 22);
+	idle_engine(mh, 2);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
 	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 0);
 	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 25 * MS - 11100000);
@@ -426,15 +436,7 @@ static void test_inferred_late_handover(void **state)
 	f.ev.write_ns = 31 * MS;
 	f.m.t_first_token_ns = 31050000;
 	f.m.ttft_ns = 22050000;
-	msg_hops__on_read(mh, FE, 1, 10 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
-	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 30200000, 50, 21, 22);
-	bare(mh, ENG, ZMTP_DIR_OUT, 35 * MS, 50, 22, 21);	/* read after the token */
-	bare(mh, FE, ZMTP_DIR_IN, 35200000, 50, 21, 22);
+	idle_engine(mh, 3);	/* the output at 35 is read after the token */
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
 	assert_int_equal(sum(&c), f.m.ttft_ns);
 	/* it waited through the step that ended at 25 (D15: queue ends at the
