@@ -6,8 +6,7 @@ the rid that is in the SSE chunks and in every message naming the request.
 
 At concurrency 1 and 8, every request must be split into the eleven
 stages, joined exactly (with --wire-ids opaque, concurrency 8: by order
-and timing, D17, marked inferred, held to the crossing truth for half of
-the requests and for frontend and ipc_in to 95%), named by profiles/stacks/sglang.ini, its stages
+and timing, D17, marked inferred), named by profiles/stacks/sglang.ini, its stages
 adding up to TTFT, and every crossing on the right side of the stack's own
 truth (tests/fixtures/sglang_shaped: a crossing out after its handoff, a
 crossing in before its take; a wrong join breaks that by the milliseconds
@@ -18,9 +17,9 @@ stack (tests/fixtures/vllm_shaped/crossings.c, which also finds SGLang's
 bare 32-hex rids in msgpack and pickle) runs in all three processes and
 logs every send/recv naming a rid, the HTTP read and the first SSE write.
 From those crossings the test computes the eight hop stages as ttftrace
-defines them (D16) and requires at least 95% of the requests to have every
-one within 1 ms or 3%. How many requests have these spans within 1 ms or
-3% of the Python handoffs is printed:
+defines them (D16) and requires nearly every request (XING_BAR) to have
+every one within 1 ms or 3%. The share of requests with these spans within
+1 ms or 3% of the Python handoffs is held to HANDOFF_BAR:
 
   frontend          socket read -> the request message left the tokenizer
                     manager (truth: uvicorn's protocol got the bytes ->
@@ -49,8 +48,8 @@ from conftest import ROOT, conn_client_port, free_port, needs_root
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_vllm_shaped import PYTHON, RT, drive, workload  # noqa: E402
-from test_vllm_split import (EPS_NS, INFERRED_BAR, SHIM, crossings, stack_pids,  # noqa: E402
-                             unopaque, within)
+from test_vllm_split import (EPS_NS, SHIM, crossings, stack_pids, unopaque,  # noqa: E402
+                             within)
 from hop_bounds import bounds, check_order  # noqa: E402
 
 pytestmark = needs_root
@@ -59,6 +58,26 @@ TM = os.path.join(ROOT, "tests", "fixtures", "sglang_shaped", "tokenizer_manager
 STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out",
           "detokenize", "ipc_back", "emit", "net_out"]
 ROLES = ["tokenizer_manager", "scheduler", "detokenizer"]
+# Bars on the shares below, each from 10 runs of this file on the 2-CPU
+# test machine loaded by other test suites; 32 requests a run.
+# Requests with every stage within 1 ms or 3% of the crossing truth. Joined
+# by id, 10 runs x 6 cases: 32 of 32 every time (the bar: 31). By order
+# (D17), 10 runs x 2 cases: 28 .. 32 of 32 (misses: a frontend that lagged
+# a step behind its reads); the bar, at least 28, is the worst seen.
+XING_BAR = {"exact": 0.95, "inferred": 0.85}
+# Requests with the spans within 1 ms or 3% of the Python handoffs: these
+# stamps lag the socket by what the fixture's own threads wait for the GIL
+# and a CPU, which on a loaded machine is often more than 1 ms, so the bar
+# is low; the crossing truth above is the tight one. 10 runs x 8 cases:
+# 15 .. 32 of 32 (by id: 24 .. 32); the bar three requests below.
+HANDOFF_BAR = 0.375
+# Requests with a first message out stamped after the next process read it
+# (the sender preempted after queueing its bytes; D16). 10 runs x 8 cases:
+# 0 .. 1; the bar one more.
+OUT_AFTER_IN_MAX = 2
+# frontend and ipc_in (the request's own message, by id or by order): misses
+# per stage. 10 runs x 8 cases: 0 every time; the bar one.
+OWN_MISSED_MAX = 1
 
 
 def wait_port(port, tr):
@@ -210,9 +229,11 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wi
           "message out stamped after its read"
           % (transport, codec, concurrency, xing_good, n, missed, good,
              s["counters"].get("msg_hop_out_after_in", 0)))
-    assert xing_good >= (0.95 if join == "exact" else INFERRED_BAR) * n, (xing_good, n, missed)
+    assert xing_good >= XING_BAR[join] * n, (xing_good, n, missed)
+    assert good >= HANDOFF_BAR * n, (good, n)
+    assert s["counters"].get("msg_hop_out_after_in", 0) <= OUT_AFTER_IN_MAX, s["counters"]
     for k in ("frontend", "ipc_in"):    # the request's own message: by order as by id
-        assert missed[k] <= 0.05 * n, (k, missed)
+        assert missed[k] <= OWN_MISSED_MAX, (k, missed)
     assert s["msg_hops"]["requests"] == len(results), s.get("msg_hops")
     assert list(s["msg_hops"]["stages_ms"]) == STAGES, s["msg_hops"]
     if join == "exact":

@@ -20,10 +20,11 @@ The truth of what ttftrace claims: an LD_PRELOAD shim
 the engine logs every send/recv naming a request id, the HTTP read and the
 first SSE write. From those crossings the test computes frontend, ipc_in,
 queue, prefill, ipc_out and emit as ttftrace defines them (docs/design.md
-D15) and requires at least 95% of the requests to have every one within
-1 ms or 3%. It prints the gaps between the crossings and Python's handoffs
-(the fixture's own stamps) and the take gaps (the taking thread's
-scheduler overlay over emit and queue, which must sum to the stage).
+D15) and holds the share of requests with every one within 1 ms or 3% to
+a bar set from runs of this test (EXACT_BAR, INFERRED_BAR). It prints the
+gaps between the crossings and Python's handoffs (the fixture's own
+stamps) and the take gaps (the taking thread's scheduler overlay over emit
+and queue, which must sum to the stage).
 """
 import json
 import os
@@ -40,14 +41,29 @@ from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, RT, STEP_MS, d
 pytestmark = needs_root
 
 EPS_NS = 200_000
+# Bars on the shares below, each from 10 runs of this file on the 2-CPU
+# test machine loaded by other test suites; 32 requests a run, so one
+# request is 3%.
+# Joined by id: requests with every hop stage within 1 ms or 3% of the
+# crossing truth (docs/hops.md: 95%). 10 runs x 5 cases: 31 .. 32 of 32
+# (31 once: its frontend/ipc_in boundary 1.4 ms before the shim's send),
+# so the bar is at the worst seen.
+EXACT_BAR = 0.95
 # Joined by order and timing (D17): the request's own message is found by
-# order (frontend and ipc_in within the truth for 95% of requests, as the
-# exact join); the step that gave its first token is inferred, and here the
-# engine's Python input thread sometimes hands a request over after the next
-# step began, so the inference picks one step early (24 and 28 of 32 requests
-# had every stage within the truth, tcp and ipc, on 2 idle CPUs). A wrong join
-# by order would miss nearly all.
-INFERRED_BAR = 0.5
+# order (frontend and ipc_in within the truth as for the exact join); the
+# step that gave its first token is the last engine output the frontend read
+# before it wrote that token, from the timing's guess on. A frontend that
+# lagged a step behind its reads still picks one step late. A wrong join by
+# order would miss nearly all (by the timing alone: 22 .. 32 of 32).
+# 10 runs x 3 cases: 29 .. 32 of 32; the bar (at least 28) one request below.
+INFERRED_BAR = 0.85
+# Joined by order, requests with a boundary on the wrong side of a Python
+# handoff (a joined-by-id request may have none: asserted per request).
+# 10 runs x 3 cases: 0 .. 3; the bar one more.
+INFERRED_MISORDERED_MAX = 4
+# frontend and ipc_in (the request's own message, by id or by order): misses
+# per stage. 10 runs x 8 cases: 0 .. 1 (the request above).
+OWN_MISSED_MAX = 1
 STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit",
           "net_out"]
 
@@ -260,9 +276,10 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
             ", ".join("%s %.3f" % (k, v[k]) for k in TAKE_PARTS)))
     print("  %s join; requests on the wrong side of a handoff: %d %s" % (
         join, len(misordered), misordered[:8]))
-    assert good >= (0.95 if join == "exact" else INFERRED_BAR) * n, (good, n, missed)
+    assert good >= (EXACT_BAR if join == "exact" else INFERRED_BAR) * n, (good, n, missed)
+    assert len(misordered) <= INFERRED_MISORDERED_MAX, misordered
     for k in ("frontend", "ipc_in"):
-        assert missed[k] <= 0.05 * n, (k, missed)
+        assert missed[k] <= OWN_MISSED_MAX, (k, missed)
     s = tr.summary()
     # the summary's stages are over successful requests (2xx, none aborted or incomplete)
     failed = [(r["id"], r["status"], r["flags"]) for r in recs.values()

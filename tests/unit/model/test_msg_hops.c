@@ -385,9 +385,9 @@ static void test_inferred(void **state)
 	req_fix(&fa, ID_A);
 	req_fix(&fb, "");
 	fb.r.id = 2;
-	fb.ev.write_ns = 31 * MS;
-	fb.m = (struct ttf_req_metrics){ .t_start_ns = 11 * MS, .t_first_token_ns = 31050000,
-					 .ttft_ns = 20050000 };
+	fb.ev.write_ns = 27 * MS;
+	fb.m = (struct ttf_req_metrics){ .t_start_ns = 11 * MS, .t_first_token_ns = 27050000,
+					 .ttft_ns = 16050000 };
 	fb.a.bound_ns[1] = 11500000;
 	fb.a.bound_ns[2] = 12 * MS;
 	/* the engine is busy: an output at 9 ms, 2.1 ms before it reads A */
@@ -417,7 +417,7 @@ static void test_inferred(void **state)
 	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 12600000);
 	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
 	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
-	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 31 * MS - 25200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 27 * MS - 25200000);
 	assert_int_equal(c.out_msgs, 0);
 	/* A: no message names its id, so by order too; the same split as test_split */
 	assert_int_equal(msg_hops__join(mh, &fa.r, &fa.m, &fa.a, &c), 1);
@@ -434,6 +434,22 @@ static void test_inferred(void **state)
 	msg_hops__free(mh);
 }
 
+/*
+ * Request 1 read at 10 ms, its message out at 11 and in at 11.1; an engine
+ * with no output before, then n_out outputs from 25 ms on, 5 ms apart, each
+ * read by the frontend 0.2 ms later.
+ */
+static void idle_engine(struct msg_hops *mh, int n_out)
+{
+	msg_hops__on_read(mh, FE, 1, 10 * MS);
+	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	for (int k = 0; k < n_out; k++) {
+		bare(mh, ENG, ZMTP_DIR_OUT, (25 + 5 * k) * MS, 50, 22, 21);
+		bare(mh, FE, ZMTP_DIR_IN, (25 + 5 * k) * MS + 200000, 50, 21, 22);
+	}
+}
+
 /* An engine with no output before the request's read had stopped: its next step is the request's. */
 static void test_inferred_idle(void **state)
 {
@@ -443,16 +459,38 @@ static void test_inferred_idle(void **state)
 
 	(void)state;
 	req_fix(&f, "");
-	msg_hops__on_read(mh, FE, 1, 10 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
-	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 30200000, 50, 21, 22);
+	idle_engine(mh, 2);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
 	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 0);
 	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 25 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
+	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
+	msg_hops__free(mh);
+}
+
+/*
+ * The engine took the request a step late (its input thread handed it over
+ * after the next step began): the timing says the output at 25, but the
+ * frontend read the one at 30 too before it wrote the first token at 31.
+ */
+static void test_inferred_late_handover(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, "");
+	f.ev.write_ns = 31 * MS;
+	f.m.t_first_token_ns = 31050000;
+	f.m.ttft_ns = 22050000;
+	idle_engine(mh, 3);	/* the output at 35 is read after the token */
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	/* it waited through the step that ended at 25 (D15: queue ends at the
+	 * engine's output before the one with its first token) */
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 25 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 5 * MS);
 	assert_int_equal(c.stage_ns[TTF_MS_IPC_OUT], 200000);
 	assert_int_equal(c.stage_ns[TTF_MS_EMIT], 800000);
 	msg_hops__free(mh);
@@ -610,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_more_ids),
 		cmocka_unit_test(test_inferred),
 		cmocka_unit_test(test_inferred_idle),
+		cmocka_unit_test(test_inferred_late_handover),
 		cmocka_unit_test(test_inferred_incomplete),
 		cmocka_unit_test(test_inferred_three),
 		cmocka_unit_test(test_suffixed),

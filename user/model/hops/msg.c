@@ -13,6 +13,12 @@
  */
 #define CROSSINGS (2 * MSG_HOPS_PROCS + 2)
 
+/*
+ * Outputs a join by order may move past the timing's choice towards the
+ * first token (advance_if_read): a bound on the walk, several engine steps.
+ */
+#define MSG_HOPS_ADVANCE_MAX 8
+
 struct crossing {
 	uint64_t ts_ns;		/* the first message of this process and direction naming the id */
 	uint32_t tgid;
@@ -506,6 +512,36 @@ static struct msg_time *fe_read_of(struct msg_hops *mh, const struct msg_time *e
 }
 
 /*
+ * An engine whose input thread handed the request over after the next step
+ * began (a Python thread waiting for the GIL; nothing on the socket shows
+ * it) gave its first token one or more outputs later than the timing says.
+ * The frontend writes a token soon after it reads the output holding it:
+ * when it read the next output too before it wrote the first token, and
+ * that output was sent only after it had read the current one, the next
+ * one held it (D17). Outputs sent back to back (an engine's output thread
+ * that fell behind) are not told apart: the first of them is kept. Wrong
+ * where the frontend lagged a whole step behind its reads.
+ */
+static void advance_if_read(struct msg_hops *mh, uint32_t eng, uint32_t rd, uint32_t fe,
+			    uint64_t emit_ns, struct msg_time **eo, struct msg_time **fin,
+			    struct msg_time **mid_in, struct msg_time **mid_out)
+{
+	for (int k = 0; k < MSG_HOPS_ADVANCE_MAX; k++) {
+		struct msg_time *nx = eng_output(mh, (*eo)->n, 1, eng, rd), *f, *mi, *mo;
+
+		if (!nx || nx->ts_ns <= (*fin)->ts_ns)
+			return;
+		f = fe_read_of(mh, nx, fe, &mi, &mo);
+		if (!f || f->ts_ns > emit_ns)
+			return;
+		*eo = nx;
+		*fin = f;
+		*mid_in = mi;
+		*mid_out = mo;
+	}
+}
+
+/*
  * By order and timing (D17): the message r's process wrote for it (bound at
  * its read) and that message's other end (the engine read it). The step
  * that gave the first token: an engine that had stopped (its previous
@@ -549,6 +585,7 @@ static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, stru
 	}
 	if (!fin || fin->ts_ns > emit_ns)
 		return 0;
+	advance_if_read(mh, ein->tgid, rd, r->tgid, emit_ns, &eo, &fin, &mid_in, &mid_out);
 	*h = (struct hop_times){ .fe_out_ns = mo->ts_ns, .fe_in_ns = fin->ts_ns,
 				 .in_ns = { ein->ts_ns }, .out_ns = { eo->ts_ns },
 				 .tgid = { ein->tgid }, .n = 1 };
