@@ -78,6 +78,14 @@ enum ttf_event_flags {
 	 * before the SEND record of that write (B1.4).
 	 */
 	TTF_EVF_CLOSE_SEQ = 1 << 10,
+	/*
+	 * CLOSE of a TCP socket that still held bytes its process had not read
+	 * (close_unread of them): the peer's FIN or reset came behind its last
+	 * data, and the process reads that data after the state change (an
+	 * upstream answering `Connection: close`; a client that half-closes
+	 * after its request; B1.13).
+	 */
+	TTF_EVF_CLOSE_UNREAD = 1 << 11,
 };
 
 /* struct sock_common::skc_family values the probes keep */
@@ -153,7 +161,10 @@ struct ttf_net_event {
 	__u8 laddr[16];         /* local address: IPv4 in the first 4 bytes, network order */
 	__u8 raddr[16];         /* remote address */
 	__u32 flags;            /* enum ttf_event_flags */
-	__u32 xmit_before_ns;   /* SEND with TTF_EVF_XMIT_FOLDED: ts_ns minus its XMIT's time; else 0 */
+	union {
+		__u32 xmit_before_ns;	/* SEND with TTF_EVF_XMIT_FOLDED: ts_ns minus its XMIT's time; else 0 */
+		__u32 close_unread;	/* CLOSE with TTF_EVF_CLOSE_UNREAD: bytes received, not yet read */
+	};
 	char comm[TTF_COMM_LEN]; /* task comm of the reader/writer */
 	__u8 payload[];
 };

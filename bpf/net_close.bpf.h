@@ -74,6 +74,24 @@ static __always_inline void on_close_fd(__u32 fd)
 	unix_conn_end(sk, cookie);
 }
 
+/*
+ * What the socket received and its process has not read yet, at the peer's
+ * FIN (CLOSE_WAIT: rcv_nxt already counts the FIN's sequence number) or a
+ * reset (B1.13): the process may still read it, after this CLOSE record.
+ */
+static __always_inline void note_unread(struct ttf_net_event *e, struct tcp_sock *tp,
+					int newstate)
+{
+	__u32 unread = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+
+	if (newstate == TCP_CLOSE_WAIT && unread)
+		unread--;
+	if (unread) {
+		e->flags |= TTF_EVF_CLOSE_UNREAD;
+		e->close_unread = unread;
+	}
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
@@ -120,6 +138,8 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	e->flags = TTF_EVF_CLOSE_SEQ;
 	if (newstate == TCP_CLOSE)
 		e->flags |= TTF_EVF_RESET;
+	if (newstate == TCP_CLOSE_WAIT || newstate == TCP_CLOSE)
+		note_unread(e, (struct tcp_sock *)sk, newstate);
 	fill_addr(e, sk);
 	submit(e, sizeof(*e));
 	return 0;

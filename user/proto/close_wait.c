@@ -44,17 +44,52 @@ static bool close_waits_for_send(struct conn_table *t, struct conn *c,
 	return true;
 }
 
-/* A CLOSE of c: does it wait for c's last plaintext or SEND record? Then it does. */
-bool close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
+/*
+ * A CLOSE of a client connection (a gateway's upstream call) whose socket
+ * still held bytes its process had not read (TTF_EVF_CLOSE_UNREAD: the
+ * peer's FIN or reset came behind its last data, B1.13): wait for the RECV
+ * records that read them, bounded by CLOSE_READ_WAIT_NS. Without the wait,
+ * an upstream's response sent with `Connection: close` was cut whenever the
+ * FIN reached the socket before the gateway read the response. A server
+ * connection is not held so: its peer half-closed after its request, and
+ * the response still to come would have no end to wait for (docs/robustness.md).
+ */
+static bool close_waits_for_read(struct conn_table *t, struct conn *c,
+				 const struct ttf_net_event *e)
 {
-	return close_waits_for_plaintext(t, c, e->ts_ns) || close_waits_for_send(t, c, e);
+	if (!(e->flags & TTF_EVF_CLOSE_UNREAD) || !e->close_unread || c->tls ||
+	    c->role != ROLE_CLIENT || t->n_closing == CLOSING_MAX || c->close_ns)
+		return false;
+	t->closing[t->n_closing++] = c;
+	c->close_ns = e->ts_ns ? e->ts_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	c->close_for_read = true;
+	c->close_unread = e->close_unread;
+	return true;
 }
 
-/* Has a waiting close what it waits for: the plaintext, or the SEND record. */
+/* A CLOSE of c: does it wait for c's last plaintext, SEND or RECV records? Then it does. */
+bool close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
+{
+	return close_waits_for_plaintext(t, c, e->ts_ns) || close_waits_for_send(t, c, e) ||
+	       close_waits_for_read(t, c, e);
+}
+
+void close_wait_read(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
+{
+	if (!c->close_for_read || e->type != TTF_EV_RECV)
+		return;
+	c->close_unread = e->bytes >= c->close_unread ? 0 : c->close_unread - e->bytes;
+	close_waits_due(t, e->ts_ns);
+}
+
+/* Has a waiting close what it waits for: the plaintext, the SEND or the RECV records. */
 static bool close_wait_met(const struct conn *c)
 {
 	if (c->close_for_send)
 		return seq_ge(c->tx_seq_end, c->close_seq);
+	if (c->close_for_read)
+		return !c->close_unread;
 	return c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq);
 }
 
@@ -63,8 +98,9 @@ void close_waits_due(struct conn_table *t, uint64_t now_ns)
 {
 	for (unsigned int i = 0; i < t->n_closing; i++) {
 		struct conn *c = t->closing[i];
+		uint64_t wait_ns = c->close_for_read ? CLOSE_READ_WAIT_NS : CLOSE_WAIT_NS;
 
-		if (close_wait_met(c) || c->close_ns + CLOSE_WAIT_NS < now_ns) {
+		if (close_wait_met(c) || c->close_ns + wait_ns < now_ns) {
 			conn_close(t, c, c->close_flag, true, c->close_ns);
 			i--;	/* conn_close moved the last one here */
 		}

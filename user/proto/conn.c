@@ -340,10 +340,12 @@ static void on_payload(struct conn_table *t, const struct ttf_net_event *e)
 			close_waits_due(t, e->ts_ns);
 	}
 	/* the socket had closed already: no CLOSE record comes for it */
-	if (e->flags & TTF_EVF_CLOSED)
+	if ((e->flags & TTF_EVF_CLOSED) && !c->close_for_read)
 		conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 	else if (c->close_for_send)
 		close_waits_due(t, e->ts_ns);	/* this SEND may be the one it waits for */
+	else if (c->close_for_read)
+		close_wait_read(t, c, e);	/* this RECV may read what it waits for */
 }
 
 int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, size_t len)

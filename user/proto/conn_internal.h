@@ -30,6 +30,8 @@
  * its transmit) waits this long, in later event timestamps, for it.
  */
 #define CLOSE_WAIT_NS (50ull * 1000 * 1000)
+/* a close waiting for its process to read what was queued: the reader may be slow (B1.13) */
+#define CLOSE_READ_WAIT_NS (1000ull * 1000 * 1000)
 #define CLOSING_MAX 16		/* closes waiting at once; more close at once */
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
@@ -101,6 +103,9 @@ struct conn {
 	/* the close waits for the SEND record that reaches close_seq, not for plaintext */
 	bool close_for_send;
 	uint32_t close_seq;		/* write_seq at the CLOSE (TTF_EVF_CLOSE_SEQ) */
+	/* the close waits for RECV records of the close_unread bytes still queued */
+	bool close_for_read;
+	uint32_t close_unread;
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };
 
@@ -163,6 +168,8 @@ bool close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_even
 void close_waits_due(struct conn_table *t, uint64_t now_ns);
 /* c closes now: it waits no more. */
 void close_wait_drop(struct conn_table *t, struct conn *c);
+/* A RECV on c, whose close may wait for it. */
+void close_wait_read(struct conn_table *t, struct conn *c, const struct ttf_net_event *e);
 /* Tracing stops: close every waiting connection as its close said. */
 void close_waits_finish(struct conn_table *t);
 

@@ -454,6 +454,47 @@ static void test_close_waits_for_last_send(void **state)
 	conn_table__free(t);
 }
 
+#define WHOLE_RESP "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" \
+		   "Content-Length: 2\r\n\r\n{}"
+
+/* An upstream's FIN (CLOSE_WAIT) with its whole response still unread: B1.13. */
+static void close_unread(struct conn_table *t, uint64_t ts, uint32_t unread)
+{
+	rec_flags = TTF_EVF_CLOSE_SEQ | TTF_EVF_CLOSE_UNREAD;
+	rec_xmit_before_ns = unread;	/* close_unread shares the field */
+	rec(t, TTF_EV_CLOSE, ts, NULL, 8, 0, 0, 0, 0, 0);
+	rec_flags = 0;
+	rec_xmit_before_ns = 0;
+}
+
+static void test_close_waits_for_unread_response(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable_with(&o, 0, 1);
+
+	(void)state;
+	/* a gateway's upstream call: it writes the request, the upstream answers and closes */
+	send_(t, 10 * MS, CHAT_REQ, 1000);
+	close_unread(t, 100 * MS, strlen(WHOLE_RESP));
+	assert_int_equal(o.n, 0);
+	rec(t, TTF_EV_RECV, 100 * MS + 250000, WHOLE_RESP, 0, -1, 0, 0, 0, 101);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].status, 200);
+	assert_int_equal(o.r[0].flags & TTF_REQ_ABORTED, 0);
+	conn_table__free(t);
+
+	/* the read never comes: aborted once 1 s of record time passed */
+	t = mktable_with(&o, 0, 1);
+	send_(t, 10 * MS, CHAT_REQ, 1000);
+	close_unread(t, 100 * MS, strlen(WHOLE_RESP));
+	rec(t, TTF_EV_XMIT, 600 * MS, NULL, 1, 0, 5, 0, 0, 1);	/* another connection's */
+	assert_int_equal(o.n, 0);
+	rec(t, TTF_EV_XMIT, 1200 * MS, NULL, 1, 0, 5, 0, 0, 1);
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+}
+
 static void test_xmit_wait_is_bounded(void **state)
 {
 	struct out o;
@@ -792,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_xmit_folded_into_send),
 		cmocka_unit_test(test_close_waits_for_last_send),
 		cmocka_unit_test(test_xmit_wait_is_bounded),
+		cmocka_unit_test(test_close_waits_for_unread_response),
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
