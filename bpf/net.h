@@ -86,6 +86,13 @@ enum ttf_event_flags {
 	 * after its request; B1.13).
 	 */
 	TTF_EVF_CLOSE_UNREAD = 1 << 11,
+	/*
+	 * CLOSE that ran inside the process's own read of the socket: the
+	 * peer's FIN came while the reader held the socket and was taken from
+	 * the backlog as the read released it, after the read had copied the
+	 * data. That read's RECV record follows this CLOSE (B1.13).
+	 */
+	TTF_EVF_CLOSE_IN_READ = 1 << 12,
 };
 
 /* struct sock_common::skc_family values the probes keep */

@@ -92,6 +92,22 @@ static __always_inline void note_unread(struct ttf_net_event *e, struct tcp_sock
 	}
 }
 
+/*
+ * Is the current task inside a read of sk (its syscall slot a RECV on a
+ * descriptor naming sk)? Then this state change came from the socket's
+ * backlog as that read released it, and the read's RECV record follows.
+ */
+static __always_inline bool in_own_read(const struct sock *sk)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct sys_args *a;
+
+	if (!tgid_traced(pid_tgid >> 32))
+		return false;
+	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
+	return a && a->dir == DIR_RECV && sock_from_fd(a->fd) == sk;
+}
+
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
@@ -138,8 +154,11 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	e->flags = TTF_EVF_CLOSE_SEQ;
 	if (newstate == TCP_CLOSE)
 		e->flags |= TTF_EVF_RESET;
-	if (newstate == TCP_CLOSE_WAIT || newstate == TCP_CLOSE)
+	if (newstate == TCP_CLOSE_WAIT || newstate == TCP_CLOSE) {
 		note_unread(e, (struct tcp_sock *)sk, newstate);
+		if (in_own_read(sk))
+			e->flags |= TTF_EVF_CLOSE_IN_READ;
+	}
 	fill_addr(e, sk);
 	submit(e, sizeof(*e));
 	return 0;

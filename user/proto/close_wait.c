@@ -57,14 +57,19 @@ static bool close_waits_for_send(struct conn_table *t, struct conn *c,
 static bool close_waits_for_read(struct conn_table *t, struct conn *c,
 				 const struct ttf_net_event *e)
 {
-	if (!(e->flags & TTF_EVF_CLOSE_UNREAD) || !e->close_unread || c->tls ||
-	    c->role != ROLE_CLIENT || t->n_closing == CLOSING_MAX || c->close_ns)
+	uint32_t unread = e->flags & TTF_EVF_CLOSE_UNREAD ? e->close_unread : 0;
+
+	/* inside the process's own read: that read's record is still to come */
+	if (!unread && (e->flags & TTF_EVF_CLOSE_IN_READ))
+		unread = 1;
+	if (!unread || c->tls || c->role != ROLE_CLIENT || t->n_closing == CLOSING_MAX ||
+	    c->close_ns)
 		return false;
 	t->closing[t->n_closing++] = c;
 	c->close_ns = e->ts_ns ? e->ts_ns : 1;
 	c->close_flag = TTF_REQ_ABORTED;
 	c->close_for_read = true;
-	c->close_unread = e->close_unread;
+	c->close_unread = unread;
 	return true;
 }
 

@@ -270,16 +270,23 @@ def test_gateway_own_timers(procs, tmp_path, sse_server, tracer, gateway, body):
     assert tr.stop() == 0, tr.stderr
     assert len(set(ports)) == len(ports) == 40, ports
     recs = {conn_client_port(r): r for r in tr.requests()}
-    # every upstream call and upstream request folded into its client request
+    # every upstream call and upstream request folded into its client request; nginx
+    # whole bodies: at most one pair left alone (a FIN taken between a read's copy and
+    # its record, docs/kernel.md B1.13: one pair of 40 in 2 of 11 runs, none in the rest)
     alone = [(r["conn"], r["flags"]) for r in tr.requests()
              if conn_client_port(r) not in ports + warm]
-    assert not alone and sorted(recs) == sorted(ports + warm), (len(alone), alone[:2])
-    assert tr.summary()["counters"]["hop_held_unclaimed"] == 0
+    cut = 2 if (gateway, body) == ("nginx", "whole") else 0
+    assert len(alone) <= cut and set(ports + warm) <= set(recs), (len(alone), alone[:2])
+    assert tr.summary()["counters"]["hop_held_unclaimed"] <= cut
+    unjoined = [p for p in ports if "hops" not in recs[p]]
+    assert len(unjoined) <= cut // 2, unjoined
     truth = (parse_nginx if gateway == "nginx" else parse_haproxy)(log)
     probes = [p for p, t in truth.items() if t["status"] == 400 and not t["ran"]]
     assert sorted(set(truth) - set(probes)) == sorted(ports + warm), (sorted(truth), probes)
     worst, inside = {}, {}
     for p in ports:
+        if p in unjoined:
+            continue
         rec, t = recs[p], truth[p]
         assert t["status"] == 200 and t["ran"] and rec["status"] == 200, (t, rec["status"])
         assert rec["hops"][1]["pid"] == srv.pid and chain_sum_ok(rec), rec["hops"]
