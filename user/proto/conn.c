@@ -126,6 +126,13 @@ void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 
 	close_wait_drop(t, c);
 	c->cur = NULL;
+	/*
+	 * Bytes no recognizer took, the connection ended before one could
+	 * decide (a scanner's garbage, a request line that is not one): not
+	 * HTTP as far as the tracer can tell, and counted, not lost unseen.
+	 */
+	if (c->role == ROLE_UNKNOWN && c->undecided_bytes)
+		t->stats.non_http++;
 	if (c->st)
 		c->rec->close(c->st, until_close_ends);
 	while ((q = c->head)) {
@@ -154,6 +161,7 @@ static int decide_role(struct conn_table *t, struct conn *c, const struct ttf_ne
 	enum track_role role = TRACK_ROLE_SERVER;
 	bool maybe = false;
 
+	c->undecided_bytes |= e->bytes > 0;
 	for (unsigned int i = 0; i < proto_n_recognizers; i++) {
 		enum proto_verdict v;
 

@@ -76,6 +76,7 @@ struct conn {
 	enum conn_role role;
 	uint32_t tgid;
 	uint32_t undecided;
+	bool undecided_bytes;		/* a byte came while no recognizer had decided */
 	uint32_t ruled_out;		/* bit i: proto_recognizers[i] said no */
 	uint32_t next_seq;
 	struct ttf_conn_addr addr;

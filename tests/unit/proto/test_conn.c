@@ -568,6 +568,41 @@ static void test_non_http_exit_finish(void **state)
 }
 
 /*
+ * A connection that ends while no recognizer has decided (a scanner's bad
+ * request line, answered 400 and closed) is counted as not HTTP; one that
+ * carried no byte (opened and dropped) is not.
+ */
+static void test_undecided_closed(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 1 * MS, "GET\r\n\r\n", 0, 0);
+	send_(t, 2 * MS, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 100);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	close_(t, 3 * MS);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	assert_int_equal(o.n, 0);
+	conn_table__free(t);
+
+	/* opened and dropped: a read of no bytes, then the close */
+	t = mktable(&o, 0);
+	rec(t, TTF_EV_RECV, 4 * MS, NULL, 0, 0, 0, 0, 0, 101);
+	close_(t, 5 * MS);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	conn_table__free(t);
+
+	/* still undecided when tracing stops: its bytes were not read as requests either */
+	t = mktable(&o, 0);
+	recv_(t, 1 * MS, "\x01\x02garbage", 0, 0);
+	conn_table__finish(t, 2 * MS);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	assert_int_equal(o.n, 0);
+	conn_table__free(t);
+}
+
+/*
  * No recognizer says yes to text that is not a request line: the connection
  * stays undecided for PROTO_UNDECIDED_MAX (16) payload records, then is not HTTP.
  */
@@ -795,6 +830,7 @@ int main(void)
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
+		cmocka_unit_test(test_undecided_closed),
 		cmocka_unit_test(test_undecided_limit),
 		cmocka_unit_test(test_first_byte_event_interim_expect),
 		cmocka_unit_test(test_expect_wait_unknown_in_one_read),
