@@ -20,12 +20,15 @@ Held, against truth ttftrace did not make:
   (its --metrics endpoint, read after each kind) counted at least as many
   connections it could not read in that kind's window; ttftrace reports no
   status the client did not get;
-- the good requests: every one reported, complete, with its hop split; TTFT
-  inside the client's own bracket (conftest.check_server_interval), the
-  fixture hop's server time against the fixture's log, llama-server's
-  prefill against its own timings; the gRPC calls against the client's
-  clock (test_grpc.check_common); no rejection counter moves while only the
-  good requests and the dropped connections run.
+- the good requests: every one reported, complete, status 200 and no bad
+  flag; TTFT between what the server itself took and the client's send to
+  the kernel's receive stamp of the first token (check_ttft); the fixture
+  hop's server time against the fixture's log, llama-server's prefill
+  against its own timings (shares: see the bars below); a request without
+  its upstream hop is counted in hop_held_unclaimed; the gRPC calls against
+  the client's clock (test_grpc's checks, with GRPC_MARGIN_MS);
+- while only the good requests and the dropped connections run, no
+  connection is counted as not HTTP and no HTTP/2 counter moves.
 """
 import os
 import re
@@ -104,8 +107,7 @@ error_log %(dir)s/error.log;
 pid %(dir)s/nginx.pid;
 events { worker_connections 1024; }
 http {
-  log_format ports '$remote_port $status';
-  access_log %(dir)s/access.log ports;
+  access_log off;
   client_body_temp_path %(dir)s/body;
   proxy_temp_path %(dir)s/proxy;
   fastcgi_temp_path %(dir)s/fcgi;
