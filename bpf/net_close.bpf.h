@@ -102,8 +102,14 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 		bpf_map_delete_elem(&traced_socks, &cookie);
 		bpf_map_delete_elem(&arrivals, &cookie);
 		bpf_map_delete_elem(&tls_socks, &cookie);
-		if (oldstate != TCP_ESTABLISHED)
-			return 0;	/* CLOSE already reported when it left ESTABLISHED */
+		/*
+		 * CLOSE already reported when it left ESTABLISHED; but after the
+		 * peer's FIN (CLOSE_WAIT) the tracker waits for the responses in
+		 * flight (user/proto/close_wait.c): the end is news to it
+		 */
+		if (oldstate != TCP_ESTABLISHED && oldstate != TCP_CLOSE_WAIT &&
+		    oldstate != TCP_LAST_ACK)
+			return 0;
 	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)

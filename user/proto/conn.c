@@ -350,7 +350,7 @@ static void on_payload(struct conn_table *t, const struct ttf_net_event *e)
 	/* the socket had closed already: no CLOSE record comes for it */
 	if (e->flags & TTF_EVF_CLOSED)
 		conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
-	else if (c->close_for_send)
+	else if (c->close_for_send || c->close_for_resp)
 		close_waits_due(t, e->ts_ns);	/* this SEND may be the one it waits for */
 }
 

@@ -31,6 +31,12 @@
  */
 #define CLOSE_WAIT_NS (50ull * 1000 * 1000)
 #define CLOSING_MAX 16		/* closes waiting at once; more close at once */
+/*
+ * The peer half-closed (its FIN: CLOSE_WAIT) with a request in flight: the
+ * server may still answer it in full, so the close waits for the responses
+ * in flight, this long at most.
+ */
+#define CLOSE_WAIT_RESP_NS (30ull * 1000 * 1000 * 1000)
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
@@ -101,6 +107,8 @@ struct conn {
 	uint32_t close_flag;
 	/* the close waits for the SEND record that reaches close_seq, not for plaintext */
 	bool close_for_send;
+	/* the close waits for the responses in flight (CLOSE_WAIT_RESP_NS) */
+	bool close_for_resp;
 	uint32_t close_seq;		/* write_seq at the CLOSE (TTF_EVF_CLOSE_SEQ) */
 	UT_hash_handle hh;		/* conn_table.conns, keyed by cookie */
 };

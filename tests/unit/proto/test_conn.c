@@ -568,6 +568,50 @@ static void test_non_http_exit_finish(void **state)
 }
 
 /*
+ * The client half-closed after its request (its FIN: CLOSE_WAIT, the new
+ * state in the CLOSE record's bytes): the server still answers in full and
+ * the request is reported with its response. Without a response in flight,
+ * or once the connection is reset (TCP_CLOSE), it ends as before.
+ */
+static void test_half_closed_peer(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	rec(t, TTF_EV_CLOSE, 11 * MS, NULL, 8, 0, 0, 0, 0, 0);	/* TCP_CLOSE_WAIT */
+	assert_int_equal(o.n, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	send_(t, 45 * MS, "0\r\n\r\n", 1100);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].status, 200);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_false(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+
+	/* the client closed altogether: the server's write draws a reset, which ends it */
+	t = mktable(&o, 0);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	rec(t, TTF_EV_CLOSE, 11 * MS, NULL, 8, 0, 0, 0, 0, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	rec(t, TTF_EV_CLOSE, 41 * MS, NULL, 7, 0, 0, 0, 0, 0);	/* TCP_CLOSE */
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+
+	/* no request in flight: the FIN ends the connection at once */
+	t = mktable(&o, 0);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n" "0\r\n\r\n", 1000);
+	assert_int_equal(o.n, 1);
+	rec(t, TTF_EV_CLOSE, 50 * MS, NULL, 8, 0, 0, 0, 0, 0);
+	recv_(t, 60 * MS, CHAT_REQ, 0, 0);			/* a late record: ignored */
+	conn_table__finish(t, 70 * MS);
+	assert_int_equal(o.n, 1);
+	conn_table__free(t);
+}
+
+/*
  * A connection that ends while no recognizer has decided (a scanner's bad
  * request line, answered 400 and closed) is counted as not HTTP; one that
  * carried no byte (opened and dropped) is not.
@@ -831,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
 		cmocka_unit_test(test_undecided_closed),
+		cmocka_unit_test(test_half_closed_peer),
 		cmocka_unit_test(test_undecided_limit),
 		cmocka_unit_test(test_first_byte_event_interim_expect),
 		cmocka_unit_test(test_expect_wait_unknown_in_one_read),
