@@ -30,7 +30,8 @@ enum ttf_event_type {
 	TTF_EV_RECV = 1,  /* the application read bytes from a traced socket */
 	TTF_EV_SEND = 2,  /* the application wrote bytes to a traced socket */
 	TTF_EV_XMIT = 3,  /* a TCP segment of a traced socket reached the device */
-	TTF_EV_CLOSE = 4, /* a traced TCP socket left ESTABLISHED (FIN/RST/close); a unix one ended (EOF, close(2)) */
+	TTF_EV_CLOSE = 4, /* a traced TCP socket left ESTABLISHED (FIN/RST/close; bytes: the new state),
+			   * or ended after the peer's FIN; a unix one ended (EOF, close(2)) */
 	TTF_EV_EXIT = 5,  /* a traced process (thread group) exited */
 	TTF_EV_FORK = 6,  /* a traced process forked a new traced process */
 };

@@ -136,8 +136,14 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 		bpf_map_delete_elem(&traced_socks, &cookie);
 		bpf_map_delete_elem(&arrivals, &cookie);
 		bpf_map_delete_elem(&tls_socks, &cookie);
-		if (oldstate != TCP_ESTABLISHED)
-			return 0;	/* CLOSE already reported when it left ESTABLISHED */
+		/*
+		 * CLOSE already reported when it left ESTABLISHED; but after the
+		 * peer's FIN (CLOSE_WAIT) the tracker waits for the responses in
+		 * flight (user/proto/close_wait.c): the end is news to it
+		 */
+		if (oldstate != TCP_ESTABLISHED && oldstate != TCP_CLOSE_WAIT &&
+		    oldstate != TCP_LAST_ACK)
+			return 0;
 	}
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
@@ -154,7 +160,8 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	e->flags = TTF_EVF_CLOSE_SEQ;
 	if (newstate == TCP_CLOSE)
 		e->flags |= TTF_EVF_RESET;
-	if (newstate == TCP_CLOSE_WAIT || newstate == TCP_CLOSE) {
+	/* leaving ESTABLISHED: a later CLOSE (after CLOSE_WAIT) has read all it will */
+	if (oldstate == TCP_ESTABLISHED && (newstate == TCP_CLOSE_WAIT || newstate == TCP_CLOSE)) {
 		note_unread(e, (struct tcp_sock *)sk, newstate);
 		if (in_own_read(sk))
 			e->flags |= TTF_EVF_CLOSE_IN_READ;

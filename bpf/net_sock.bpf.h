@@ -14,6 +14,8 @@
 #define TCP_ESTABLISHED 1
 #define TCP_TIME_WAIT 6
 #define TCP_CLOSE 7
+#define TCP_CLOSE_WAIT 8	/* include/net/tcp_states.h */
+#define TCP_LAST_ACK 9
 #define TCP_NEW_SYN_RECV 12
 
 /*

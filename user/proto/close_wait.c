@@ -5,10 +5,23 @@
  * end is still on its way. A TLS connection waits for the plaintext of its
  * last ciphertext write; a server connection whose write_seq at close is
  * past the last SEND seen waits for that SEND. Either waits at most
- * CLOSE_WAIT_NS of record time; the table keeps the waiting connections in
- * a short list (closing[]), checked as records come.
+ * CLOSE_WAIT_NS of record time. A server connection whose peer half-closed
+ * with a request in flight waits for its responses, CLOSE_WAIT_RESP_NS at
+ * most. The table keeps the waiting connections in a short list
+ * (closing[]), checked as records come.
  */
+#include <netinet/tcp.h>
 #include "user/proto/conn_internal.h"
+
+/* A request of c whose response has not ended; NULL when none. */
+static struct creq *resp_in_flight(const struct conn *c)
+{
+	struct creq *q = c->head;
+
+	while (q && q->resp_ended)
+		q = q->next;
+	return q;
+}
 
 /* Should the close of c wait for the plaintext of its last ciphertext write? Then it does. */
 static bool close_waits_for_plaintext(struct conn_table *t, struct conn *c, uint64_t close_ns)
@@ -51,8 +64,8 @@ static bool close_waits_for_send(struct conn_table *t, struct conn *c,
  * records that read them, bounded by CLOSE_READ_WAIT_NS. Without the wait,
  * an upstream's response sent with `Connection: close` was cut whenever the
  * FIN reached the socket before the gateway read the response. A server
- * connection is not held so: its peer half-closed after its request, and
- * the response still to come would have no end to wait for (docs/robustness.md).
+ * connection whose client half-closed before the server read its request
+ * waits for that read, then for the response (close_waits_for_response).
  */
 static bool close_waits_for_read(struct conn_table *t, struct conn *c,
 				 const struct ttf_net_event *e)
@@ -62,8 +75,8 @@ static bool close_waits_for_read(struct conn_table *t, struct conn *c,
 	/* inside the process's own read: that read's record is still to come */
 	if (!unread && (e->flags & TTF_EVF_CLOSE_IN_READ))
 		unread = 1;
-	if (!unread || c->tls || c->role != ROLE_CLIENT || t->n_closing == CLOSING_MAX ||
-	    c->close_ns)
+	if (!unread || c->tls || (c->role != ROLE_CLIENT && c->role != ROLE_SERVER) ||
+	    t->n_closing == CLOSING_MAX || c->close_ns)
 		return false;
 	t->closing[t->n_closing++] = c;
 	c->close_ns = e->ts_ns ? e->ts_ns : 1;
@@ -73,11 +86,33 @@ static bool close_waits_for_read(struct conn_table *t, struct conn *c,
 	return true;
 }
 
-/* A CLOSE of c: does it wait for c's last plaintext, SEND or RECV records? Then it does. */
+/*
+ * A CLOSE that is the peer's FIN (the socket went ESTABLISHED -> CLOSE_WAIT:
+ * the record's bytes hold the new state, bpf/net_close.bpf.h) while a
+ * request is in flight: a client that half-closed after its request still
+ * reads the answer, and the server writes it. Closing here would drop the
+ * response as records of a closed connection and report the request
+ * aborted. Wait for the responses; the server's writes to a client that
+ * closed altogether draw a reset, which ends the wait (TCP_CLOSE).
+ */
+static bool close_waits_for_response(struct conn_table *t, struct conn *c,
+				     const struct ttf_net_event *e)
+{
+	if (e->bytes != TCP_CLOSE_WAIT || c->role != ROLE_SERVER || c->close_ns ||
+	    t->n_closing == CLOSING_MAX || !resp_in_flight(c))
+		return false;
+	t->closing[t->n_closing++] = c;
+	c->close_ns = e->ts_ns ? e->ts_ns : 1;
+	c->close_flag = TTF_REQ_ABORTED;
+	c->close_for_resp = true;
+	return true;
+}
+
+/* A CLOSE of c: does it wait for c's last plaintext, SEND, RECV records or responses? */
 bool close_waits(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
 {
 	return close_waits_for_plaintext(t, c, e->ts_ns) || close_waits_for_send(t, c, e) ||
-	       close_waits_for_read(t, c, e);
+	       close_waits_for_read(t, c, e) || close_waits_for_response(t, c, e);
 }
 
 void close_wait_read(struct conn_table *t, struct conn *c, const struct ttf_net_event *e)
@@ -85,16 +120,22 @@ void close_wait_read(struct conn_table *t, struct conn *c, const struct ttf_net_
 	if (!c->close_for_read || e->type != TTF_EV_RECV)
 		return;
 	c->close_unread = e->bytes >= c->close_unread ? 0 : c->close_unread - e->bytes;
+	if (!c->close_unread && c->role == ROLE_SERVER && resp_in_flight(c)) {
+		c->close_for_read = false;	/* the request read: now its response */
+		c->close_for_resp = true;
+	}
 	close_waits_due(t, e->ts_ns);
 }
 
-/* Has a waiting close what it waits for: the plaintext, the SEND or the RECV records. */
+/* Has a waiting close what it waits for: the plaintext, the SEND or RECV records, the responses. */
 static bool close_wait_met(const struct conn *c)
 {
 	if (c->close_for_send)
 		return seq_ge(c->tx_seq_end, c->close_seq);
 	if (c->close_for_read)
 		return !c->close_unread;
+	if (c->close_for_resp)
+		return !resp_in_flight(c);
 	return c->have_plain_seq && seq_ge(c->plain_seq, c->cipher_seq);
 }
 
@@ -103,7 +144,8 @@ void close_waits_due(struct conn_table *t, uint64_t now_ns)
 {
 	for (unsigned int i = 0; i < t->n_closing; i++) {
 		struct conn *c = t->closing[i];
-		uint64_t wait_ns = c->close_for_read ? CLOSE_READ_WAIT_NS : CLOSE_WAIT_NS;
+		uint64_t wait_ns = c->close_for_read ? CLOSE_READ_WAIT_NS :
+				   c->close_for_resp ? CLOSE_WAIT_RESP_NS : CLOSE_WAIT_NS;
 
 		if (close_wait_met(c) || c->close_ns + wait_ns < now_ns) {
 			conn_close(t, c, c->close_flag, true, c->close_ns);

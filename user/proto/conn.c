@@ -126,6 +126,13 @@ void conn_close(struct conn_table *t, struct conn *c, uint32_t open_flag,
 
 	close_wait_drop(t, c);
 	c->cur = NULL;
+	/*
+	 * Bytes no recognizer took, the connection ended before one could
+	 * decide (a scanner's garbage, a request line that is not one): not
+	 * HTTP as far as the tracer can tell, and counted, not lost unseen.
+	 */
+	if (c->role == ROLE_UNKNOWN && c->undecided_bytes)
+		t->stats.non_http++;
 	if (c->st)
 		c->rec->close(c->st, until_close_ends);
 	while ((q = c->head)) {
@@ -154,6 +161,7 @@ static int decide_role(struct conn_table *t, struct conn *c, const struct ttf_ne
 	enum track_role role = TRACK_ROLE_SERVER;
 	bool maybe = false;
 
+	c->undecided_bytes |= e->bytes > 0;
 	for (unsigned int i = 0; i < proto_n_recognizers; i++) {
 		enum proto_verdict v;
 
@@ -342,7 +350,7 @@ static void on_payload(struct conn_table *t, const struct ttf_net_event *e)
 	/* the socket had closed already: no CLOSE record comes for it */
 	if ((e->flags & TTF_EVF_CLOSED) && !c->close_for_read)
 		conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
-	else if (c->close_for_send)
+	else if (c->close_for_send || c->close_for_resp)
 		close_waits_due(t, e->ts_ns);	/* this SEND may be the one it waits for */
 	else if (c->close_for_read)
 		close_wait_read(t, c, e);	/* this RECV may read what it waits for */

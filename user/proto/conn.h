@@ -77,7 +77,8 @@ struct conn_stats {
 	uint64_t requests;          /* requests finished */
 	uint64_t truncated_events;  /* payloads shorter than the bytes moved */
 	uint64_t lost_sync;         /* times a parser lost the byte stream and resynced */
-	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP) */
+	uint64_t non_http;          /* connections no protocol recognizer took (not HTTP), also
+				     * those that ended before one decided */
 	uint64_t events_dropped_oom;/* token events (or requests) lost to allocation failure */
 	uint64_t malformed;         /* records rejected with -EINVAL */
 };

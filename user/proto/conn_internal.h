@@ -33,6 +33,12 @@
 /* a close waiting for its process to read what was queued: the reader may be slow (B1.13) */
 #define CLOSE_READ_WAIT_NS (1000ull * 1000 * 1000)
 #define CLOSING_MAX 16		/* closes waiting at once; more close at once */
+/*
+ * The peer half-closed (its FIN: CLOSE_WAIT) with a request in flight: the
+ * server may still answer it in full, so the close waits for the responses
+ * in flight, this long at most.
+ */
+#define CLOSE_WAIT_RESP_NS (30ull * 1000 * 1000 * 1000)
 
 /* ROLE_NON_HTTP: no recognizer took the connection */
 enum conn_role { ROLE_UNKNOWN, ROLE_SERVER, ROLE_CLIENT, ROLE_NON_HTTP };
@@ -78,6 +84,7 @@ struct conn {
 	enum conn_role role;
 	uint32_t tgid;
 	uint32_t undecided;
+	bool undecided_bytes;		/* a byte came while no recognizer had decided */
 	uint32_t ruled_out;		/* bit i: proto_recognizers[i] said no */
 	uint32_t next_seq;
 	struct ttf_conn_addr addr;
@@ -102,6 +109,8 @@ struct conn {
 	uint32_t close_flag;
 	/* the close waits for the SEND record that reaches close_seq, not for plaintext */
 	bool close_for_send;
+	/* the close waits for the responses in flight (CLOSE_WAIT_RESP_NS) */
+	bool close_for_resp;
 	uint32_t close_seq;		/* write_seq at the CLOSE (TTF_EVF_CLOSE_SEQ) */
 	/* the close waits for RECV records of the close_unread bytes still queued */
 	bool close_for_read;

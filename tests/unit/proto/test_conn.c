@@ -609,6 +609,85 @@ static void test_non_http_exit_finish(void **state)
 }
 
 /*
+ * The client half-closed after its request (its FIN: CLOSE_WAIT, the new
+ * state in the CLOSE record's bytes): the server still answers in full and
+ * the request is reported with its response. Without a response in flight,
+ * or once the connection is reset (TCP_CLOSE), it ends as before.
+ */
+static void test_half_closed_peer(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	rec(t, TTF_EV_CLOSE, 11 * MS, NULL, 8, 0, 0, 0, 0, 0);	/* TCP_CLOSE_WAIT */
+	assert_int_equal(o.n, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	send_(t, 45 * MS, "0\r\n\r\n", 1100);
+	assert_int_equal(o.n, 1);
+	assert_int_equal(o.r[0].status, 200);
+	assert_int_equal(o.r[0].n_events, 1);
+	assert_false(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+
+	/* the client closed altogether: the server's write draws a reset, which ends it */
+	t = mktable(&o, 0);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	rec(t, TTF_EV_CLOSE, 11 * MS, NULL, 8, 0, 0, 0, 0, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n", 1000);
+	rec(t, TTF_EV_CLOSE, 41 * MS, NULL, 7, 0, 0, 0, 0, 0);	/* TCP_CLOSE */
+	assert_int_equal(o.n, 1);
+	assert_true(o.r[0].flags & TTF_REQ_ABORTED);
+	conn_table__free(t);
+
+	/* no request in flight: the FIN ends the connection at once */
+	t = mktable(&o, 0);
+	recv_(t, 10 * MS, CHAT_REQ, 0, 0);
+	send_(t, 40 * MS, SSE_HEAD TOK_LEN "\r\n" TOK_EV("a") "\r\n" "0\r\n\r\n", 1000);
+	assert_int_equal(o.n, 1);
+	rec(t, TTF_EV_CLOSE, 50 * MS, NULL, 8, 0, 0, 0, 0, 0);
+	recv_(t, 60 * MS, CHAT_REQ, 0, 0);			/* a late record: ignored */
+	conn_table__finish(t, 70 * MS);
+	assert_int_equal(o.n, 1);
+	conn_table__free(t);
+}
+
+/*
+ * A connection that ends while no recognizer has decided (a scanner's bad
+ * request line, answered 400 and closed) is counted as not HTTP; one that
+ * carried no byte (opened and dropped) is not.
+ */
+static void test_undecided_closed(void **state)
+{
+	struct out o;
+	struct conn_table *t = mktable(&o, 0);
+
+	recv_(t, 1 * MS, "GET\r\n\r\n", 0, 0);
+	send_(t, 2 * MS, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 100);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	close_(t, 3 * MS);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	assert_int_equal(o.n, 0);
+	conn_table__free(t);
+
+	/* opened and dropped: a read of no bytes, then the close */
+	t = mktable(&o, 0);
+	rec(t, TTF_EV_RECV, 4 * MS, NULL, 0, 0, 0, 0, 0, 101);
+	close_(t, 5 * MS);
+	assert_int_equal(conn_table__stats(t)->connections, 1);
+	assert_int_equal(conn_table__stats(t)->non_http, 0);
+	conn_table__free(t);
+
+	/* still undecided when tracing stops: its bytes were not read as requests either */
+	t = mktable(&o, 0);
+	recv_(t, 1 * MS, "\x01\x02garbage", 0, 0);
+	conn_table__finish(t, 2 * MS);
+	assert_int_equal(conn_table__stats(t)->non_http, 1);
+	assert_int_equal(o.n, 0);
+	conn_table__free(t);
+}
+
+/*
  * No recognizer says yes to text that is not a request line: the connection
  * stays undecided for PROTO_UNDECIDED_MAX (16) payload records, then is not HTTP.
  */
@@ -837,6 +916,8 @@ int main(void)
 		cmocka_unit_test(test_llamacpp_stream),
 		cmocka_unit_test(test_lost_sync_resync),
 		cmocka_unit_test(test_non_http_exit_finish),
+		cmocka_unit_test(test_undecided_closed),
+		cmocka_unit_test(test_half_closed_peer),
 		cmocka_unit_test(test_undecided_limit),
 		cmocka_unit_test(test_first_byte_event_interim_expect),
 		cmocka_unit_test(test_expect_wait_unknown_in_one_read),

@@ -467,6 +467,68 @@ static void test_ndjson_stream_and_response_id(void **state)
 	conn_table__free(t);
 }
 
+/*
+ * A frame longer than the receiver's SETTINGS_MAX_FRAME_SIZE (16384 unless
+ * its SETTINGS raised it): garbage after a valid preface, framing lost and
+ * counted, not a frame that swallows the rest. max_frame_bytes: what the
+ * server's SETTINGS says (0: no such setting); the client then sends a
+ * 20,000-byte DATA frame (100 bytes captured).
+ */
+static uint64_t lost_after_big_frame(uint32_t max_frame_bytes)
+{
+	struct out o;
+	struct conn_table *t = mk(&o, NULL);
+	struct buf b = {};
+	uint8_t blk[128], set[6] = { 0, 5, max_frame_bytes >> 24, max_frame_bytes >> 16,
+				     max_frame_bytes >> 8, max_frame_bytes };
+	size_t n = req_block(blk, "/v1/chat/completions");
+	uint64_t lost;
+
+	put(&b, PREFACE, 24);
+	frame(&b, 4, 0, 0, NULL, 0);
+	frame(&b, 1, 0x4, 1, blk, n);				/* HEADERS s1, body to come */
+	in(t, 10 * MS, &b);
+	frame(&b, 4, 0, 0, set, max_frame_bytes ? 6 : 0);	/* the server's SETTINGS */
+	out(t, 11 * MS, &b);
+	memset(blk, '{', sizeof(blk));
+	frame(&b, 0, 0x1, 1, blk, 91);				/* DATA s1, END_STREAM */
+	b.b[0] = 20000 >> 16;
+	b.b[1] = 20000 >> 8 & 0xff;
+	b.b[2] = 20000 & 0xff;
+	rec(t, TTF_EV_RECV, 12 * MS, &b, b.n, 9 + 20000);
+	b.n = 0;
+	lost = conn_table__stats(t)->lost_sync;
+	conn_table__free(t);
+	return lost;
+}
+
+static void test_frame_too_long(void **state)
+{
+	struct out o;
+	struct conn_table *t = mk(&o, NULL);
+	struct buf b = {};
+
+	assert_int_equal(lost_after_big_frame(32768), 0);
+	assert_int_equal(lost_after_big_frame(16384), 1);
+	assert_int_equal(lost_after_big_frame(0), 1);
+
+	/* a HEADERS frame that says 16 MB after the preface, then garbage */
+	put(&b, PREFACE, 24);
+	frame(&b, 4, 0, 0, NULL, 0);
+	frame(&b, 1, 0x4, 1, "\x83\x86\x84", 3);
+	b.b[24 + 9] = 0xff;
+	b.b[24 + 9 + 1] = 0xff;
+	b.b[24 + 9 + 2] = 0xff;
+	in(t, 10 * MS, &b);
+	assert_int_equal(conn_table__stats(t)->lost_sync, 1);
+	frame(&b, 1, 0x5, 3, "\x83\x86\x84", 3);		/* whole frames again: read */
+	in(t, 11 * MS, &b);
+	conn_table__finish(t, 20 * MS);
+	assert_int_equal(o.n, 1);
+	assert_string_equal(o.r[0].path, "/");
+	conn_table__free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -477,6 +539,7 @@ int main(void)
 		cmocka_unit_test(test_coded_bodies),
 		cmocka_unit_test(test_traceparent),
 		cmocka_unit_test(test_ndjson_stream_and_response_id),
+		cmocka_unit_test(test_frame_too_long),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,10 @@ enum { F_DATA, F_HEADERS, F_PRIORITY, F_RST_STREAM, F_SETTINGS, F_PUSH_PROMISE, 
 #define FL_PRIORITY 0x20
 /* section 6.5.2 */
 #define SETTINGS_HEADER_TABLE_SIZE 1
+#define SETTINGS_MAX_FRAME_SIZE 5
+/* SETTINGS_MAX_FRAME_SIZE before a SETTINGS frame says otherwise, and its limits (RFC 9113 6.5.2) */
+#define MAX_FRAME_INITIAL 16384u
+#define MAX_FRAME_LIMIT 16777215u
 
 /* The family's counters (http2_counters), in the order they are printed. */
 enum h2_counter {
@@ -83,6 +87,7 @@ struct h2_dir {
 	uint32_t hb_sid;
 	bool hb_active, hb_end_stream, hb_broken;
 	bool lost;
+	uint32_t max_frame;		/* largest payload the peer accepts; 0: MAX_FRAME_INITIAL */
 	struct hpack_dec *hpack;	/* decodes this direction's blocks */
 };
 

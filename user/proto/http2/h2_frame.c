@@ -46,10 +46,15 @@ static void ctrl_done(struct h2 *s, struct h2_dir *d)
 			break;
 		for (uint32_t i = 0; i + 6 <= d->ctrl_got; i += 6) {
 			uint16_t id = (uint16_t)d->ctrl[i] << 8 | d->ctrl[i + 1];
+			uint32_t v = be32(d->ctrl + i + 2);
 
 			/* the sender decodes with this limit: the other direction's blocks */
 			if (id == SETTINGS_HEADER_TABLE_SIZE)
-				hpack_dec__settings_max(s->dir[!d->side].hpack, be32(d->ctrl + i + 2));
+				hpack_dec__settings_max(s->dir[!d->side].hpack, v);
+			/* and accepts frames this large from the other side */
+			if (id == SETTINGS_MAX_FRAME_SIZE && v >= MAX_FRAME_INITIAL &&
+			    v <= MAX_FRAME_LIMIT)
+				s->dir[!d->side].max_frame = v;
 		}
 		break;
 	case F_GOAWAY:
@@ -74,6 +79,19 @@ static void ctrl_done(struct h2 *s, struct h2_dir *d)
 	default:
 		break;	/* PRIORITY, PING, WINDOW_UPDATE, PUSH_PROMISE: framing only */
 	}
+}
+
+/*
+ * A frame no peer may send on a connection seen from its preface: longer
+ * than the receiver's SETTINGS_MAX_FRAME_SIZE (RFC 9113 4.2). A server sent
+ * garbage after a valid preface answers it with GOAWAY; the tracer stops
+ * reading there too (lost_sync) rather than take the garbage's first three
+ * bytes as the length of a frame that swallows the rest unseen. Not judged
+ * on a connection that began before tracing: its settings are unknown.
+ */
+static bool frame_too_long(const struct h2 *s, const struct h2_dir *d)
+{
+	return !s->mid && d->len > (d->max_frame ? d->max_frame : MAX_FRAME_INITIAL);
 }
 
 static void frame_begin(struct h2 *s, struct h2_dir *d)
@@ -191,6 +209,12 @@ void h2_dir_feed(struct h2 *s, struct h2_dir *d, const uint8_t *p, size_t len)
 			len--;
 			if (d->hdr_got == FRAME_HDR) {
 				frame_begin(s, d);
+				if (frame_too_long(s, d)) {
+					d->lost = true;
+					track_lost_sync(s->tc);
+					hpack_dec__desync(d->hpack);
+					return;
+				}
 				if (!d->len)
 					frame_end(s, d);
 			}
