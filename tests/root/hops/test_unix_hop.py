@@ -86,7 +86,8 @@ def nginx_unix(procs, tmp_path, uvicorn_uds):
     d.mkdir()
     port = free_port()
     conf = d / "nginx.conf"
-    conf.write_text(CONF % {"dir": d, "port": port, "sock": uvicorn_uds[1]})
+    conf.write_text(CONF % {"dir": d, "port": port, "sock": uvicorn_uds[1],
+                            "access_log": "access_log off;"})
     p = procs.add(subprocess.Popen([NGINX, "-c", str(conf)], stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL))
     deadline = time.monotonic() + 10
