@@ -191,13 +191,25 @@ struct step_collect {
 	uint32_t pid;
 };
 
+/* Does step st prefill request req_id (the first of its batch, or another)? */
+static bool step_prefills(const struct tl_step *st, uint64_t req_id)
+{
+	if (st->req_id == req_id)
+		return true;
+	for (int i = 0; i < st->n_prompt_reqs && i < TL_STEP_REQS; i++)
+		if (st->prompt_reqs[i] == req_id)
+			return true;
+	return false;
+}
+
 static int collect_step(void *ctx, const struct tl_step *st)
 {
 	struct step_collect *c = ctx;
 	struct ttf_step_span *sp;
 	struct gpu_split split;
 
-	if (!st->is_prompt || st->req_id != c->req_id)
+	/* a batch's second prompt has the step too (before, only the first had it) */
+	if (!st->is_prompt || !step_prefills(st, c->req_id))
 		return 0;
 	if (c->a->n_step_spans == TTF_MAX_STEP_SPANS)
 		return 1;
