@@ -109,7 +109,7 @@ bool zmtp_id_like(const char *s, size_t n);
  * The core of the request id s (NUL-terminated): its first canonical UUID,
  * else its first run of 32 or more hex digits, lowercased, into core (room
  * bytes, NUL included). vLLM's internal ids suffix the id its client sees
- * (chatcmpl-H-xxxxxxxx, cmpl-H-0-xxxxxxxx) and prefix its n>1 children
+ * (chatcmpl-H-<8 hex>, cmpl-H-0-<8 hex>) and prefix its n>1 children
  * (N_...); all of them share H (docs/protocols.md, "Request ids").
  * Returns the core's length, 0 when s has none or it does not fit.
  */
