@@ -1,0 +1,145 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""vLLM served with `--api-server-count 2`, ttftrace attached after it
+served (docs/protocols.md, "vLLM v1 between its processes"; docs/hops.md).
+
+The process layout is vLLM's (tests/fixtures/vllm_shaped/launcher.py): a
+launcher holds the listening socket; two API servers, its children, accept
+on that one socket, each with its own ROUTER and PULL endpoints; the engine
+core, their sibling, connects a DEALER and a PUSH to each and answers each
+request on the PUSH of the API server named by the request's client_index.
+The ids are vLLM's of today (suffixed, external_req_id in the 17-element
+request array).
+
+`-p LAUNCHER` takes the launcher and its descendants. Every request sent
+after the attach must be split by the message hop and joined exactly, to
+the API server that served it and to the engine core; which API server that
+was is the stack's own truth log (each process writes its pid), never
+ttftrace's output. The hop boundaries are held to the stack's Python
+handoffs (a crossing out after its handoff, a crossing in before its take)
+and, through the LD_PRELOAD shim every process of the stack inherits, to the
+socket crossings themselves at test_vllm_split's EXACT_BAR.
+"""
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+from conftest import conn_client_port, needs_root
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, STEP_MS, drive, one, workload  # noqa: E402,E501
+from test_vllm_split import (EPS_NS, EXACT_BAR, HOP_STAGES, SHIM, STAGES, crossing_truth,  # noqa: E402
+                             crossings, within)
+
+pytestmark = needs_root
+
+LAUNCHER = os.path.join(os.path.dirname(FRONTEND), "launcher.py")
+RT_PRIO = "10"
+
+
+class Launched:
+    """launcher.py running: .port, .pid, .api_pids, .engine_pid."""
+
+    def __init__(self, procs, log):
+        env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log)
+        cmd = [PYTHON, LAUNCHER, "--api-server-count", "2", "--port", "0", "--log", log,
+               "--step-ms", str(STEP_MS), "--prefill-us-per-token", str(PREFILL_US),
+               "--block-size", str(BLOCK)]
+        if os.geteuid() == 0:
+            cmd += ["--rt", RT_PRIO]
+        self.proc = procs.add(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env))
+        r, _, _ = select.select([self.proc.stdout], [], [], 90)
+        # the launcher prints its two lines together, once every API server serves
+        lines = [self.proc.stdout.readline(), self.proc.stdout.readline()] if r else ["", ""]
+        assert lines[0].startswith("listening on 127.0.0.1:"), lines
+        self.port = int(lines[0].rsplit(":", 1)[1])
+        api, eng = lines[1].split("api servers: ")[1].split(" engine core: ")
+        self.api_pids = [int(x) for x in api.split(",")]
+        self.engine_pid = int(eng)
+        self.pid = self.proc.pid
+
+    def stop(self):
+        self.proc.terminate()
+        assert self.proc.wait(timeout=30) == 0
+        deadline = time.monotonic() + 5
+        left = [p for p in self.api_pids + [self.engine_pid] if os.path.exists("/proc/%d" % p)]
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = [p for p in left if os.path.exists("/proc/%d" % p)]
+        assert not left, "outlived the launcher: %s" % left
+
+
+def hold_to_handoffs(rec, t, e):
+    """The hop boundaries against the stack's Python stamps (test_vllm_split):
+    the names of those on the wrong side."""
+    st = rec["hop_stages_ms"]
+    bound, x = {}, rec["t_first_token_ns"]
+    for k in reversed(STAGES):
+        x -= st[k] * 1e6
+        bound[k] = x
+    order = [
+        ("frontend wrote the request", bound["ipc_in"] >= t["t_send_ns"] - EPS_NS),
+        ("engine read it", t["t_send_ns"] - EPS_NS <= bound["queue"] <= e["t_recv_ns"] + EPS_NS),
+        ("engine wrote its first output", bound["ipc_out"] >= e["t_first_sent_ns"] - EPS_NS),
+        ("frontend read it", e["t_first_sent_ns"] - EPS_NS <= bound["emit"]
+         <= t["t_first_recv_ns"] + EPS_NS),
+    ]
+    return [k for k, ok in order if not ok]
+
+
+def test_two_api_servers_attached(procs, tmp_path, tracer):
+    assert os.path.exists(SHIM), "make builds " + SHIM
+    log = str(tmp_path / "truth.ndjson")
+    st = Launched(procs, log)
+    try:
+        for w in workload(7)[:4]:     # served before tracing: old connections everywhere
+            one(st.port, *w)
+        tr = tracer("--capture-bytes", "8192", "-p", str(st.pid))
+        results = drive(st.port, workload(800) + workload(850), 8)
+        tr.wait_requests(len(results), timeout_s=10)
+        assert tr.stop() == 0, tr.stderr
+    finally:
+        st.stop()
+    truth = [json.loads(l) for l in open(log) if l.strip()]
+    req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
+    eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}     # by wire id
+    xs = crossings(truth)
+    recs = {conn_client_port(r): r for r in tr.requests()}
+    assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
+    served, good, missed = {}, 0, {k: 0 for k in HOP_STAGES}
+    for _, resp in results:
+        rec, t = recs[resp.local_port], req_truth[resp.local_port]
+        e = eng_truth[t["wire_rid"]]
+        served[t["pid"]] = served.get(t["pid"], 0) + 1
+        assert list(rec.get("hop_stages_ms", {})) == STAGES, rec
+        fe, eng = rec["hops"]
+        assert (fe["hop"], eng["hop"], eng["join"]) == ("frontend", "engine", "exact"), rec["hops"]
+        # joined to the API server that served it and to the engine core, by the truth
+        assert (fe["pid"], eng["pid"], e["pid"]) == (t["pid"], st.engine_pid, st.engine_pid)
+        assert "suffix" in eng["join_why"], eng
+        wrong = hold_to_handoffs(rec, t, e)
+        assert not wrong, (rec["id"], wrong, rec["hop_stages_ms"])
+        want, _ = crossing_truth(xs, t, e)
+        s = rec["hop_stages_ms"]
+        bad = [(k, s[k], round(want[k], 3)) for k in HOP_STAGES if not within(s[k], want[k])]
+        if bad:
+            print("request %d off the crossing truth:" % rec["id"], bad, s)
+        for k, _, _ in bad:
+            missed[k] += 1
+        good += not bad
+    n = len(results)
+    print("2 API servers: requests served per pid %s; %d of %d with every hop stage within "
+          "1 ms or 3%% of the crossing truth; misses per stage %s" % (served, good, n, missed))
+    # the kernel spread the connections over both API servers
+    assert sorted(served) == sorted(st.api_pids) and min(served.values()) >= n // 8, served
+    assert good >= EXACT_BAR * n, (good, n, missed)
+    c = tr.summary()["counters"]
+    assert c["msg_hop_joins"] == c["msg_hop_joins_id_suffix"] == n, c
+    assert c["msg_hop_unjoined"] == 0, c
+    # two connections per API server (input and output), seen at both ends, all
+    # opened before the attach: recognized mid-stream
+    zl = [r for r in tr.records() if r.get("type") == "zmtp"]
+    assert sorted(z["pid"] for z in zl) == sorted(st.api_pids * 2 + [st.engine_pid] * 4), zl
+    assert all(z["mid_stream"] for z in zl), zl
