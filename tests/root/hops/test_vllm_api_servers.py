@@ -21,10 +21,13 @@ socket crossings themselves at test_vllm_split's EXACT_BAR.
 """
 import json
 import os
+import re
 import select
 import subprocess
 import sys
 import time
+
+import pytest
 
 from conftest import conn_client_port, needs_root
 
@@ -40,13 +43,13 @@ RT_PRIO = "10"
 
 
 class Launched:
-    """launcher.py running: .port, .pid, .api_pids, .engine_pid."""
+    """launcher.py running: .port, .pid, .api_pids, .engine_pids, .coordinator_pid (0: none)."""
 
-    def __init__(self, procs, log):
+    def __init__(self, procs, log, dp):
         env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log)
         cmd = [PYTHON, LAUNCHER, "--api-server-count", "2", "--port", "0", "--log", log,
                "--step-ms", str(STEP_MS), "--prefill-us-per-token", str(PREFILL_US),
-               "--block-size", str(BLOCK)]
+               "--block-size", str(BLOCK), "--data-parallel", str(dp)]
         if os.geteuid() == 0:
             cmd += ["--rt", RT_PRIO]
         self.proc = procs.add(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env))
@@ -55,16 +58,19 @@ class Launched:
         lines = [self.proc.stdout.readline(), self.proc.stdout.readline()] if r else ["", ""]
         assert lines[0].startswith("listening on 127.0.0.1:"), lines
         self.port = int(lines[0].rsplit(":", 1)[1])
-        api, eng = lines[1].split("api servers: ")[1].split(" engine core: ")
-        self.api_pids = [int(x) for x in api.split(",")]
-        self.engine_pid = int(eng)
+        m = re.match(r"api servers: ([\d,]+) engine cores: ([\d,]+) coordinator: (\d+)$",
+                     lines[1].strip())
+        assert m, lines
+        self.api_pids, self.engine_pids = ([int(x) for x in g.split(",")] for g in m.groups()[:2])
+        self.coordinator_pid = int(m.group(3))
         self.pid = self.proc.pid
 
     def stop(self):
         self.proc.terminate()
         assert self.proc.wait(timeout=30) == 0
         deadline = time.monotonic() + 5
-        left = [p for p in self.api_pids + [self.engine_pid] if os.path.exists("/proc/%d" % p)]
+        left = [p for p in self.api_pids + self.engine_pids + [self.coordinator_pid]
+                if p and os.path.exists("/proc/%d" % p)]
         while left and time.monotonic() < deadline:
             time.sleep(0.05)
             left = [p for p in left if os.path.exists("/proc/%d" % p)]
@@ -89,10 +95,13 @@ def hold_to_handoffs(rec, t, e):
     return [k for k, ok in order if not ok]
 
 
-def test_two_api_servers_attached(procs, tmp_path, tracer):
+@pytest.mark.parametrize("dp", [1, 2])
+def test_two_api_servers_attached(procs, tmp_path, tracer, dp):
+    """dp 2: two engine cores (data parallel ranks), each connected to both API
+    servers, and the coordinator between them all with its id-less messages."""
     assert os.path.exists(SHIM), "make builds " + SHIM
     log = str(tmp_path / "truth.ndjson")
-    st = Launched(procs, log)
+    st = Launched(procs, log, dp)
     try:
         for w in workload(7)[:4]:     # served before tracing: old connections everywhere
             one(st.port, *w)
@@ -108,16 +117,18 @@ def test_two_api_servers_attached(procs, tmp_path, tracer):
     xs = crossings(truth)
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
-    served, good, missed = {}, 0, {k: 0 for k in HOP_STAGES}
+    served, ranks, good, missed = {}, {}, 0, {k: 0 for k in HOP_STAGES}
     for _, resp in results:
         rec, t = recs[resp.local_port], req_truth[resp.local_port]
         e = eng_truth[t["wire_rid"]]
         served[t["pid"]] = served.get(t["pid"], 0) + 1
+        ranks[e["pid"]] = ranks.get(e["pid"], 0) + 1
         assert list(rec.get("hop_stages_ms", {})) == STAGES, rec
         fe, eng = rec["hops"]
         assert (fe["hop"], eng["hop"], eng["join"]) == ("frontend", "engine", "exact"), rec["hops"]
-        # joined to the API server that served it and to the engine core, by the truth
-        assert (fe["pid"], eng["pid"], e["pid"]) == (t["pid"], st.engine_pid, st.engine_pid)
+        # joined to the API server that served it and to the engine core that ran it,
+        # by the stack's own log
+        assert (fe["pid"], eng["pid"]) == (t["pid"], e["pid"]), (rec["hops"], t["pid"], e["pid"])
         assert "suffix" in eng["join_why"], eng
         wrong = hold_to_handoffs(rec, t, e)
         assert not wrong, (rec["id"], wrong, rec["hop_stages_ms"])
@@ -130,16 +141,30 @@ def test_two_api_servers_attached(procs, tmp_path, tracer):
             missed[k] += 1
         good += not bad
     n = len(results)
-    print("2 API servers: requests served per pid %s; %d of %d with every hop stage within "
-          "1 ms or 3%% of the crossing truth; misses per stage %s" % (served, good, n, missed))
-    # the kernel spread the connections over both API servers
+    print("2 API servers, %d engine cores: requests per API server %s, per engine core %s; "
+          "%d of %d with every hop stage within 1 ms or 3%% of the crossing truth; misses per "
+          "stage %s" % (dp, served, ranks, good, n, missed))
+    # the kernel spread the connections over both API servers, the API servers
+    # their requests over the engine cores
     assert sorted(served) == sorted(st.api_pids) and min(served.values()) >= n // 8, served
+    assert sorted(ranks) == sorted(st.engine_pids) and min(ranks.values()) >= n // 8, ranks
     assert good >= EXACT_BAR * n, (good, n, missed)
     c = tr.summary()["counters"]
     assert c["msg_hop_joins"] == c["msg_hop_joins_id_suffix"] == n, c
     assert c["msg_hop_unjoined"] == 0, c
-    # two connections per API server (input and output), seen at both ends, all
-    # opened before the attach: recognized mid-stream
+    # two connections between each API server and each engine core (input and
+    # output), and under data parallel one from each of them to the coordinator,
+    # seen at both ends, all opened before the attach: recognized mid-stream, the
+    # coordinator's without any id (docs/protocols.md "ZMTP mid-stream")
     zl = [r for r in tr.records() if r.get("type") == "zmtp"]
-    assert sorted(z["pid"] for z in zl) == sorted(st.api_pids * 2 + [st.engine_pid] * 4), zl
+    coord = [st.coordinator_pid] if dp > 1 else []
+    per_pid = {p: sum(z["pid"] == p for z in zl) for p in st.api_pids + st.engine_pids + coord}
+    print("zmtp connection ends per pid:", per_pid)
+    want = dict([(p, 2 * dp + len(coord)) for p in st.api_pids] +
+                [(p, 2 * len(st.api_pids) + len(coord)) for p in st.engine_pids] +
+                [(p, len(st.api_pids) + dp) for p in coord])
+    assert per_pid == want, (per_pid, want)
     assert all(z["mid_stream"] for z in zl), zl
+    at_coord = [z for z in zl if z["pid"] in coord]
+    assert all(z["ids_seen"] == 0 and z["in"]["messages"] + z["out"]["messages"] > 0
+               for z in at_coord), at_coord

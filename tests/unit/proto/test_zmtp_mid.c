@@ -363,6 +363,45 @@ static void test_near_misses_fixed(void **state)
 	assert_int_equal(role, TRACK_ROLE_SERVER);
 }
 
+/*
+ * No id at all (a data-parallel coordinator's counts, an engine's stats, a
+ * pickled notice): taken when every frame is whole and each message body is
+ * exactly one msgpack map or array or one pickle; not when the framing or a
+ * body does not agree with itself.
+ */
+static void test_idless_whole_values(void **state)
+{
+	static const struct neg yes[] = {
+		/* [[[0,1],[2,0]],0,true]: what vLLM's coordinator publishes */
+		NEG("coordinator counts", "\x00\x0a\x93\x92\x92\x00\x01\x92\x02\x00\x00\xc3"),
+		/* [1,[],{"num_running_reqs":0}] */
+		NEG("engine stats", "\x00\x16\x93\x01\x90\x81\xb0num_running_reqs\x00"),
+		/* a MORE frame then the body: [b"\x03"] + [{"a":1}] */
+		NEG("two frames", "\x01\x01\x03\x00\x04\x81\xa1\x61\x01"),
+		/* pickle protocol 4 of the int 1: PROTO 4, BININT1 1, STOP */
+		NEG("pickle", "\x00\x05\x80\x04\x4b\x01\x2e"),
+	};
+	static const struct neg no[] = {
+		NEG("one byte more than the frame", "\x00\x04\x81\xa1\x61\x01\x00"),
+		NEG("a str body", "\x00\x04\xa3\x61\x62\x63"),
+		NEG("an int body", "\x00\x01\x05"),
+		NEG("a value that ends early", "\x00\x05\x91\x01\x01\x01\x01"),
+		NEG("a pickle without STOP", "\x00\x05\x80\x04\x4b\x01\x00"),
+		NEG("a command only", "\x04\x06\x05READY"),
+	};
+	enum track_role role;
+
+	(void)state;
+	for (size_t i = 0; i < N_CAP(yes); i++)
+		assert_int_equal(proto_zmtp_mid.detect((const char *)yes[i].b, yes[i].len, true, &role),
+				 PROTO_YES);
+	for (size_t i = 0; i < N_CAP(no); i++)
+		assert_not_taken(&no[i]);
+	/* len32 keeps asking for an id: an id-less whole msgpack value is not taken */
+	assert_int_equal(proto_len32be.detect("\x00\x00\x00\x02\x91\x01", 6, true, &role),
+			 PROTO_MAYBE);
+}
+
 /* Random bytes with ids dropped in: taken by none, in 2000 records. */
 static void test_random_with_ids(void **state)
 {
@@ -462,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_len32_header_reads),
 		cmocka_unit_test(test_negatives),
 		cmocka_unit_test(test_near_misses_fixed),
+		cmocka_unit_test(test_idless_whole_values),
 		cmocka_unit_test(test_random_with_ids),
 		cmocka_unit_test(test_ids_scan),
 		cmocka_unit_test(test_msgpack_value),

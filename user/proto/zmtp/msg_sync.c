@@ -50,6 +50,16 @@ static bool zmtp_body_id(const unsigned char *b, size_t n, uint64_t size)
 	return f.id;
 }
 
+/* Is the ZMTP message body b[0 .. size), captured whole, one msgpack map or array or one pickle? */
+static bool zmtp_body_value(const unsigned char *b, uint64_t size)
+{
+	if (size >= 3 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
+		return b[size - 1] == '.';
+	if (!size || !((b[0] >= 0x80 && b[0] <= 0x9f) || (b[0] >= 0xdc && b[0] <= 0xdf)))
+		return false;
+	return zmtp_msgpack_value(b, (size_t)size, size) == (long)size;
+}
+
 static bool len32_body_id(const unsigned char *b, size_t n)
 {
 	struct found f = { false };
@@ -75,10 +85,12 @@ int msg_sync__check(enum msg_framing f, const unsigned char *b, size_t len, uint
 		    struct msg_sync *out)
 {
 	uint64_t end = total ? total : len, i = 0;
+	unsigned int values = 0;	/* message frames whose body is one whole value */
 
 	memset(out, 0, sizeof(*out));
 	if (total && total < len)
 		return -EINVAL;
+	out->values = f == MSG_FRAMING_ZMTP;
 	while (i < end) {
 		uint64_t size = 0, hdr;
 		uint8_t flags = 0;
@@ -116,9 +128,14 @@ int msg_sync__check(enum msg_framing f, const unsigned char *b, size_t len, uint
 		if (f == MSG_FRAMING_ZMTP && (flags & F_COMMAND)) {
 			if (!command_ok(b + i, cap))
 				return -EINVAL;
-		} else if (!out->id) {
-			out->id = f == MSG_FRAMING_ZMTP ? zmtp_body_id(b + i, cap, size)
-							: len32_body_id(b + i, cap);
+		} else {
+			if (!out->id)
+				out->id = f == MSG_FRAMING_ZMTP ? zmtp_body_id(b + i, cap, size)
+								: len32_body_id(b + i, cap);
+			if (cap == size && zmtp_body_value(b + i, size))
+				values++;
+			else if (cap < size || size > MSG_SYNC_SMALL_FRAME_BYTES)
+				out->values = false;
 		}
 		if (size > end - i || (!total && size > len - i)) {
 			out->cut = true;
@@ -128,5 +145,6 @@ int msg_sync__check(enum msg_framing f, const unsigned char *b, size_t len, uint
 		out->frames++;
 	}
 	out->tiled = true;
+	out->values = out->values && values;
 	return 0;
 }

@@ -24,6 +24,9 @@ enum msg_framing {
 /* A len32 message this long or longer is no message (a header that is not one). */
 #define MSG_SYNC_LEN32_MAX_BYTES (16u << 20)
 
+/* A message frame this short may sit beside a msgpack body (msg_sync.values). */
+#define MSG_SYNC_SMALL_FRAME_BYTES 8
+
 /* What msg_sync__check() found. */
 struct msg_sync {
 	unsigned int frames;	/* frames (len32: messages) complete within the record */
@@ -36,6 +39,15 @@ struct msg_sync {
 	 * zmtp_ids_scan()).
 	 */
 	bool id;
+	/*
+	 * ZMTP: every message frame captured whole, at least one with a body
+	 * that is exactly one msgpack map or array, or one pickle (protocol 2
+	 * to 5: 0x80, the version, ... the STOP opcode '.'), the others at most
+	 * MSG_SYNC_SMALL_FRAME_BYTES (a request type, an identity, an empty
+	 * delimiter): framing that agrees with itself without an id (the
+	 * id-less messages of a coordinator or a stats channel).
+	 */
+	bool values;
 };
 
 /* "zmtp", "len32be", "len32le" */

@@ -18,7 +18,8 @@
  *
  * Connections seen from their middle (opened before tracing) have no
  * greeting: proto_zmtp_mid says yes to a record that parses as whole
- * frames with an id in a msgpack body (msg_sync.h), and each direction
+ * frames with an id in a msgpack body, or as whole frames each a whole
+ * msgpack map or array or pickle (msg_sync.h), and each direction
  * then starts at the first record that parses so ("hunting"). The same
  * machinery reads streams of 4-byte length-prefixed messages
  * (proto_len32be, proto_len32le): one frame a message, opaque bodies
@@ -101,7 +102,9 @@ static enum proto_verdict mid_detect(enum msg_framing f, const char *buf, size_t
 		return PROTO_MAYBE;
 	if (msg_sync__tls_record(b, len))
 		return PROTO_NO;
-	if (msg_sync__check(f, b, len, 0, &ms) || !ms.id)
+	if (msg_sync__check(f, b, len, 0, &ms))
+		return PROTO_MAYBE;
+	if (!ms.id && !(ms.tiled && ms.values))	/* values: ZMTP only */
 		return PROTO_MAYBE;
 	if (!(ms.tiled && ms.frames) &&
 	    !(ms.cut && (ms.frames || (f == MSG_FRAMING_ZMTP && len >= 256))))
