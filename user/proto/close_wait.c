@@ -75,6 +75,14 @@ static bool close_waits_for_read(struct conn_table *t, struct conn *c,
 	/* inside the process's own read: that read's record is still to come */
 	if (!unread && (e->flags & TTF_EVF_CLOSE_IN_READ))
 		unread = 1;
+	/*
+	 * The peer's FIN with nothing unread before any answer was seen on a
+	 * call: a read on another CPU may have taken the answer and not yet
+	 * written its record (docs/kernel.md B1.13). Wait for it like the above.
+	 */
+	if (!unread && e->bytes == TCP_CLOSE_WAIT && c->role == ROLE_CLIENT && c->head &&
+	    !c->head->resp_started)
+		unread = 1;
 	if (!unread || c->tls || (c->role != ROLE_CLIENT && c->role != ROLE_SERVER) ||
 	    t->n_closing == CLOSING_MAX || c->close_ns)
 		return false;

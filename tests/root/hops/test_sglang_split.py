@@ -39,6 +39,7 @@ every one within 1 ms or 3%. The share of requests with these spans within
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -139,10 +140,8 @@ def end_stack(log):
 def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wire_ids):
     assert os.path.exists(SHIM), "make builds " + SHIM
     port, log = free_port(), str(tmp_path / "truth.ndjson")
-    cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log, PYTHON, TM, "--port", str(port), "--log", log, "--transport", transport,
-                    "--codec", codec, "--wire-ids", wire_ids,
-                    "--decode-ms", "4", "--prefill-ms", "3", "--prefill-us-per-token", "10",
-                    "--tokenize-us-per-token", "2", "--detokenize-us", "200"] + RT)
+    cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log] +
+                   stack_argv(port, log, transport, codec, wire_ids))
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
     wait_port(port, tr)
     results = drive(port, workload(300 * concurrency) + workload(300 * concurrency + 50),
@@ -150,11 +149,53 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wi
     tr.wait_requests(len(results), timeout_s=10)
     assert tr.stop() == 0, tr.stderr
     end_stack(log)
+    check_split(tr, results, log, "%s %s, concurrency %d" % (transport, codec, concurrency),
+                "inferred" if wire_ids == "opaque" else "exact")
+
+
+@pytest.mark.parametrize("codec", ["pickle", "msgpack"])
+def test_sglang_shaped_attached(procs, tmp_path, tracer, codec):
+    """Attached with -p to a stack that already served (its zmq connections
+    old, no greeting seen: ZMTP mid-stream), SGLang's default pickle and its
+    msgpack alike: the same split, joins and truth as under -c."""
+    assert os.path.exists(SHIM), "make builds " + SHIM
+    port, log = free_port(), str(tmp_path / "truth.ndjson")
+    env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log)
+    stack = procs.add(subprocess.Popen(stack_argv(port, log, "ipc", codec, "rid"), env=env))
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.monotonic() < deadline and stack.poll() is None, stack.returncode
+            time.sleep(0.2)
+    drive(port, workload(7)[:3], 1)     # served before tracing
+    tr = tracer("--capture-bytes", "8192", "-p", str(stack.pid))
+    results = drive(port, workload(2400) + workload(2450), 8)
+    tr.wait_requests(len(results), timeout_s=10)
+    assert tr.stop() == 0, tr.stderr
+    stack.terminate()
+    assert stack.wait(20) == 0
+    end_stack(log)
+    c = check_split(tr, results, log, "attached, ipc %s, concurrency 8" % codec, "exact")
+    assert c["zmtp_mid_stream_connections"] >= 4, c
+
+
+def stack_argv(port, log, transport, codec, wire_ids):
+    return [PYTHON, TM, "--port", str(port), "--log", log, "--transport", transport,
+            "--codec", codec, "--wire-ids", wire_ids,
+            "--decode-ms", "4", "--prefill-ms", "3", "--prefill-us-per-token", "10",
+            "--tokenize-us-per-token", "2", "--detokenize-us", "200"] + RT
+
+
+def check_split(tr, results, log, case, join):
+    """Every driven request split, joined and held to the truth (the module's
+    docstring); the summary's counters."""
     truth = [json.loads(l) for l in open(log) if l.strip()]
     req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
     sched = {unopaque(t["rid"]): t for t in truth if t["ev"] == "sched_req"}
     detok = {unopaque(t["rid"]): t for t in truth if t["ev"] == "detok_req"}
-    join = "inferred" if wire_ids == "opaque" else "exact"
     pids = {t["ev"]: t["pid"] for t in truth}
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
@@ -224,11 +265,10 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wi
         xing_good += not bad
     s = tr.summary()
     n = len(results)
-    print("%s %s, concurrency %d: %d of %d requests: every stage within 1 ms or 3%% of the "
+    print("%s: %d of %d requests: every stage within 1 ms or 3%% of the "
           "crossing truth (misses per stage %s); %d of the handoff truth; %d with a first "
           "message out stamped after its read"
-          % (transport, codec, concurrency, xing_good, n, missed, good,
-             s["counters"].get("msg_hop_out_after_in", 0)))
+          % (case, xing_good, n, missed, good, s["counters"].get("msg_hop_out_after_in", 0)))
     assert xing_good >= XING_BAR[join] * n, (xing_good, n, missed)
     assert good >= HANDOFF_BAR * n, (good, n)
     assert s["counters"].get("msg_hop_out_after_in", 0) <= OUT_AFTER_IN_MAX, s["counters"]
@@ -242,3 +282,4 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wi
     else:
         assert s["counters"]["msg_hop_joins_inferred"] == len(results), s["counters"]
         assert "msg_hop_joins" not in s["counters"], s["counters"]
+    return s["counters"]
