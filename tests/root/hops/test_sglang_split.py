@@ -81,14 +81,15 @@ OUT_AFTER_IN_MAX = 2
 OWN_MISSED_MAX = 1
 
 
-def wait_port(port, tr):
+def wait_port(port, proc):
+    """Until port takes connections; proc (a Popen: ttftrace or the stack) must live."""
     deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return
         except OSError:
-            assert time.monotonic() < deadline and tr.proc.poll() is None, tr.stderr
+            assert time.monotonic() < deadline and proc.poll() is None, proc.returncode
             time.sleep(0.2)
 
 
@@ -143,7 +144,7 @@ def test_sglang_shaped_split(tmp_path, tracer, concurrency, transport, codec, wi
     cmd = " ".join(["LD_PRELOAD=" + SHIM, "TTF_XING_LOG=" + log] +
                    stack_argv(port, log, transport, codec, wire_ids))
     tr = tracer("--capture-bytes", "8192", "-c", cmd)
-    wait_port(port, tr)
+    wait_port(port, tr.proc)
     results = drive(port, workload(300 * concurrency) + workload(300 * concurrency + 50),
                     concurrency)
     tr.wait_requests(len(results), timeout_s=10)
@@ -162,14 +163,7 @@ def test_sglang_shaped_attached(procs, tmp_path, tracer, codec):
     port, log = free_port(), str(tmp_path / "truth.ndjson")
     env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log)
     stack = procs.add(subprocess.Popen(stack_argv(port, log, "ipc", codec, "rid"), env=env))
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and stack.poll() is None, stack.returncode
-            time.sleep(0.2)
+    wait_port(port, stack)
     drive(port, workload(7)[:3], 1)     # served before tracing
     tr = tracer("--capture-bytes", "8192", "-p", str(stack.pid))
     results = drive(port, workload(2400) + workload(2450), 8)

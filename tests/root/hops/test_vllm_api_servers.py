@@ -33,8 +33,8 @@ from conftest import conn_client_port, needs_root
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, STEP_MS, drive, one, workload  # noqa: E402,E501
-from test_vllm_split import (EPS_NS, EXACT_BAR, HOP_STAGES, SHIM, STAGES, crossing_truth,  # noqa: E402
-                             crossings, within)
+from test_vllm_split import (EXACT_BAR, HOP_STAGES, SHIM, STAGES, crossing_truth,  # noqa: E402
+                             crossings, handoff_order, within)
 
 pytestmark = needs_root
 
@@ -77,24 +77,6 @@ class Launched:
         assert not left, "outlived the launcher: %s" % left
 
 
-def hold_to_handoffs(rec, t, e):
-    """The hop boundaries against the stack's Python stamps (test_vllm_split):
-    the names of those on the wrong side."""
-    st = rec["hop_stages_ms"]
-    bound, x = {}, rec["t_first_token_ns"]
-    for k in reversed(STAGES):
-        x -= st[k] * 1e6
-        bound[k] = x
-    order = [
-        ("frontend wrote the request", bound["ipc_in"] >= t["t_send_ns"] - EPS_NS),
-        ("engine read it", t["t_send_ns"] - EPS_NS <= bound["queue"] <= e["t_recv_ns"] + EPS_NS),
-        ("engine wrote its first output", bound["ipc_out"] >= e["t_first_sent_ns"] - EPS_NS),
-        ("frontend read it", e["t_first_sent_ns"] - EPS_NS <= bound["emit"]
-         <= t["t_first_recv_ns"] + EPS_NS),
-    ]
-    return [k for k, ok in order if not ok]
-
-
 @pytest.mark.parametrize("dp", [1, 2])
 def test_two_api_servers_attached(procs, tmp_path, tracer, dp):
     """dp 2: two engine cores (data parallel ranks), each connected to both API
@@ -130,7 +112,7 @@ def test_two_api_servers_attached(procs, tmp_path, tracer, dp):
         # by the stack's own log
         assert (fe["pid"], eng["pid"]) == (t["pid"], e["pid"]), (rec["hops"], t["pid"], e["pid"])
         assert "suffix" in eng["join_why"], eng
-        wrong = hold_to_handoffs(rec, t, e)
+        wrong = [k for k, ok in handoff_order(rec, t, e) if not ok]
         assert not wrong, (rec["id"], wrong, rec["hop_stages_ms"])
         want, _ = crossing_truth(xs, t, e)
         s = rec["hop_stages_ms"]

@@ -139,6 +139,27 @@ def crossing_truth(xs, t, e):
     return {k: (b[i + 1] - b[i]) / 1e6 for i, k in enumerate(HOP_STAGES)}, c
 
 
+def handoff_order(rec, t, e):
+    """Where each message crossed a socket, against where the stack's Python
+    handed it over or took it (t: the frontend's request truth, e: the
+    engine's): a crossing out follows its handoff, a crossing in precedes its
+    take (EPS: the stamps' own cost); [(what, held)]. A wrong join breaks
+    these by the milliseconds between requests."""
+    st = rec["hop_stages_ms"]
+    # absolute boundaries, back from the first token (the stages sum to TTFT)
+    bound, x = {}, rec["t_first_token_ns"]
+    for k in reversed(STAGES):
+        x -= st[k] * 1e6
+        bound[k] = x
+    return [
+        ("frontend wrote the request", bound["ipc_in"] >= t["t_send_ns"] - EPS_NS),
+        ("engine read it", t["t_send_ns"] - EPS_NS <= bound["queue"] <= e["t_recv_ns"] + EPS_NS),
+        ("engine wrote its first output", bound["ipc_out"] >= e["t_first_sent_ns"] - EPS_NS),
+        ("frontend read it", e["t_first_sent_ns"] - EPS_NS <= bound["emit"]
+         <= t["t_first_recv_ns"] + EPS_NS),
+    ]
+
+
 def pct(v, q):
     v = sorted(v)
     return v[min(len(v) - 1, int(q * len(v)))]
@@ -215,23 +236,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
         t = req_truth[resp.local_port]
         e = eng_truth[t["wire_rid"]]
         assert (t["pid"], e["pid"]) == (fe["pid"], eng["pid"])
-        # absolute boundaries, back from the first token (the stages sum to TTFT)
-        bound, x = {}, rec["t_first_token_ns"]
-        for k in reversed(STAGES):
-            x -= st[k] * 1e6
-            bound[k] = x
-        # where a message crossed a socket, against where Python handed it over
-        # or took it: a crossing out follows its handoff, a crossing in precedes
-        # its take (EPS: the stamps' own cost). A wrong join breaks these by the
-        # milliseconds between requests.
-        order = [
-            ("frontend wrote the request", bound["ipc_in"] >= t["t_send_ns"] - EPS_NS),
-            ("engine read it", t["t_send_ns"] - EPS_NS <= bound["queue"]
-             <= e["t_recv_ns"] + EPS_NS),
-            ("engine wrote its first output", bound["ipc_out"] >= e["t_first_sent_ns"] - EPS_NS),
-            ("frontend read it", e["t_first_sent_ns"] - EPS_NS <= bound["emit"]
-             <= t["t_first_recv_ns"] + EPS_NS),
-        ]
+        order = handoff_order(rec, t, e)
         if join == "exact":
             assert all(ok for _, ok in order), (rec["id"], [k for k, ok in order if not ok], st)
         elif not all(ok for _, ok in order):   # inferred: counted against the bar below
