@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include "user/proto/zmtp/msg_sync.h"
+#include "user/proto/zmtp/zmtp_pickle.h"
 #include "user/proto/zmtp/zmtp.h"
 
 #define F_MORE 0x01
@@ -53,8 +54,8 @@ static bool zmtp_body_id(const unsigned char *b, size_t n, uint64_t size)
 /* Is the ZMTP message body b[0 .. size), captured whole, one msgpack map or array or one pickle? */
 static bool zmtp_body_value(const unsigned char *b, uint64_t size)
 {
-	if (size >= 3 && b[0] == 0x80 && b[1] >= 2 && b[1] <= 5)
-		return b[size - 1] == '.';
+	if (size >= 3 && zmtp_is_pickle(b, (size_t)size))
+		return b[size - 1] == '.';	/* STOP */
 	if (!size || !((b[0] >= 0x80 && b[0] <= 0x9f) || (b[0] >= 0xdc && b[0] <= 0xdf)))
 		return false;
 	return zmtp_msgpack_value(b, (size_t)size, size) == (long)size;
