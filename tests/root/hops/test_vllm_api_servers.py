@@ -19,7 +19,6 @@ handoffs (a crossing out after its handoff, a crossing in before its take)
 and, through the LD_PRELOAD shim every process of the stack inherits, to the
 socket crossings themselves at test_vllm_split's EXACT_BAR.
 """
-import json
 import os
 import re
 import select
@@ -34,7 +33,7 @@ from conftest import conn_client_port, needs_root
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_vllm_shaped import BLOCK, FRONTEND, PREFILL_US, PYTHON, STEP_MS, drive, one, workload  # noqa: E402,E501
 from test_vllm_split import (EXACT_BAR, HOP_STAGES, SHIM, STAGES, crossing_truth,  # noqa: E402
-                             crossings, handoff_order, within)
+                             handoff_order, stack_truth, within)
 
 pytestmark = needs_root
 
@@ -93,10 +92,7 @@ def test_two_api_servers_attached(procs, tmp_path, tracer, dp):
         assert tr.stop() == 0, tr.stderr
     finally:
         st.stop()
-    truth = [json.loads(l) for l in open(log) if l.strip()]
-    req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
-    eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}     # by wire id
-    xs = crossings(truth)
+    req_truth, eng_truth, xs = stack_truth(log)
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
     served, ranks, good, missed = {}, {}, 0, {k: 0 for k in HOP_STAGES}

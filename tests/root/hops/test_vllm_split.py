@@ -139,6 +139,14 @@ def crossing_truth(xs, t, e):
     return {k: (b[i + 1] - b[i]) / 1e6 for i, k in enumerate(HOP_STAGES)}, c
 
 
+def stack_truth(log):
+    """The stack's truth log: requests by client port, the engine's by wire id,
+    and the shim's crossings (crossings())."""
+    truth = [json.loads(l) for l in open(log) if l.strip()]
+    return ({t["rport"]: t for t in truth if t["ev"] == "request"},
+            {t["rid"]: t for t in truth if t["ev"] == "eng_req"}, crossings(truth))
+
+
 def handoff_order(rec, t, e):
     """Where each message crossed a socket, against where the stack's Python
     handed it over or took it (t: the frontend's request truth, e: the
@@ -213,10 +221,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
     for pid in left:    # SCHED_FIFO leftovers would disturb every later timing test
         os.kill(pid, 9)
     assert not left, "the stack outlived ttftrace: %s" % left
-    truth = [json.loads(l) for l in open(log) if l.strip()]
-    req_truth = {t["rport"]: t for t in truth if t["ev"] == "request"}
-    eng_truth = {t["rid"]: t for t in truth if t["ev"] == "eng_req"}     # by wire id
-    xs = crossings(truth)
+    req_truth, eng_truth, xs = stack_truth(log)
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
     good, missed, misordered = 0, {k: 0 for k in HOP_STAGES}, []
