@@ -327,14 +327,15 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/noroot/fuzz/fuzz_%.o $(FUZZ_USER_OBJS)
 	$(Q)$(CLANG) $(FUZZ_CFLAGS) $(FUZZ_SAN) $^ $(LDLIBS) -ldl -o $@
 
 # --- GPU check -----------------------------------------------------------------------
-# The CUPTI collector in a real CUDA process (tests/gpu/run.sh: PyTorch server, with and
-# without injection, one results file). Needs an NVIDIA GPU, PyTorch with CUDA and CUPTI
-# headers; it builds what it needs with $(CC) alone (no BPF toolchain, no root), so it
-# depends on nothing here. Not part of `make test`.
+# Every GPU question in one run (tests/gpu/run.sh, docs/gpu.md "The GPU check"): known
+# work, the live tracer, copybw, pcie, gpu-attach, cost; one results file. Needs an NVIDIA
+# GPU, PyTorch with CUDA, nvcc and CUPTI headers, and a built ./ttftrace. DRY=1 runs the
+# same steps here with stand-ins (tests/root/gpu/test_gpu_check_dry.py, in make test).
 GPU_RESULTS ?= $(OUTPUT)/gpu-check/results.json
+DRY ?= 0
 
 gpu-check:
-	$(Q)tests/gpu/run.sh $(GPU_RESULTS)
+	$(Q)DRY=$(DRY) tests/gpu/run.sh $(GPU_RESULTS)
 
 # --- CUDA header sets -------------------------------------------------------------
 # cuda-none-check: a copy of the tree built and tested (unit, noroot) in a mount namespace

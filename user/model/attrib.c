@@ -155,17 +155,25 @@ static void name_outliers(const struct ttf_request *r, const struct ttf_req_metr
 	}
 }
 
-/* Kernels and copies of the engine process inside [start, end). */
+/*
+ * Kernels and copies of the engine process inside [start, end). @tid != 0:
+ * the request's own thread; when it launched GPU work in the window (a
+ * thread-per-request server), only that work is the request's, since other
+ * requests' work overlaps the window; else the whole process's.
+ */
 static void gpu_part(struct ttf_attrib *a, const struct attrib_sources *src, uint32_t pid,
-		     uint64_t start, uint64_t end)
+		     uint32_t tid, uint64_t start, uint64_t end)
 {
 	struct gpu_copy_bw bw[TTF_MAX_COPIES];
 	struct gpu_prefill gp;
-	int n;
+	int n = -1;
 
 	if (!src->gpu || !pid || end <= start)
 		return;
-	n = gpu_join__prefill(src->gpu, pid, start, end, &gp, bw, TTF_MAX_COPIES);
+	if (tid)
+		n = gpu_join__prefill(src->gpu, pid, tid, start, end, &gp, bw, TTF_MAX_COPIES);
+	if (n < 0 || gp.split.kernels == gp.split.unjoined)
+		n = gpu_join__prefill(src->gpu, pid, 0, start, end, &gp, bw, TTF_MAX_COPIES);
 	if (n < 0 || (!gp.split.kernels && !gp.split.copies))
 		return;
 	a->gpu.have = 1;
@@ -407,8 +415,8 @@ int ttf_attrib__compute(const struct ttf_request *r, const struct ttf_req_metric
 		set_inferred(a, "event order clamped");
 
 	/* GPU spans: the prefill window, or the whole server stage without step probes. */
-	gpu_part(a, src, have_steps ? k->step_tgid : r->tgid, have_steps ? b[4] : b[2],
-		 have_steps ? b[5] : b[6]);
+	gpu_part(a, src, have_steps ? k->step_tgid : r->tgid, have_steps ? 0 : r->tx_tid,
+		 have_steps ? b[4] : b[2], have_steps ? b[5] : b[6]);
 	if (a->gpu.have && have_steps && a->gpu.copy_ns) {
 		uint64_t c = a->gpu.copy_ns;
 

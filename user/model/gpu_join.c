@@ -143,15 +143,16 @@ int gpu_join__step(struct gpu_store *s, uint32_t pid, const struct gpu_step *ste
 	return split(s, pid, step->tid, step->start_ns, step->end_ns, out, NULL, 0, NULL);
 }
 
-int gpu_join__prefill(struct gpu_store *s, uint32_t pid, uint64_t start_ns, uint64_t end_ns,
-		      struct gpu_prefill *out, struct gpu_copy_bw *copies, size_t max)
+int gpu_join__prefill(struct gpu_store *s, uint32_t pid, uint32_t tid, uint64_t start_ns,
+		      uint64_t end_ns, struct gpu_prefill *out, struct gpu_copy_bw *copies,
+		      size_t max)
 {
 	int err;
 
 	if (end_ns < start_ns)
 		return -EINVAL;
 	memset(out, 0, sizeof(*out));
-	err = split(s, pid, 0, start_ns, end_ns, &out->split, copies, max, &out->copy_total_ns);
+	err = split(s, pid, tid, start_ns, end_ns, &out->split, copies, max, &out->copy_total_ns);
 	if (err)
 		return err;
 	out->gpu_busy_ns = out->split.compute_ns + out->split.copy_ns;

@@ -73,10 +73,13 @@ struct gpu_prefill {
 
 /*
  * GPU time of a request whose prefill ran in [start_ns, end_ns) in process
- * @pid (the engine/worker process). Copies overlapping the window go to
- * @copies (up to @max); returns how many there are, or -EINVAL/-ENOMEM.
+ * @pid (the engine/worker process). @tid != 0 keeps only the work that
+ * thread launched (and work whose launching thread is unknown); 0 keeps the
+ * whole process's. Copies overlapping the window go to @copies (up to @max);
+ * returns how many there are, or -EINVAL/-ENOMEM.
  */
-int gpu_join__prefill(struct gpu_store *s, uint32_t pid, uint64_t start_ns, uint64_t end_ns,
-		      struct gpu_prefill *out, struct gpu_copy_bw *copies, size_t max);
+int gpu_join__prefill(struct gpu_store *s, uint32_t pid, uint32_t tid, uint64_t start_ns,
+		      uint64_t end_ns, struct gpu_prefill *out, struct gpu_copy_bw *copies,
+		      size_t max);
 
 #endif /* TTFTRACE_GPU_JOIN_H */

@@ -8,9 +8,12 @@
  * Collects records until SIGINT/SIGTERM (or -d seconds), then joins them
  * with request prefill windows and writes one JSON object.
  *
- * Usage: cupti_rx [-s SOCK] [-d SECONDS] [-w WINDOWS] [-o OUT.json]
+ * Usage: cupti_rx [-s SOCK] [-d SECONDS] [-w WINDOWS] [-o OUT.json] [-r SPANS]
  *   WINDOWS: lines "ID PID START_NS END_NS" (CLOCK_MONOTONIC prefill windows;
  *   PID 0 = the process that sent the most kernels).
+ *   SPANS: every kernel and copy kept, one per line (check.py reads them):
+ *     K PID TID START_NS END_NS GRAPH_ID NAME
+ *     C PID TID START_NS END_NS BYTES COPY_KIND PAGEABLE
  */
 #include <errno.h>
 #include <getopt.h>
@@ -118,7 +121,7 @@ static void requests(struct gpu_store *s, const char *path, FILE *out)
 
 	fprintf(out, "\"requests\": [");
 	while (f && fscanf(f, "%llu %u %llu %llu", &id, &pid, &start, &end) == 4) {
-		int nc = gpu_join__prefill(s, pid ? pid : fallback, start, end, &p, bw, 64);
+		int nc = gpu_join__prefill(s, pid ? pid : fallback, 0, start, end, &p, bw, 64);
 
 		if (nc < 0)
 			continue;
@@ -145,10 +148,44 @@ static void requests(struct gpu_store *s, const char *path, FILE *out)
 		fclose(f);
 }
 
+/* Every kernel and copy span, for matching against known work (-r). */
+static int dump_spans(struct gpu_store *s, const char *path)
+{
+	size_t nk = gpu_store__kernels(s, 0, 0, UINT64_MAX, NULL, 0);
+	size_t nc = gpu_store__copies(s, 0, 0, UINT64_MAX, NULL, 0);
+	struct gpu_kernel_span *ks = calloc(nk + 1, sizeof(*ks));
+	struct gpu_copy_span *cs = calloc(nc + 1, sizeof(*cs));
+	FILE *f = fopen(path, "w");
+
+	if (!ks || !cs || !f) {
+		fprintf(stderr, "Error: cannot write %s: %s\n", path, strerror(errno));
+		free(ks);
+		free(cs);
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	gpu_store__kernels(s, 0, 0, UINT64_MAX, ks, nk);
+	gpu_store__copies(s, 0, 0, UINT64_MAX, cs, nc);
+	for (size_t i = 0; i < nk; i++)
+		fprintf(f, "K %u %u %llu %llu %u %s\n", ks[i].pid, ks[i].tid,
+			(unsigned long long)ks[i].start_ns, (unsigned long long)ks[i].end_ns,
+			ks[i].graph_id, ks[i].name && *ks[i].name ? ks[i].name : "?");
+	for (size_t i = 0; i < nc; i++)
+		fprintf(f, "C %u %u %llu %llu %llu %u %d\n", cs[i].pid, cs[i].tid,
+			(unsigned long long)cs[i].start_ns, (unsigned long long)cs[i].end_ns,
+			(unsigned long long)cs[i].bytes, cs[i].memset ? 0 : cs[i].copy_kind,
+			cs[i].pageable);
+	fclose(f);
+	free(ks);
+	free(cs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gpu_rx_opts ro = { .sz = sizeof(ro) };
-	const char *windows = NULL, *out_path = NULL;
+	const char *windows = NULL, *out_path = NULL, *spans = NULL;
 	double duration_s = 0;
 	struct ttf_gpu_stats st;
 	struct gpu_store *s;
@@ -158,14 +195,15 @@ int main(int argc, char **argv)
 	FILE *out = stdout;
 	int opt, err = 0;
 
-	while ((opt = getopt(argc, argv, "s:d:w:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:w:o:r:h")) != -1) {
 		switch (opt) {
 		case 's': ro.sock_path = optarg; break;
 		case 'd': duration_s = atof(optarg); break;
 		case 'w': windows = optarg; break;
 		case 'o': out_path = optarg; break;
+		case 'r': spans = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-s SOCK] [-d SECONDS] [-w WINDOWS] [-o OUT]\n",
+			fprintf(stderr, "usage: %s [-s SOCK] [-d SECONDS] [-w WINDOWS] [-o OUT] [-r SPANS]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -194,6 +232,8 @@ int main(int argc, char **argv)
 		recs += err > 0 ? err : 0;
 		usleep(2000);
 	}
+	if (spans && dump_spans(s, spans))
+		return 1;
 	if (out_path && !(out = fopen(out_path, "w"))) {
 		fprintf(stderr, "Error: cannot write %s: %s\n", out_path, strerror(errno));
 		return 1;

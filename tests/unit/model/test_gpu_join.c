@@ -82,7 +82,7 @@ static void test_prefill_known_schedule(void **state)
 	kernel(s, PID + 1, 5, T0 + 5 * MS, T0 + 8 * MS, 0);
 	kernel(s, PID, 6, T0, T0 + 1 * MS, 0); /* ends exactly at the window start */
 
-	assert_int_equal(gpu_join__prefill(s, PID, T0 + 1 * MS, T0 + 11 * MS, &p, bw, 4), 1);
+	assert_int_equal(gpu_join__prefill(s, PID, 0, T0 + 1 * MS, T0 + 11 * MS, &p, bw, 4), 1);
 	assert_int_equal(p.split.window_ns, 10 * MS);
 	assert_int_equal(p.split.compute_ns, 4 * MS);
 	assert_int_equal(p.split.copy_ns, 500 * US);
@@ -95,7 +95,7 @@ static void test_prefill_known_schedule(void **state)
 	assert_int_equal(bw[0].copy_kind, TTF_GPU_COPY_HTOD);
 	assert_false(bw[0].pageable);
 	assert_float_equal(bw[0].gbps, 33.554432, 1e-9);
-	assert_int_equal(gpu_join__prefill(s, PID, 10, 5, &p, bw, 4), -EINVAL);
+	assert_int_equal(gpu_join__prefill(s, PID, 0, 10, 5, &p, bw, 4), -EINVAL);
 }
 
 /* docs/cases.md #23: the same 24 MiB pageable copy is flagged, and its rate reported as is. */
@@ -145,6 +145,30 @@ static void test_step_split_by_thread(void **state)
 	assert_int_equal(gpu_join__step(s, PID, &step, &sp), 0);
 	assert_int_equal(sp.compute_ns, 6 * MS);
 	assert_int_equal(sp.host_gap_ns, 3 * MS);
+}
+
+/*
+ * A thread-per-request server: thread A's prefill kernel [1,3) ms and thread
+ * B's decode kernel [2,6) ms both fall in A's window [0,10); with A's tid the
+ * prefill is A's 2 ms alone, with 0 the whole process's 5 ms.
+ */
+static void test_prefill_by_thread(void **state)
+{
+	struct gpu_store *s = *state;
+	struct gpu_copy_bw bw[2];
+	struct gpu_prefill p;
+
+	api(s, 1, TID_A, TTF_GPU_API_LAUNCH, T0, T0 + 10 * US);
+	api(s, 2, TID_B, TTF_GPU_API_LAUNCH, T0 + 20 * US, T0 + 30 * US);
+	kernel(s, PID, 1, T0 + 1 * MS, T0 + 3 * MS, 0);
+	kernel(s, PID, 2, T0 + 2 * MS, T0 + 6 * MS, 0);
+
+	assert_int_equal(gpu_join__prefill(s, PID, TID_A, T0, T0 + 10 * MS, &p, bw, 2), 0);
+	assert_int_equal(p.split.compute_ns, 2 * MS);
+	assert_int_equal(p.split.kernels, 1);
+	assert_int_equal(gpu_join__prefill(s, PID, 0, T0, T0 + 10 * MS, &p, bw, 2), 0);
+	assert_int_equal(p.split.compute_ns, 5 * MS);
+	assert_int_equal(p.split.kernels, 2);
 }
 
 /*
@@ -220,6 +244,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_prefill_known_schedule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pageable_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_step_split_by_thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prefill_by_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_infer_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_names_stats_expire, setup, teardown),
 	};
