@@ -227,7 +227,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	__u64 cookie;
 	__u32 tls;
 
-	if (!tgid_traced(pid_tgid >> 32))
+	if (!tgid_traced(pid_tgid >> 32) &&
+	    !(type == TTF_EV_RECV && ret > 0 &&
+	      follow_claim(sk, bpf_map_lookup_elem(&sys_args, &pid_tgid))))
 		return 0;
 	if (!io_wanted(sk, ret, flags, type)) {
 		/* a transmit this write kept (B1.12): no SEND record will carry it */

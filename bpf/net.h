@@ -34,6 +34,13 @@ enum ttf_event_type {
 			   * or ended after the peer's FIN; a unix one ended (EOF, close(2)) */
 	TTF_EV_EXIT = 5,  /* a traced process (thread group) exited */
 	TTF_EV_FORK = 6,  /* a traced process forked a new traced process */
+	/*
+	 * An untraced process read a traced process's call on a local TCP
+	 * listener's connection and is traced from that read on, in the kernel
+	 * (bpf/net_hop.bpf.h): tgid the caller, tid the listener's process,
+	 * comm its name, the addresses its socket's.
+	 */
+	TTF_EV_FOLLOW = 7,
 };
 
 /* ttf_net_event.flags */
@@ -194,6 +201,10 @@ enum ttf_counter {
 	TTF_CNT_TLS_UNJOINED,       /* TLS plaintext reads/writes with no socket known: dropped */
 	TTF_CNT_TLS_CALL_MAP_FULL,  /* could not remember a TLS call's arguments */
 	TTF_CNT_XMIT_FOLDED,        /* transmits carried by their write's SEND record, not sent alone (B1.12) */
+	TTF_CNT_HOP_MARKED,         /* a traced process connected to an untraced local port */
+	TTF_CNT_HOP_FOLLOWED,       /* its listener's first read traced it, in the kernel */
+	TTF_CNT_HOP_MAP_FULL,       /* could not remember such a port, or trace its listener */
+	TTF_CNT_HOP_UNTRACED_CALLS, /* untraced reads looked at while a hop was pending */
 	TTF_CNT__MAX,
 };
 

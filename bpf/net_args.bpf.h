@@ -10,6 +10,7 @@
 #define TTF_NET_ARGS_BPF_H
 
 #include "bpf/net_xmit.bpf.h"
+#include "bpf/net_hop.bpf.h"
 
 /* close(2), which ends a unix stream connection (docs/kernel.md B10) */
 #if defined(__TARGET_ARCH_x86)
@@ -96,9 +97,12 @@ static __always_inline void remember_call(struct pt_regs *regs, const unsigned l
 {
 	struct sys_args a = {}, *old;
 	__u64 pid_tgid;
+	bool traced;
 
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!tgid_traced(pid_tgid >> 32))
+	traced = tgid_traced(pid_tgid >> 32);
+	/* an untraced thread's read, while a hop is pending, may be its first (net_hop.bpf.h) */
+	if (!traced && !follow_open())
 		return;
 	switch (id) {
 	case NR_read:
@@ -139,6 +143,8 @@ static __always_inline void remember_call(struct pt_regs *regs, const unsigned l
 	default:
 		return;
 	}
+	if (!traced && a.dir != DIR_RECV)
+		return;
 	a.nr = id;
 	a.enter_ns = bpf_ktime_get_ns();
 	a.fd = syscall_arg(regs, args, 0);

@@ -14,6 +14,7 @@
 
 #include "bpf/net_sock.bpf.h"
 #include "bpf/tls.bpf.h"
+#include "bpf/net_hop.bpf.h"
 
 /*
  * The end of a traced unix stream connection, seen from one end (cookie is
@@ -116,6 +117,10 @@ int BPF_PROG(handle_set_state, const struct sock *sk, const int oldstate, const 
 	struct scratch *s;
 	__u64 cookie;
 
+	if (newstate == TCP_SYN_SENT) {
+		follow_connect(sk);	/* in the connecting task (B1.14) */
+		return 0;
+	}
 	if (oldstate != TCP_ESTABLISHED && newstate != TCP_CLOSE)
 		return 0;
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)

@@ -6,6 +6,7 @@
  * both objects, so user/probe/net_probe.c drives either one.
  *
  *   sched_process_*     follow fork/exec/exit of traced processes
+ *   (sources' reads)    trace a traced process's new local upstream at its first read
  *   sk_data_ready       kernel arrival time of data on a traced socket
  *   tcp_probe           the same from TCP receive, where sk_data_ready is missing
  *   net_dev_start_xmit  XMIT record with the segment's end sequence number
@@ -25,6 +26,7 @@
 #include "bpf/net_maps.bpf.h"		/* configuration, records, maps */
 #include "bpf/net_sock.bpf.h"		/* socket kind, addresses, ids */
 #include "bpf/net_follow.bpf.h"		/* fork/exec/exit programs */
+#include "bpf/net_hop.bpf.h"		/* a new local upstream traced at its first read */
 #include "bpf/net_xmit.bpf.h"		/* XMIT records, folding into SEND */
 #include "bpf/net_args.bpf.h"		/* syscall arguments at sys_enter */
 #include "bpf/net_capture.bpf.h"	/* RECV/SEND records with payload */

@@ -37,6 +37,7 @@ const volatile __u16 targ_port = 0;	/* 0: any local port */
 const volatile __u64 targ_wakeup_bytes = 4 << 20;
 const volatile char targ_comm[TTF_COMM_LEN] = {};
 const volatile bool targ_follow_comm = false;
+const volatile bool targ_follow_hops = false;	/* bpf/net_hop.bpf.h */
 
 enum buf_kind { BUF_FLAT = 1, BUF_IOV = 2, BUF_MSG = 3, BUF_NONE = 4 /* sendfile */ };
 enum buf_dir { DIR_RECV = 1, DIR_SEND = 2 };
@@ -87,6 +88,23 @@ struct {
 	__type(key, struct ttf_listen_key);
 	__type(value, __u8);
 } listen_ports SEC(".maps");
+
+/* A local port a traced process connected to, its listener not traced yet (net_hop.bpf.h). */
+struct follow_mark {
+	__u64 marked_ns;
+	__u32 caller_tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct ttf_listen_key);
+	__type(value, struct follow_mark);
+} follow_ports SEC(".maps");
+
+/* Until when untraced reads are looked at (the newest mark's end of life); 0: never. */
+volatile __u64 follow_open_until_ns;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -179,6 +179,18 @@ static __always_inline struct sock *sock_from_fd(__u32 fd)
 	return so ? BPF_CORE_READ(so, sk) : NULL;
 }
 
+/*
+ * The network namespace sk lives in, as its proc inode (net->ns.inum; the
+ * st_ino of /proc/PID/ns/net, docs/kernel.md B14); 0 without CONFIG_NET_NS
+ * (possible_net_t then has no net).
+ */
+static __always_inline __u32 sk_netns_ino(const struct sock *sk)
+{
+	if (!bpf_core_field_exists(sk->__sk_common.skc_net.net))
+		return 0;
+	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
 /* Remember socket cookie as traced (for the kernel-side programs). */
 static __always_inline void mark_traced(__u64 cookie)
 {

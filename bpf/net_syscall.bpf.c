@@ -72,6 +72,12 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 	if (!a)
 		return;
 	type = a->dir == DIR_RECV ? TTF_EV_RECV : TTF_EV_SEND;
+	/* an untraced thread's read, remembered while a hop is pending (net_hop.bpf.h) */
+	if (!tgid_traced(pid_tgid >> 32) &&
+	    !(ret > 0 && (sk = sock_from_fd(a->fd)) && follow_claim(sk, a))) {
+		bpf_map_delete_elem(&sys_args, &pid_tgid);
+		return;
+	}
 	if (ret > 0 && (sk = sock_from_fd(a->fd)) && io_wanted(sk, ret, a->flags, type)) {
 		id = sk_id(sk, true);
 		if (id) {

@@ -15,18 +15,6 @@
 
 #include "bpf/net_xmit.bpf.h"
 
-/*
- * The network namespace sk lives in, as its proc inode (net->ns.inum; the
- * st_ino of /proc/PID/ns/net, docs/kernel.md B14); 0 without CONFIG_NET_NS
- * (possible_net_t then has no net).
- */
-static __always_inline __u32 sk_netns_ino(const struct sock *sk)
-{
-	if (!bpf_core_field_exists(sk->__sk_common.skc_net.net))
-		return 0;
-	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
-}
-
 static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 {
 	bool unix_sk = false;
@@ -59,7 +47,7 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 			.port = BPF_CORE_READ(sk, __sk_common.skc_num),
 		};
 
-		if (!bpf_map_lookup_elem(&listen_ports, &key))
+		if (!bpf_map_lookup_elem(&listen_ports, &key) && !follow_arrival(&key))
 			return false;
 	}
 #ifdef TTF_SK_ID_BY_PTR

@@ -113,6 +113,25 @@ static void follow_upstreams(struct tracer *t)
 	}
 }
 
+/*
+ * A FOLLOW record: the kernel traced a caller's new local upstream at its
+ * first read (bpf/net_hop.bpf.h); trace it here too, with its descendants,
+ * engine and scheduler, as hop discovery would.
+ */
+static void trace_followed(struct tracer *t, const struct ttf_net_event *e)
+{
+	struct follow_req req = { .caller_tgid = e->tgid, .what = "listens there" };
+
+	if (!t->follow || target__by_pid(&req.found, e->tid)) {
+		target_set__free(&req.found);
+		return;
+	}
+	target__comm(e->tgid, req.caller_comm, sizeof(req.caller_comm));
+	snprintf(req.where, sizeof(req.where), "port %u", e->lport);
+	trace_found(t, &req);
+	follow_req__free(&req);
+}
+
 /* Net records: the tracer follows forks (targets, engine uprobes), the pipeline gets them all. */
 int tracer__on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 {
@@ -122,6 +141,8 @@ int tracer__on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 		target_set__add(&t->targets, e->tid);
 		engine_setup__attach(t->engine, e->tid);
 		listen_map__forked(&t->listen_map, e->tgid, e->tid, e->ts_ns);
+	} else if (e->type == TTF_EV_FOLLOW) {
+		trace_followed(t, e);
 	}
 	pipeline__on_net(t->pipe, e, len);
 	follow_upstreams(t);	/* at once, as the record that showed the call */

@@ -93,6 +93,7 @@ int tracer__load_net(struct tracer *t)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.port_filter = o->target == TTF_TARGET_PORT && o->no_hops ? o->port : 0,
 		.follow_comm = o->target == TTF_TARGET_COMM ? o->comm : NULL,
+		.follow_hops = !o->no_hops,
 		.skip_progs = getenv("TTFTRACE_SKIP_PROGS"),
 		.source = o->net_source,
 		.no_tls = o->no_tls,

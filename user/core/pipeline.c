@@ -331,8 +331,10 @@ int pipeline__on_net(struct pipeline *p, const struct ttf_net_event *e, size_t l
 	if (e->type == TTF_EV_EXIT && p->sched && len >= sizeof(*e))
 		sched__forget_tgid(p->sched, e->tgid, e->ts_ns);
 	/* a FORK names its child (tid: the child's tgid); a main thread its process */
-	if (p->hops && len >= sizeof(*e) && (e->type == TTF_EV_FORK || e->tid == e->tgid))
-		hop_joins__proc_name(p->hops, e->type == TTF_EV_FORK ? e->tid : e->tgid, e->comm);
+	if (p->hops && len >= sizeof(*e) &&
+	    (e->type == TTF_EV_FORK || e->type == TTF_EV_FOLLOW || e->tid == e->tgid))
+		hop_joins__proc_name(p->hops, e->type == TTF_EV_FORK || e->type == TTF_EV_FOLLOW ?
+					      e->tid : e->tgid, e->comm);
 	return conn_table__on_event(p->conns, e, len);
 }
 

@@ -42,6 +42,10 @@ static const char *const counter_names[TTF_CNT__MAX] = {
 	[TTF_CNT_TLS_UNJOINED] = "tls_unjoined",
 	[TTF_CNT_TLS_CALL_MAP_FULL] = "tls_call_map_full",
 	[TTF_CNT_XMIT_FOLDED] = "xmit_folded",
+	[TTF_CNT_HOP_MARKED] = "hop_kernel_marked",
+	[TTF_CNT_HOP_FOLLOWED] = "hop_kernel_followed",
+	[TTF_CNT_HOP_MAP_FULL] = "hop_kernel_map_full",
+	[TTF_CNT_HOP_UNTRACED_CALLS] = "hop_kernel_untraced_reads",
 };
 
 static int ring_cb(void *ctx, void *data, size_t len)
@@ -81,6 +85,7 @@ static const char *const required_none[] = { NULL };
 		(skel)->rodata->targ_capture_send_bytes = (opts)->capture_send_bytes ?     \
 			(opts)->capture_send_bytes : TTF_CAPTURE_SEND_DEFAULT_BYTES;       \
 		(skel)->rodata->targ_port = (opts)->port_filter;                           \
+		(skel)->rodata->targ_follow_hops = (opts)->follow_hops;                    \
 		if ((opts)->follow_comm) {                                                 \
 			strncpy((char *)(skel)->rodata->targ_comm, (opts)->follow_comm,    \
 				TTF_COMM_LEN - 1);                                         \

@@ -51,6 +51,8 @@ struct net_probe_opts {
 	uint32_t ringbuf_bytes;		/* power of two, >= page size */
 	uint16_t port_filter;		/* trace only sockets with this local port; 0 = all */
 	const char *follow_comm;	/* also trace processes exec'ing with this comm; NULL none */
+	/* 1: a traced process's local upstream is traced at its first read (bpf/net_hop.bpf.h) */
+	int follow_hops;
 	/*
 	 * Comma-separated program names not to load ("all" for every one):
 	 * a fault-injection seam for tests (env TTFTRACE_SKIP_PROGS).

@@ -393,6 +393,7 @@ int conn_table__on_event(struct conn_table *t, const struct ttf_net_event *e, si
 				conn_close(t, c, TTF_REQ_ABORTED, true, e->ts_ns);
 		return 0;
 	case TTF_EV_FORK:
+	case TTF_EV_FOLLOW:
 		return 0;
 	default:
 		t->stats.malformed++;

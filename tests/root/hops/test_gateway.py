@@ -365,14 +365,15 @@ def test_no_hops_and_untraced(procs, tmp_path, sse_server, tracer):
     assert tr.stop() == 0, tr.stderr
     assert "Hop:" not in tr.stderr
     assert [("hops" in r) for r in tr.requests()] == [False] * 3
-    # with hops: the request in flight while the upstream is found merges, and says why
+    # with hops: the request that names the upstream joins it already (the kernel
+    # traces the server at its first read, test_first_call.py)
     tr = tracer("--port", port)
     concurrent(port, 1, 1)
     tr.wait_requests(1, timeout_s=10)
     assert tr.stop() == 0, tr.stderr
     (r,) = tr.requests()
     up = r["hops"][1]
-    assert up["pid"] is None and "not seen" in up["merged_why"], up
+    assert up["pid"] == srv.pid and up["join"] == "exact", up
     assert chain_sum_ok(r)
 
 
