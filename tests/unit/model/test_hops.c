@@ -367,6 +367,69 @@ static void test_pd_chain(void **state)
 	hops__free(h);
 }
 
+/*
+ * Ollama in front of llama-server: r (POST, body 0x11) read at 10 ms; a
+ * health check S (GET, no body) written at 10.5 ms, answered at 11 ms, and
+ * its server's request Es; the call D (POST, its body rewritten: 0x55)
+ * written at 12 ms, its first token read at 50 ms, r's first write at
+ * 50.1 ms. Another request's call Q streamed at 30 ms, 20 ms before r's
+ * write: not a relay of it. r joins D, inferred, and S and Es go out with
+ * r: nothing stays held.
+ */
+static void test_side_call_and_rewritten_body(void **state)
+{
+	struct hops *h = hops__new();
+	struct ttf_request r, s, es, d, q;
+	struct ttf_req_metrics m;
+	struct ttf_attrib a;
+	struct ttf_hop_chain c;
+	const uint64_t rt[] = { 50100000, 60100000 }, st[] = { 11 * MS }, est[] = { 10900000 };
+	const uint64_t dt[] = { 50 * MS, 60 * MS }, qt[] = { 29 * MS, 30 * MS };
+	(void)state;
+	n_expired = 0;
+	req(&r, 1, GW, 9 * MS, 10 * MS, rt, 2);
+	r.body_hash = 0x11;
+	strcpy(r.method, "POST");
+	addr(&r.addr, 8080, 50000);
+	req(&s, 2, GW, 10500000, 10500000, st, 1);
+	s.flags = TTF_REQ_UPSTREAM;
+	strcpy(s.method, "GET");
+	addr(&s.addr, 40000, 8081);
+	req(&es, 3, UP, 10600000, 10600000, est, 1);
+	addr(&es.addr, 8081, 40000);
+	req(&d, 4, GW, 12 * MS, 12 * MS, dt, 2);
+	d.flags |= TTF_REQ_UPSTREAM;
+	d.body_hash = 0x55;
+	strcpy(d.method, "POST");
+	addr(&d.addr, 40001, 8081);
+	req(&q, 5, GW, 11 * MS, 11 * MS, qt, 2);
+	q.flags |= TTF_REQ_UPSTREAM;
+	q.body_hash = 0x66;
+	strcpy(q.method, "POST");
+	addr(&q.addr, 40002, 8081);
+	for (struct ttf_request *x = &s; x; x = x == &s ? &d : x == &d ? &q : NULL) {
+		assert_int_equal(hops__on_upstream_conn(h, x), 0);
+		compute(x, &m, &a);
+		assert_int_equal(hops__hold(h, x, &m, &a), 1);
+	}
+	compute(&es, &m, &a);
+	assert_int_equal(hops__hold(h, &es, &m, &a), 1);
+	compute(&r, &m, &a);
+	assert_int_equal(hops__join(h, &r, &m, &a, &c), 1);
+	assert_int_equal(c.up_port, 8081);
+	assert_int_equal(c.gw_port, 40001);	/* D's connection, not S's or Q's */
+	assert_int_equal(c.exact, 0);
+	assert_non_null(strstr(c.why, "rewritten"));
+	assert_int_equal(hops__stats(h)->joined_rewritten, 1);
+	assert_int_equal(hops__stats(h)->side_calls, 1);
+	hops__expire(h, UINT64_MAX, count_out, NULL);
+	assert_int_equal(n_expired, 1);		/* Q alone: S and Es went out with r */
+	for (struct ttf_request *x = &r; x; x = x == &r ? &s : x == &s ? &es : x == &es ? &d :
+						   x == &d ? &q : NULL)
+		ttf_request__release(x);
+	hops__free(h);
+}
+
 /* Without a prefill call the two stages are absent: 0, and not present. */
 static void test_pd_stages_absent(void **state)
 {
@@ -390,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_no_gateway),
 		cmocka_unit_test(test_body_hash_decides),
 		cmocka_unit_test(test_pd_chain),
+		cmocka_unit_test(test_side_call_and_rewritten_body),
 		cmocka_unit_test(test_pd_stages_absent),
 	};
 

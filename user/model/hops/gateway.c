@@ -183,13 +183,18 @@ static int fits(const struct ttf_request *r, const struct held *d)
 	const struct ttf_request *u = &d->r;
 	uint64_t w = gw_first_write_ns(r);
 
-	if (!d->upstream || u->tgid != r->tgid || !u->n_events ||
+	if (!d->upstream || gw_side_call(u) || u->tgid != r->tgid || !u->n_events ||
 	    u->read_first_ns < r->read_first_ns || u->read_first_ns > w)
 		return 0;
 	/* a gateway forwards the body as it is: known sizes and hashes must agree */
 	if (u->body_bytes && r->body_bytes && u->body_bytes != r->body_bytes)
 		return 0;
 	return !u->body_hash || !r->body_hash || u->body_hash == r->body_hash;
+}
+
+int gw_side_call(const struct ttf_request *u)
+{
+	return !strcmp(u->method, "GET") || !strcmp(u->method, "HEAD");
 }
 
 static uint64_t gap(uint64_t a, uint64_t b)
@@ -229,12 +234,40 @@ struct held *gw_find_upstream(struct hops *h, const struct ttf_request *r, int *
  * before its first token was written), whatever its body: a proxy that
  * splits prefill from decode rewrites both (docs/design.md D13).
  */
-static int in_window(const struct ttf_request *r, const struct held *d)
+int gw_in_window(const struct ttf_request *r, const struct held *d)
 {
 	const struct ttf_request *u = &d->r;
 
 	return d->upstream && u->tgid == r->tgid && u->read_first_ns >= r->read_first_ns &&
 	       u->read_first_ns <= gw_first_write_ns(r);
+}
+
+/* A call in r's window that can carry r (not a side call). */
+static int in_window(const struct ttf_request *r, const struct held *d)
+{
+	return gw_in_window(r, d) && !gw_side_call(&d->r);
+}
+
+/* A relaying gateway writes its client's first token this soon after reading its call's. */
+#define RELAY_NS 20000000ull
+
+struct held *gw_find_rewritten(struct hops *h, const struct ttf_request *r, int *n_fit)
+{
+	struct held *best = NULL;
+	uint64_t w = gw_first_write_ns(r);
+
+	*n_fit = 0;
+	for (size_t i = 0; i < h->n_held; i++) {
+		struct held *x = &h->held[i];
+		uint64_t t = x->r.n_events ? x->r.events[0].write_ns : 0;
+
+		if (!in_window(r, x) || !t || t > w || w - t > RELAY_NS)
+			continue;
+		(*n_fit)++;
+		if (!best || t > best->r.events[0].write_ns)
+			best = x;
+	}
+	return best;
 }
 
 /*

@@ -39,6 +39,8 @@ struct hops_stats {
 	uint64_t upstream_conns;	/* upstream connections seen */
 	uint64_t joined_exact, joined_inferred;
 	uint64_t joined_pd;		/* chains with a disaggregated prefill call */
+	uint64_t joined_rewritten;	/* chains whose call carried a rewritten body */
+	uint64_t side_calls;		/* GET/HEAD calls folded into a chain (health checks) */
 	uint64_t upstream_untraced;	/* joins whose upstream server request was not seen */
 	uint64_t expired;		/* held requests no client request claimed: output alone */
 	uint64_t dropped_oom;		/* could not hold: output alone at once */

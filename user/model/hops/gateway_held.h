@@ -62,6 +62,22 @@ struct held *gw_find_upstream(struct hops *h, const struct ttf_request *r, int *
  */
 struct held *gw_find_pd(struct hops *h, const struct ttf_request *r, struct held **p_out,
 			int *n_d, int *same_thread);
+/*
+ * A gateway that rewrites the body (Ollama turns /api/generate into
+ * llama-server's /completion) and relays the tokens: of the calls in r's
+ * window (not side calls) whose first token was read at most RELAY_NS
+ * before r's first write, the one read last. *n_fit: how many there were.
+ */
+struct held *gw_find_rewritten(struct hops *h, const struct ttf_request *r, int *n_fit);
+/*
+ * A side call: a GET or HEAD (a health or status check before the call
+ * proper, as Ollama's GET /health before each /completion); it never
+ * carries a client request, and goes out folded into the chain whose
+ * window it falls in.
+ */
+int gw_side_call(const struct ttf_request *u);
+/* U was written by r's process while r was read or answered, up to its first token. */
+int gw_in_window(const struct ttf_request *r, const struct held *d);
 /* The upstream server's request on U's connection, read closest to U's write; NULL none. */
 struct held *gw_find_engine(const struct hops *h, const struct held *u);
 

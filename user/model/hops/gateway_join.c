@@ -85,6 +85,7 @@ struct join {
 	struct held *e;		/* u's server's request; NULL not seen */
 	struct held *pf, *ep;	/* disaggregated: the prefill call and its server's request */
 	int n_fit, n_same;	/* calls that fit r (find_upstream) */
+	int n_rw;		/* calls in r's window, its body rewritten (find_rewritten) */
 	int n_d, same_thread;	/* disaggregated calls that fit (find_pd) */
 	uint64_t b[TTF_HS__MAX + 1];	/* the stages' boundaries */
 };
@@ -95,6 +96,8 @@ static int find_calls(struct hops *h, const struct ttf_request *r, struct join *
 	j->u = gw_find_upstream(h, r, &j->n_fit, &j->n_same);
 	if (!j->u)
 		j->u = gw_find_pd(h, r, &j->pf, &j->n_d, &j->same_thread);
+	if (!j->u)
+		j->u = gw_find_rewritten(h, r, &j->n_rw);
 	if (j->u)
 		return 1;
 	ttf_debug("hops: request %llu (read %.3f ms, first write %.3f ms): no upstream call "
@@ -126,8 +129,11 @@ static void chain_head(struct hops *h, struct ttf_hop_chain *c, const struct ttf
 		c->gw_ino = ttf_unix_ino(u->r.addr.laddr);
 		c->up_ino = ttf_unix_ino(u->r.addr.raddr);
 	}
-	c->exact = !j->pf && j->n_fit == 1;
-	if (j->pf)
+	c->exact = !j->pf && !j->n_rw && j->n_fit == 1;
+	if (j->n_rw)
+		snprintf(c->why, sizeof(c->why), "its body rewritten: the call written closest to "
+			 "its read that streamed before its first token (%d fit)", j->n_rw);
+	else if (j->pf)
 		snprintf(c->why, sizeof(c->why), "disaggregated: a prefill call answered, then "
 			 "the call that streamed its first token (%d fit%s)", j->n_d,
 			 j->same_thread ? ", on its thread" : "");
@@ -139,6 +145,7 @@ static void chain_head(struct hops *h, struct ttf_hop_chain *c, const struct ttf
 	h->stats.joined_exact += c->exact;
 	h->stats.joined_inferred += !c->exact;
 	h->stats.joined_pd += j->pf != NULL;
+	h->stats.joined_rewritten += j->n_rw > 0;
 }
 
 /* The stages' boundaries, each clamped into [previous, first token]: they sum to TTFT. */
@@ -225,6 +232,26 @@ static void drop_claimed(struct hops *h, const struct join *j)
 		drop_by_id(h, 1, pf_id);
 }
 
+/* Side calls in r's window (health checks) and their servers' requests go out with r. */
+static void drop_side_calls(struct hops *h, const struct ttf_request *r)
+{
+	for (size_t i = 0; i < h->n_held;) {
+		struct held *x = &h->held[i], *e;
+		uint64_t id = x->r.id;
+
+		if (!gw_in_window(r, x) || !gw_side_call(&x->r)) {
+			i++;
+			continue;
+		}
+		e = gw_find_engine(h, x);
+		if (e)
+			drop_by_id(h, 0, e->r.id);
+		drop_by_id(h, 1, id);
+		h->stats.side_calls++;
+		i = 0;	/* removals moved the rest */
+	}
+}
+
 int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req_metrics *m,
 	       const struct ttf_attrib *a, struct ttf_hop_chain *c)
 {
@@ -247,5 +274,6 @@ int hops__join(struct hops *h, const struct ttf_request *r, const struct ttf_req
 	chain_upstream(h, c, &j);
 	chain_buffering(c, r, &j.u->r);
 	drop_claimed(h, &j);
+	drop_side_calls(h, r);
 	return 1;
 }

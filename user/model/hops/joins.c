@@ -162,6 +162,8 @@ int hop_joins__counters(const struct hop_joins *s, struct report_counter *c, int
 	C("hop_joins_exact", hs->joined_exact);
 	C("hop_joins_inferred", hs->joined_inferred);
 	C("hop_joins_disaggregated", hs->joined_pd);
+	C("hop_joins_rewritten", hs->joined_rewritten);
+	C("hop_side_calls", hs->side_calls);
 	C("hop_upstream_untraced", hs->upstream_untraced);
 	C("hop_held_unclaimed", hs->expired);
 	C("hop_hold_dropped_oom", hs->dropped_oom);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 
-// An Ollama-shaped stack for tests/root/hops (case 29), written for these tests
-// after the layout of Ollama's own (its llm/server.go): `serve` answers
+// An Ollama-shaped stack for tests/root/hops (case 29), written for these tests.
+// With -llama-server, the Ollama of today: llama.cpp's llama-server as the
+// model runner (llama.go). Without, an older Ollama's layout (its
+// llm/server.go before the llama-server runner): `serve` answers
 // /api/chat (NDJSON, message.content) and /v1/chat/completions (SSE). Its
 // first request starts a runner child (`runner`), which loads a "model"
 // for -load-ms before it listens: a cold start. Requests then take the one
@@ -67,13 +69,18 @@ func runner() {
 	l := listen()
 	fmt.Printf("runner listening on %s\n", l.Addr())
 	http.HandleFunc("/completion", func(w http.ResponseWriter, r *http.Request) {
+		tHandler := monoNs() // net/http read the headers just before
 		io.Copy(io.Discard, r.Body)
 		tRead := monoNs()
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		f := w.(http.Flusher)
 		time.Sleep(time.Duration(*prefillMs) * time.Millisecond)
-		var tFirst int64
+		// the first token's write lies between these two stamps
+		var tFirstPre, tFirst int64
 		for i := 0; i < *tokens; i++ {
+			if i == 0 {
+				tFirstPre = monoNs()
+			}
 			fmt.Fprintf(w, "{\"content\":\"t%d \",\"done\":false}\n", i)
 			f.Flush()
 			if i == 0 {
@@ -83,7 +90,8 @@ func runner() {
 			}
 		}
 		fmt.Fprintf(w, "{\"content\":\"\",\"done\":true,\"eval_count\":%d,\"t_read_ns\":%d,"+
-			"\"t_first_ns\":%d}\n", *tokens, tRead, tFirst)
+			"\"t_handler_ns\":%d,\"t_first_pre_ns\":%d,\"t_first_ns\":%d}\n", *tokens,
+			tRead, tHandler, tFirstPre, tFirst)
 		f.Flush()
 	})
 	http.Serve(l, nil)
@@ -98,6 +106,7 @@ type server struct {
 	logMu   sync.Mutex
 	logFile *os.File
 	client  *http.Client
+	cold    llamaStart // -llama-server: its spawn and first healthy answer
 }
 
 // The runner, started on first use: a child on a loopback port of its own.
@@ -106,6 +115,11 @@ func (s *server) runnerURL() (string, error) {
 	defer s.mu.Unlock()
 	if s.runner != "" {
 		return s.runner, nil
+	}
+	if *llamaServer != "" {
+		base, err := s.startLlama()
+		s.runner = base
+		return base, err
 	}
 	cmd := exec.Command(os.Args[0], "-port", "0", "-load-ms", fmt.Sprint(*loadMs),
 		"-prefill-ms", fmt.Sprint(*prefillMs), "-itl-ms", fmt.Sprint(*itlMs),
@@ -200,14 +214,21 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request, sse bool) {
 		_, rport, _ := net.SplitHostPort(r.RemoteAddr)
 		fmt.Fprintf(s.logFile, "{\"path\":%q,\"rport\":%s,\"t_read_ns\":%d,"+
 			"\"t_up_pre_ns\":%d,\"t_up_wrote_ns\":%d,\"runner_read_ns\":%.0f,"+
-			"\"runner_first_ns\":%.0f,\"t_first_ns\":%d}\n", r.URL.Path, rport, tRead,
-			tUpPre, tUpWrote, last["t_read_ns"], last["t_first_ns"], tFirst)
+			"\"runner_handler_ns\":%.0f,\"runner_first_pre_ns\":%.0f,\"runner_first_ns\":%.0f,"+
+			"\"t_first_ns\":%d}\n", r.URL.Path, rport, tRead, tUpPre, tUpWrote,
+			last["t_read_ns"], last["t_handler_ns"], last["t_first_pre_ns"], last["t_first_ns"],
+			tFirst)
 		s.logMu.Unlock()
 	}
 }
 
 func serve() {
 	s := &server{sem: make(chan struct{}, 1), client: &http.Client{}}
+	if *llamaServer != "" {
+		// Ollama's client to llama-server: no keep-alive, a connection per call
+		s.sem = make(chan struct{}, *numParallel)
+		s.client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
+	}
 	if *logPath != "" {
 		f, err := os.Create(*logPath)
 		if err != nil {
@@ -219,7 +240,16 @@ func serve() {
 	l := listen()
 	fmt.Printf("listening on %s\n", l.Addr())
 	mux := http.NewServeMux()
-	mux.HandleFunc("/api/chat", func(w http.ResponseWriter, r *http.Request) { s.handle(w, r, false) })
+	mux.HandleFunc("/api/chat", func(w http.ResponseWriter, r *http.Request) {
+		if *llamaServer != "" {
+			s.handleLlama(w, r, true)
+		} else {
+			s.handle(w, r, false)
+		}
+	})
+	mux.HandleFunc("/api/generate", func(w http.ResponseWriter, r *http.Request) {
+		s.handleLlama(w, r, false)
+	})
 	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.handle(w, r, true)
 	})
