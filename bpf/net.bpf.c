@@ -227,8 +227,9 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	__u64 cookie;
 	__u32 tls;
 
+	/* untraced: one load (follow_open) unless a hop is pending (net_hop.bpf.h) */
 	if (!tgid_traced(pid_tgid >> 32) &&
-	    !(type == TTF_EV_RECV && ret > 0 &&
+	    !(type == TTF_EV_RECV && ret > 0 && follow_open() &&
 	      follow_claim(sk, bpf_map_lookup_elem(&sys_args, &pid_tgid))))
 		return 0;
 	if (!io_wanted(sk, ret, flags, type)) {
