@@ -20,14 +20,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,14 +134,7 @@ func (s *server) handleLlama(w http.ResponseWriter, r *http.Request, chat bool) 
 		"cache_prompt": true, "n_predict": *nPredict, "temperature": 0.8, "top_k": 40,
 		"top_p": 0.9, "min_p": 0.0, "repeat_penalty": 1.1, "repeat_last_n": 64,
 		"frequency_penalty": 0.0, "presence_penalty": 0.0, "seed": -1, "ignore_eos": true})
-	var tUpWrote int64
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		tUpWrote = monoNs()
-	}}
-	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(r.Context(), trace),
-		"POST", base+"/completion", bytes.NewReader(up))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
+	resp, tUpWrote, err := s.post(r, base+"/completion", up)
 	if err != nil {
 		http.Error(w, err.Error(), 502)
 		return

@@ -142,6 +142,20 @@ func (s *server) runnerURL() (string, error) {
 	return s.runner, nil
 }
 
+// POST body to url for client request r; the response and when net/http said the
+// request was written (httptrace WroteRequest).
+func (s *server) post(r *http.Request, url string, body []byte) (*http.Response, int64, error) {
+	var wrote int64
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		wrote = monoNs()
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(r.Context(), trace),
+		"POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	return resp, wrote, err
+}
+
 func (s *server) handle(w http.ResponseWriter, r *http.Request, sse bool) {
 	body, _ := io.ReadAll(r.Body)
 	tRead := monoNs()
@@ -153,15 +167,8 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request, sse bool) {
 	s.sem <- struct{}{} // the one slot
 	defer func() { <-s.sem }()
 	// the upstream request's write lies between these two (net/http/httptrace)
-	var tUpWrote int64
 	tUpPre := monoNs()
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-		tUpWrote = monoNs()
-	}}
-	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(r.Context(), trace),
-		"POST", base+"/completion", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.client.Do(req)
+	resp, tUpWrote, err := s.post(r, base+"/completion", body)
 	if err != nil {
 		http.Error(w, err.Error(), 502)
 		return
