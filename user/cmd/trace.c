@@ -253,15 +253,24 @@ static void scan_listen_ports(struct tracer *t, uint64_t now)
 static int drain_sources(struct tracer *t, int poll_ms, int *err)
 {
 	struct epoll_event evs[TRACER_MAX_SOURCES];
-	int got = 0;
+	int got = 0, n_ready = 0;
+	uint32_t ready = 0;
 
 	*err = 0;
-	if (t->wait_fd >= 0 && poll_ms > 0 &&
-	    epoll_wait(t->wait_fd, evs, TRACER_MAX_SOURCES, poll_ms) < 0 && errno != EINTR)
-		*err = -errno;
+	if (t->wait_fd >= 0) {
+		n_ready = epoll_wait(t->wait_fd, evs, TRACER_MAX_SOURCES, poll_ms > 0 ? poll_ms : 0);
+		if (n_ready < 0 && errno != EINTR)
+			*err = -errno;
+	}
+	for (int i = 0; i < n_ready; i++)
+		ready |= 1u << evs[i].data.u32;
 	for (int i = 0; !*err && i < t->n_sources; i++) {
 		const struct ttf_probe_source *s = &t->sources[i];
-		int n = s->poll(s->ctx, i == 0 && t->wait_fd < 0 ? poll_ms : 0);
+		int n;
+
+		if (s->ready_only && t->wait_fd >= 0 && !(ready & (1u << i)))
+			continue;
+		n = s->poll(s->ctx, i == 0 && t->wait_fd < 0 ? poll_ms : 0);
 
 		if (n < 0 && n != -EINTR && i == 0)
 			*err = n;

@@ -171,7 +171,8 @@ int engine_probe__rescan(struct engine_probe *ep)
 
 int engine_probe__poll(struct engine_probe *ep, int timeout_ms)
 {
-	int n = ring_buffer__poll(ep->rb, timeout_ms);
+	/* timeout 0: the tracer's own epoll already waited; no syscall for nothing */
+	int n = timeout_ms > 0 ? ring_buffer__poll(ep->rb, timeout_ms) : 0;
 
 	if (n < 0)
 		return n;

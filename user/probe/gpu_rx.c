@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@ struct gpu_rx_client {
 struct gpu_rx {
 	struct ttf_records out;	/* where items go (gpu hook) */
 	int fd;
+	int ep_fd;		/* epoll over fd and the clients: the tracer's wait fd; -1: none */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)]; /* to unlink; "" if abstract */
 	struct gpu_rx_client *clients;
 	uint32_t nclients, max_clients;
@@ -24,6 +26,8 @@ struct gpu_rx {
 	void *notice_ctx;
 	uint8_t buf[TTF_GPU_MSG_MAX_BYTES + sizeof(struct ttf_gpu_name) + TTF_GPU_NAME_MAX];
 };
+
+static void watch(struct gpu_rx *rx, int fd);
 
 struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts)
 {
@@ -52,6 +56,7 @@ struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts)
 		rx->notice_ctx = opts->notice_ctx;
 	}
 	rx->clients = calloc(rx->max_clients, sizeof(*rx->clients));
+	rx->ep_fd = -1;
 	rx->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (!rx->clients || rx->fd < 0)
 		goto fail;
@@ -67,6 +72,7 @@ struct gpu_rx *gpu_rx__new(const struct gpu_rx_opts *opts)
 	}
 	if (bind(rx->fd, (struct sockaddr *)&addr, len) || listen(rx->fd, 64))
 		goto fail;
+	watch(rx, rx->fd);
 	return rx;
 fail:
 	err = errno;
@@ -76,6 +82,22 @@ fail:
 	free(rx);
 	errno = err;
 	return NULL;
+}
+
+/*
+ * Add fd to the epoll the tracer waits on (created on first use). Without
+ * it (epoll failed) the tracer polls this source on every drain instead.
+ */
+static void watch(struct gpu_rx *rx, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (rx->ep_fd < 0 && fd == rx->fd)
+		rx->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (rx->ep_fd >= 0 && epoll_ctl(rx->ep_fd, EPOLL_CTL_ADD, fd, &ev)) {
+		close(rx->ep_fd);
+		rx->ep_fd = -1;
+	}
 }
 
 uint64_t gpu_rx__bad_msgs(const struct gpu_rx *rx)
@@ -106,6 +128,7 @@ static void accept_all(struct gpu_rx *rx)
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen))
 			cred.pid = 0;
 		rx->clients[rx->nclients++] = (struct gpu_rx_client){ .fd = fd, .pid = cred.pid };
+		watch(rx, fd);
 	}
 }
 
@@ -203,6 +226,8 @@ void gpu_rx__free(struct gpu_rx *rx)
 	for (uint32_t i = 0; i < rx->nclients; i++)
 		close(rx->clients[i].fd);
 	close(rx->fd);
+	if (rx->ep_fd >= 0)
+		close(rx->ep_fd);
 	if (rx->path[0])
 		unlink(rx->path);
 	free(rx->clients);
@@ -215,12 +240,19 @@ static int src_poll(void *ctx, int timeout_ms)
 {
 	struct gpu_rx *rx = ctx;
 
+	(void)timeout_ms;	/* never the first source: the tracer waits */
 	return gpu_rx__poll(rx, &rx->out);
+}
+
+static int src_wait_fd(void *ctx)
+{
+	return ((struct gpu_rx *)ctx)->ep_fd;
 }
 
 void gpu_rx__source(struct gpu_rx *rx, const struct ttf_records *out, struct ttf_probe_source *src)
 {
 	rx->out = *out;
 	*src = (struct ttf_probe_source){ .name = "gpu", .ctx = rx, .poll = src_poll,
+					  .wait_fd = src_wait_fd, .ready_only = 1,
 					  .counters = gpu_rx__counters };
 }

@@ -417,7 +417,8 @@ struct bpf_program *net_probe__program(struct net_probe *np, const char *name)
 
 int net_probe__poll(struct net_probe *np, int timeout_ms)
 {
-	int n = ring_buffer__poll(np->rb, timeout_ms);
+	/* timeout 0: the tracer's own epoll already waited; no syscall for nothing */
+	int n = timeout_ms > 0 ? ring_buffer__poll(np->rb, timeout_ms) : 0;
 
 	if (n < 0)
 		return n;

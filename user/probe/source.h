@@ -50,6 +50,12 @@ struct ttf_probe_source {
 	 * the tracer's one wait over every source; -1 or NULL: none. Optional.
 	 */
 	int (*wait_fd)(void *ctx);
+	/*
+	 * 1: poll only when wait_fd turned readable (a socket source, whose
+	 * every message wakes it), so an idle source costs no syscall per drain.
+	 * Rings keep 0: their programs mostly submit without a wakeup.
+	 */
+	int ready_only;
 	/* About every 200 ms (CLOCK_MONOTONIC ns): rescans and the like. Optional. */
 	void (*tick)(void *ctx, uint64_t now_ns);
 	/* Drop and health counters (names static). Optional. */
