@@ -8,7 +8,9 @@
  *   sched_switch      per CPU: when next began to run (map `chain`); for a
  *                     traced prev, its span: wakeup, switch-in, switch-out
  *   sched_wakeup      the first wakeup of a traced thread since its last
- *                     switch-out, kept in `wakes` for its next span
+ *                     switch-out, kept in `wakes` for its next span; not
+ *                     loaded where the run-queue wait is read at the
+ *                     switch-in instead (targ_run_delay)
  *   sched_wakeup_new  a WAKEUP_NEW record
  *
  * One record per cycle instead of three, and no traced-set lookup for next:
@@ -37,6 +39,12 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Above this many unread bytes, wake the consumer (it drains on a timer). */
 const volatile __u64 targ_wakeup_bytes = 2 << 20;
+/*
+ * 1: a span's wakeup time comes from the run-queue wait that ended at its
+ * switch-in, from the task's own sched_info.run_delay, and handle_wakeup is
+ * not loaded (user space sets it where the kernel keeps sched_info).
+ */
+const volatile bool targ_run_delay = false;
 
 /*
  * Same definition as in net.bpf.c: user space replaces it with the net
@@ -153,23 +161,41 @@ static __always_inline void emit_wakeup(const struct task_struct *p, __u8 type, 
 	submit(e);
 }
 
+/*
+ * next's sched_info.run_delay: the ns it has waited on run queues in all.
+ * Read at this sched_switch it does not yet hold the wait that ends here:
+ * sched_info_arrive() adds that after the tracepoint (docs/kernel.md
+ * B1.15), so the difference at next's switch-out is that one wait.
+ */
+static __always_inline __u64 run_delay_ns(struct task_struct *t)
+{
+	if (!bpf_core_field_exists(t->sched_info))
+		return 0;
+	return t->sched_info.run_delay;
+}
+
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
 	__u32 prev_tid = prev->pid;
 	struct ttf_sched_chain *ch = this_chain();
-	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wake_ns = 0, *w;
+	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wait_ns = 0, wake_ns = 0, *w;
 	struct ttf_sched_span *e;
 	__u8 type;
 
 	if (!ch)
 		return 0;	/* never: a one-slot array */
-	if (ch->next_plus1 == prev_tid + 1)
+	if (ch->next_plus1 == prev_tid + 1) {
 		in_ns = ch->in_ns;
-	else if (ch->next_plus1)
+		if (targ_run_delay)
+			wait_ns = run_delay_ns(prev) - ch->run_delay_ns;
+	} else if (ch->next_plus1) {
 		count(TTF_SCHED_CNT_SWITCH_GAPS);
+	}
 	ch->next_plus1 = (__u32)next->pid + 1;
 	ch->in_ns = now;
+	if (targ_run_delay)
+		ch->run_delay_ns = run_delay_ns(next);
 	ch->switches++;
 	if (!tgid_traced(ch, prev->tgid, now))
 		return 0;
@@ -179,12 +205,23 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 		type = TTF_SCHED_OUT_DEAD;
 	else
 		type = TTF_SCHED_OUT_BLOCKED;
-	w = bpf_map_lookup_elem(&wakes, &prev_tid);
-	if (w) {
-		wake_ns = *w;
-		*w = 0;
-		if (type == TTF_SCHED_OUT_DEAD)
-			bpf_map_delete_elem(&wakes, &prev_tid);
+	if (targ_run_delay) {
+		/*
+		 * The wait that ended at the switch-in this program saw: when it
+		 * began. 0 ns (woken onto an idle CPU, or a wakeup the kernel
+		 * did not queue) is a wakeup at in_ns, so that a blocked thread
+		 * is runnable before it runs.
+		 */
+		if (in_ns)
+			wake_ns = in_ns - (wait_ns < in_ns ? wait_ns : 0);
+	} else {
+		w = bpf_map_lookup_elem(&wakes, &prev_tid);
+		if (w) {
+			wake_ns = *w;
+			*w = 0;
+			if (type == TTF_SCHED_OUT_DEAD)
+				bpf_map_delete_elem(&wakes, &prev_tid);
+		}
 	}
 	e = reserve();
 	if (!e)

@@ -46,7 +46,9 @@ struct ttf_sched_event {
  * The ring record: one per switch-out of a traced thread, carrying the
  * interval that ends there, so that a wake-run-sleep cycle costs one record
  * instead of three (WAKEUP, IN, OUT). type is an OUT_* type: the thread was
- * woken at wake_ns (0: no wakeup since its previous switch-out was seen),
+ * woken at wake_ns (0: no wakeup since its previous switch-out was seen;
+ * with targ_run_delay, the start of the run-queue wait that ended at in_ns,
+ * which after a preemption is that switch-out's time),
  * switched in on cpu at in_ns (0: unknown, a switch this program missed)
  * and switched out at ts_ns. type WAKEUP or WAKEUP_NEW: a wakeup at ts_ns
  * sent alone (a new thread, or the wake map was full); in_ns, wake_ns 0.
@@ -95,6 +97,7 @@ enum ttf_sched_counter {
 struct ttf_sched_chain {
 	__u64 switches;		/* sched_switch calls this program saw on this CPU */
 	__u64 in_ns;		/* the time of the last of them: when next began to run */
+	__u64 run_delay_ns;	/* targ_run_delay: next's sched_info.run_delay then */
 	__u32 next_plus1;	/* next->pid + 1 of the last of them; 0: none yet */
 	__u32 pad;
 	__u32 tgid[TTF_SCHED_TGID_CACHE];	/* 0: empty slot */

@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "user/probe/bpf_util.h"
 #include "sched.skel.h"
@@ -93,6 +96,57 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* Has struct `type` in btf a member `name`? */
+static bool has_member(const struct btf *btf, const char *type, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++, m++)
+		if (!strcmp(btf__name_by_offset(btf, m->name_off), name))
+			return true;
+	return false;
+}
+
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+bool sched_probe__run_delay_usable(const struct btf *btf)
+{
+	const char *env = getenv("TTFTRACE_SCHED_WAKEUPS");
+
+	if (env && *env && strcmp(env, "0"))
+		return false;
+	if (!btf || !has_member(btf, "task_struct", "sched_info") ||
+	    !has_member(btf, "sched_info", "run_delay"))
+		return false;
+	/* before 5.14 run_delay moved only with schedstats or delay accounting on */
+	return kernel_at_least(5, 14) || access("/proc/sys/kernel/sched_schedstats", F_OK) == 0;
+}
+
+/*
+ * Where the kernel keeps each task's run-queue wait, sched_switch reads it
+ * and sched_wakeup is not traced: 3 to 10 fewer program runs per streamed
+ * token (bench/README.md).
+ */
+static int use_run_delay(struct sched_probe *sp, const struct btf *btf)
+{
+	if (!sched_probe__run_delay_usable(btf))
+		return 0;
+	sp->skel->rodata->targ_run_delay = true;
+	bpf_program__set_autoload(sp->skel->progs.handle_wakeup, false);
+	/* the map of wakeup times is not used: one entry */
+	return bpf_map__set_max_entries(sp->skel->maps.wakes, 1);
+}
+
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len)
 {
@@ -140,6 +194,9 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 	if (*err)
 		goto fail;
 	sp->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(sp->skel->maps.events) / 2;
+	*err = use_run_delay(sp, opts->vmlinux_btf);
+	if (*err)
+		goto fail;
 	*err = sched_bpf__load(sp->skel);
 	if (*err)
 		goto fail;

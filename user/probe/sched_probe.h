@@ -13,6 +13,7 @@
 #ifndef TTFTRACE_SCHED_PROBE_H
 #define TTFTRACE_SCHED_PROBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "bpf/sched.h"
@@ -58,7 +59,14 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
  * event. Returns how many (1 to 3).
  */
 int sched_probe__expand(const struct ttf_sched_span *s, struct ttf_sched_event ev[3]);
-/* Attach sched_switch, sched_wakeup, sched_wakeup_new. Returns 0 or -errno of the first failure. */
+/*
+ * Can sched_switch time each wait from the task's sched_info.run_delay (in
+ * the kernel's BTF; 5.14+ or schedstats), so that sched_wakeup need not be
+ * traced?
+ * TTFTRACE_SCHED_WAKEUPS=1 in the environment says no.
+ */
+bool sched_probe__run_delay_usable(const struct btf *vmlinux_btf);
+/* Attach sched_switch, sched_wakeup (unless run_delay_usable), sched_wakeup_new. Returns 0 or -errno of the first failure. */
 int sched_probe__attach(struct sched_probe *sp);
 /* Add a process to the probe's traced set (with a shared map: the net probe's set). */
 int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "user/lib/log.h"
 #include "user/model/sched.h"
@@ -155,6 +156,7 @@ int main(int argc, char **argv)
 	struct sched_probe_opts po = { .sz = sizeof(po) };
 	struct sched_probe *sp = NULL;
 	struct sched_view *v = NULL;
+	struct btf *btf = NULL;
 	int pid = 0, seed = 0, c, err = 0;
 
 	while ((c = getopt_long(argc, argv, "p:sv", longopts, NULL)) != -1) {
@@ -186,6 +188,8 @@ int main(int argc, char **argv)
 	}
 	po.on_event = on_record;
 	po.ctx = v;
+	/* as the tracer: the kernel's BTF picks the probes (TTFTRACE_SCHED_WAKEUPS=1: sched_wakeup) */
+	po.vmlinux_btf = btf = btf__load_vmlinux_btf();
 	sp = sched_probe__open_load(&po, &err, NULL, 0);
 	if (!sp) {
 		ttf_error("run as root on a kernel with BTF", "could not load the sched probes: %s",
@@ -212,6 +216,7 @@ int main(int argc, char **argv)
 	print_summary(sp, v);
 cleanup:
 	sched_probe__destroy(sp);
+	btf__free(btf);
 	sched__free(v);
 	return err ? 1 : 0;
 }

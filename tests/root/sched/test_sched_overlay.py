@@ -39,7 +39,7 @@ def contend(tmp_path):
     return exe
 
 
-def run_traced(procs, workload_args, queries_fn, seed=False):
+def run_traced(procs, workload_args, queries_fn, seed=False, env=None):
     """Start the workload, trace it, let it run, query. Returns (tid, times,
     answers, summary, schedstat): schedstat is contend's own on-CPU and
     runqueue-wait ns at T0 and T1 (run0, wait0, run1, wait1), or None."""
@@ -51,7 +51,8 @@ def run_traced(procs, workload_args, queries_fn, seed=False):
     tid = int(ready[1])
     cmd = [DRIVER, "-p", str(wl.pid)] + (["--seed"] if seed else [])
     drv = procs.add(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True))
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {}))))
     line = drv.stderr.readline()
     assert line.strip() == "attached", line + drv.stderr.read()
     wl.stdin.write("go\n")
@@ -73,13 +74,18 @@ def run_traced(procs, workload_args, queries_fn, seed=False):
     return tid, times, answers, summary, schedstat
 
 
-def test_contention_and_sleep(procs, contend):
+# Both ways of timing a wait: the default takes it from the kernel's
+# per-task run_delay at each switch-out (no sched_wakeup program); the
+# fallback traces sched_wakeup (kernels without run_delay).
+@pytest.mark.parametrize("wakeups", ["run_delay", "sched_wakeup"])
+def test_contention_and_sleep(procs, contend, wakeups):
     def queries(tid, t):
         t0, t1, t2, t3 = t
         return [(tid, t0, t1), (tid, t2, t3), (tid, t0, t3)]
 
+    env = {"TTFTRACE_SCHED_WAKEUPS": "1" if wakeups == "sched_wakeup" else "0"}
     tid, (t0, t1, t2, t3), (spin, sleep, whole), summary, schedstat = run_traced(
-        procs, [contend, str(SPIN_MS), str(SLEEP_MS)], queries)
+        procs, [contend, str(SPIN_MS), str(SLEEP_MS)], queries, env=env)
 
     spin_ns = t1 - t0
     run_share = spin["runnable_ns"] / spin_ns
