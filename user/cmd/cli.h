@@ -19,6 +19,14 @@ enum ttf_target_kind {
 	TTF_TARGET_CMD,
 };
 
+/*
+ * The nice value the tracer's draining thread takes after starting -c's
+ * command (which keeps its own): at nice 0, one reader among a saturated
+ * host's hundreds of runnable threads gets too small a share to keep up
+ * (bench/README.md, the high-rate target).
+ */
+#define TTF_DEFAULT_NICE -10
+
 struct ttf_opts {
 	enum ttf_target_kind target;
 	pid_t pid;		/* -p */
@@ -34,6 +42,7 @@ struct ttf_opts {
 	uint32_t capture_send_bytes; /* --capture-send-bytes: payload prefix per write */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
+	int nice;		/* --nice: of the draining thread (TTF_DEFAULT_NICE) */
 	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops/gateway.h) */
 	int no_tls;		/* --no-tls: no TLS library uprobes (user/probe/tls_probe.h) */
 	int net_source;		/* --net-source: enum net_source (user/probe/net_probe.h) */

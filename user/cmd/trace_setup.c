@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <sys/resource.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "user/cmd/live.h"
@@ -237,6 +238,19 @@ static void print_startup(struct tracer *t)
 	gpu_attach__build_note(stderr);
 }
 
+/*
+ * This thread drains the rings: give it more than a default share of the
+ * CPU (setpriority(PRIO_PROCESS, 0) sets the calling thread's nice on
+ * Linux; threads started before keep theirs). Without CAP_SYS_NICE it
+ * stays as it was: said with -v.
+ */
+static void raise_priority(int nice)
+{
+	if (nice && setpriority(PRIO_PROCESS, 0, nice))
+		ttf_debug("nice %d for the draining thread: %s; left at %d", nice,
+			  strerror(errno), getpriority(PRIO_PROCESS, 0));
+}
+
 /* -c starts the command; every target gets the engine probes; the start-up lines. */
 int tracer__start(struct tracer *t)
 {
@@ -252,6 +266,7 @@ int tracer__start(struct tracer *t)
 		target_set__add(&t->targets, t->child);
 		net_probe__trace_tgid(t->probe, t->child);
 	}
+	raise_priority(o->nice);	/* after the fork: the command keeps its own */
 	for (size_t i = 0; i < t->targets.n; i++)
 		engine_setup__attach(t->engine, t->targets.tgids[i]);
 	listen_map__print(&t->listen_map, &t->targets, stderr);
