@@ -496,12 +496,13 @@ golden: all
 
 # --- Benchmarks (not part of `make test`; root) ----------------------------------------
 # bench-quick: replay throughput (20,000 requests, one round) and two rounds of the cost
-# bench on the demo engine: a few minutes, for a change to a hot path before it lands.
-# bench-cost: bench/cost.sh in full (demo engine and llama-server, 5 rounds each).
+# bench on the demo engine and on the high-rate target (the fixture server, 1,000
+# connections): a few minutes, for a change to a hot path before it lands.
+# bench-cost: bench/cost.sh in full (demo engine, llama-server, high-rate target, 5 rounds each).
 # bench-memory: the 3-minute live memory test (bench/memory.sh).
 bench-quick: all
 	$(Q)bench/replay_throughput.sh 20000 1
-	$(Q)bench/cost.sh --targets demo --rounds 2 -n 16
+	$(Q)bench/cost.sh --targets demo,rate --rounds 2 -n 16 --rate-n 1000
 
 bench-cost: all
 	$(Q)bench/cost.sh

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The cost of tracing, by CPU accounting: bench/cost.sh runs this (root).
 
-On each target (the demo llama.cpp server, tools/demo/server.mjs, and
-llama.cpp's own llama-server, tools/demo/llama-server) one server runs
+On each target (the demo llama.cpp server, tools/demo/server.mjs,
+llama.cpp's own llama-server, tools/demo/llama-server, and the high-rate
+target "rate": the C fixture server, tests/fixtures/sse_server, writing
+tokens as fast as it can to --rate-c connections at once) one server runs
 ROUNDS rounds of loadgen under each configuration, interleaved and rotated
 per round so that drift of a noisy machine hits all alike:
 
@@ -25,7 +27,12 @@ Per round and per streamed token (loadgen's token count) it measures:
   - each BPF program's run count and run time (kernel.bpf_stats_enabled, on
     for the whole run, N rounds included, and restored at exit; bpftool
     prog show), for the programs the tracer holds (fdinfo prog_id);
-  - the server's CPU time, against the N round of the same round number.
+  - the server's CPU time, against the N round of the same round number
+    (the rate target's threads end with their connections: its CPU time
+    is /proc/PID/stat's utime + stime, dead threads included);
+  - records the tracer lost (its summary's *_full counters), the tokens it
+    counted against loadgen's, and its CPU as a share of one core over the
+    round's wall time.
 Each round sends new prompts (its own loadgen seed), so that no round gets
 the engine's prompt cache for free.
 The uprobe trap itself is measured apart: bench/uprobe_trap.c calls an
@@ -35,7 +42,8 @@ programs' own run time.
 
 It prints medians over rounds of the per-round figures and ratios, and per
 BPF program of T the runs per token, ns per run and us per token.
-Options: --targets demo,llama --rounds 5 -c 8 -n 48 -m 64 --keep.
+Options: --targets demo,llama,rate --rounds 5 -c 8 -n 48 -m 64 --rate-c 1000
+--rate-n 2000 --rate-m 256 --keep.
 TTFTRACE=PATH measures another ttftrace build (default: ROOT/ttftrace).
 """
 import argparse
@@ -85,6 +93,26 @@ def cpu_ns(pid):
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def stat_cpu_ns(pid):
+    """utime + stime of pid from /proc/PID/stat, exited threads included, ns."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 10**9 // os.sysconf("SC_CLK_TCK")
+
+
+def tracer_summary(path):
+    """(records lost, tokens counted) from a tracer's NDJSON summary; (None, None) if none."""
+    try:
+        with open(path) as f:
+            last = [json.loads(l) for l in f if l.startswith("{")][-1]
+    except (OSError, IndexError, ValueError):
+        return None, None
+    if last.get("type") != "summary":
+        return None, None
+    lost = sum(v for k, v in last.get("counters", {}).items() if k.endswith("_full"))
+    return lost, last.get("total_output_tokens")
 
 
 def prog_ids(pid):
@@ -144,7 +172,19 @@ class Server:
         self.target = target
         out = os.path.join(work, "server-%s.log" % target)
         self.log = open(out, "w")
-        if target == "demo":
+        self.cpu = cpu_ns
+        if target == "rate":
+            cmd = [os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server"), "--port", "0",
+                   "--ttft-ms", "0", "--itl-ms", "0", "--spin-us", "0"]
+            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
+            if not wait_line(out, "listening on ", 30, self.proc):
+                die("the fixture server did not start: " + open(out).read()[-500:])
+            line = [l for l in open(out) if l.startswith("listening on ")][0]
+            self.port = int(line.strip().rsplit(":", 1)[1])
+            self.url = "http://127.0.0.1:%d/v1/chat/completions" % self.port
+            self.api = []
+            self.cpu = stat_cpu_ns
+        elif target == "demo":
             cmd = ["node", "tools/demo/server.mjs", "--port", "0", "--parallel", str(min(c, 8))]
             self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log)
             if not wait_line(out, "listening on ", 120, self.proc):
@@ -184,10 +224,11 @@ class Server:
 def bpftrace_script(srv, path):
     with open(os.path.join(HERE, "bpftrace_baseline.bt")) as f:
         s = f.read()
-    lib = srv.libllama()
-    if not lib:
+    lib = srv.libllama() if srv.target != "rate" else None
+    if not lib and srv.target != "rate":
         die("libllama is not mapped in the %s server" % srv.target)
-    for sym in ("llama_decode", "llama_tokenize", "llama_sampler_sample", "llama_synchronize"):
+    for sym in ("llama_decode", "llama_tokenize", "llama_sampler_sample",
+                "llama_synchronize") if lib else ():
         if sym == "llama_decode":
             # llama_batch by value at sp + 8: n_tokens and the first token's seq id
             s += ('uprobe:"%s":%s /pid == $1/ { $b = reg("sp") + 8; printf("S %%d %%llu %%d %%d\\n",'
@@ -221,7 +262,7 @@ def start_tracer(cfg, srv, work, tag):
                          env=dict(os.environ, **TT_ENV.get(cfg, {})))
     if not wait_line(log, "Hit Ctrl-C to end", 60, p):
         die("ttftrace did not start: " + open(log).read()[-500:])
-    if cfg != "Tnu":
+    if cfg != "Tnu" and srv.target != "rate":
         wait_line(log, "llama", 5, p)	# the profile attaches once libllama is seen
     return p
 
@@ -230,21 +271,26 @@ def one_round(cfg, srv, args, work, tag, seed):
     tr = start_tracer(cfg, srv, work, tag) if cfg != "N" else None
     ids = prog_ids(tr.pid) if tr else set()
     before = prog_stats(ids) if ids else {}
-    t0, s0 = (cpu_ns(tr.pid) if tr else 0), cpu_ns(srv.pid)
+    c, n, m = (args.rate_c, args.rate_n, args.rate_m) if srv.target == "rate" else (args.c, args.n,
+                                                                                   args.m)
+    t0, s0, w0 = (cpu_ns(tr.pid) if tr else 0), srv.cpu(srv.pid), time.monotonic_ns()
     res = os.path.join(work, tag + ".json")
-    rc = subprocess.run([LOADGEN, "-u", srv.url, "-c", str(args.c), "-n", str(args.n),
-                         "-m", str(args.m), "-P", "64", "--ignore-eos", "-s", str(seed), "-q", "-o", res]
+    rc = subprocess.run([LOADGEN, "-u", srv.url, "-c", str(c), "-n", str(n),
+                         "-m", str(m), "-P", "64", "--ignore-eos", "-s", str(seed), "-q", "-o", res]
                         + srv.api).returncode
     if rc != 0:
         die("loadgen failed (exit %d) in round %s" % (rc, tag), "see " + res)
-    t1, s1 = (cpu_ns(tr.pid) if tr else 0), cpu_ns(srv.pid)
+    t1, s1, w1 = (cpu_ns(tr.pid) if tr else 0), srv.cpu(srv.pid), time.monotonic_ns()
     after = prog_stats(ids) if ids else {}
     stop(tr, 2)
+    lost, seen = tracer_summary(os.path.join(work, tag + ".ndjson")) if tr and cfg != "B" else \
+        (None, None)
     with open(res) as f:
         tokens = json.load(f)["summary"]["tokens"]
     progs = {k: [after[k][0] - before.get(k, [0, 0])[0], after[k][1] - before.get(k, [0, 0])[1]]
              for k in after}
-    return {"tokens": tokens, "tracer_ns": t1 - t0, "server_ns": s1 - s0, "progs": progs}
+    return {"tokens": tokens, "tracer_ns": t1 - t0, "server_ns": s1 - s0, "progs": progs,
+            "wall_ns": w1 - w0, "lost": lost, "seen": seen}
 
 
 def trap_bench(work):
@@ -302,6 +348,13 @@ def report(target, rounds, cfgs):
         print("%-4s %11.2f %10.2f %10.2f %11.2f %+11.1f%% %10d" % (
             cfg, med(tr), med(bpf), med(tot), med(srv), 100 * med(vs_n),
             med([x["tokens"] for x in rs])))
+    print("\nper round: tracer CPU as % of one core, records lost, tokens counted / loadgen's")
+    for cfg in cfgs:
+        rs = [r[cfg] for r in rounds if r[cfg].get("wall_ns") and r[cfg].get("lost") is not None]
+        if rs:
+            print("%-4s %s" % (cfg, "  ".join("%.1f%% %d %d/%d" % (
+                100 * x["tracer_ns"] / x["wall_ns"], x["lost"], x["seen"] or 0, x["tokens"])
+                for x in rs)))
     if "T" in cfgs and "B" in cfgs:
         print("T/B total cost per token (median of per-round ratios): %.2f" %
               med([t / b if b else None for t, b in zip(totals["T"], totals["B"])]))
@@ -326,12 +379,15 @@ def prog_table(c, rounds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--targets", default="demo,llama")
+    ap.add_argument("--targets", default="demo,llama,rate")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("-c", type=int, default=8)
     ap.add_argument("-n", type=int, default=48)
     ap.add_argument("-m", type=int, default=64)
+    ap.add_argument("--rate-c", type=int, default=1000, help="the rate target's connections")
+    ap.add_argument("--rate-n", type=int, default=2000, help="the rate target's requests")
+    ap.add_argument("--rate-m", type=int, default=256, help="the rate target's tokens per request")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--report-only", metavar="ROUNDS_JSON",
                     help="print the report of a kept TARGET.rounds.json (e.g. of a run cut short)")
