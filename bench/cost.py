@@ -20,6 +20,8 @@ per round so that drift of a noisy machine hits all alike:
   Tb   T with another build, $TTFTRACE_B (an A/B of two builds in one run;
        not in the default --configs)
   B    bench/bpftrace_baseline.bt plus the same engine uprobes, in bpftrace
+  E    the floor: empty programs on the hooks T uses (bench/empty_hooks.bpf.c,
+       loaded by bench/empty_hooks.c, with the same engine uprobes)
 
 Per round and per streamed token (loadgen's token count) it measures:
   - the tracer process's CPU time (sum over its threads of
@@ -67,7 +69,7 @@ TRACEFS = "/sys/kernel/tracing"
 LLAMA_BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
 MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
 THREADS = min(2, os.cpu_count() or 1)
-CONFIGS = ["N", "T", "Tns", "Tnu", "Tnh", "B"]
+CONFIGS = ["N", "T", "Tns", "Tnu", "Tnh", "B", "E"]
 EXTRA_CONFIGS = ["Tr", "Tb"]
 TTFTRACE_B = os.environ.get("TTFTRACE_B")
 ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
@@ -227,8 +229,7 @@ def bpftrace_script(srv, path):
     lib = srv.libllama() if srv.target != "rate" else None
     if not lib and srv.target != "rate":
         die("libllama is not mapped in the %s server" % srv.target)
-    for sym in ("llama_decode", "llama_tokenize", "llama_sampler_sample",
-                "llama_synchronize") if lib else ():
+    for sym in LLAMA_SYMBOLS if lib else ():
         if sym == "llama_decode":
             # llama_batch by value at sp + 8: n_tokens and the first token's seq id
             s += ('uprobe:"%s":%s /pid == $1/ { $b = reg("sp") + 8; printf("S %%d %%llu %%d %%d\\n",'
@@ -242,8 +243,35 @@ def bpftrace_script(srv, path):
         f.write(s)
 
 
+LLAMA_SYMBOLS = ("llama_decode", "llama_tokenize", "llama_sampler_sample", "llama_synchronize")
+
+
+def build_empty_hooks(work):
+    arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    obj, exe = os.path.join(work, "empty_hooks.bpf.o"), os.path.join(work, "empty_hooks")
+    subprocess.run(["clang", "-g", "-O2", "-target", "bpf", "-D__TARGET_ARCH_" + arch,
+                    "-I", os.path.join(ROOT, "vmlinux", arch), "-c",
+                    os.path.join(HERE, "empty_hooks.bpf.c"), "-o", obj], check=True)
+    subprocess.run(["gcc", "-O2", "-o", exe, os.path.join(HERE, "empty_hooks.c"), "-lbpf"],
+                   check=True)
+    return exe, obj
+
+
+def start_empty(srv, work, tag):
+    lib = srv.libllama() if srv.target != "rate" else None
+    specs = ["%s:%s" % (lib, s) for s in LLAMA_SYMBOLS] if lib else []
+    out = os.path.join(work, tag + ".out")
+    p = subprocess.Popen([os.path.join(work, "empty_hooks"), os.path.join(work, "empty_hooks.bpf.o")]
+                         + specs, stdout=open(out, "w"), stderr=subprocess.STDOUT)
+    if not wait_line(out, "attached", 30, p):
+        die("empty_hooks did not start: " + open(out).read()[-500:])
+    return p
+
+
 def start_tracer(cfg, srv, work, tag):
     log = os.path.join(work, tag + ".log")
+    if cfg == "E":
+        return start_empty(srv, work, tag)
     if cfg == "B":
         bt = os.path.join(work, srv.target + ".bt")
         bpftrace_script(srv, bt)
@@ -283,8 +311,8 @@ def one_round(cfg, srv, args, work, tag, seed):
     t1, s1, w1 = (cpu_ns(tr.pid) if tr else 0), srv.cpu(srv.pid), time.monotonic_ns()
     after = prog_stats(ids) if ids else {}
     stop(tr, 2)
-    lost, seen = tracer_summary(os.path.join(work, tag + ".ndjson")) if tr and cfg != "B" else \
-        (None, None)
+    lost, seen = tracer_summary(os.path.join(work, tag + ".ndjson")) \
+        if tr and cfg not in ("B", "E") else (None, None)
     with open(res) as f:
         tokens = json.load(f)["summary"]["tokens"]
     progs = {k: [after[k][0] - before.get(k, [0, 0])[0], after[k][1] - before.get(k, [0, 0])[1]]
@@ -358,7 +386,12 @@ def report(target, rounds, cfgs):
     if "T" in cfgs and "B" in cfgs:
         print("T/B total cost per token (median of per-round ratios): %.2f" %
               med([t / b if b else None for t, b in zip(totals["T"], totals["B"])]))
-    for c in ("T", "Tr", "Tb"):
+    if "T" in cfgs and "E" in cfgs:
+        bpf = {c: [sum(v[1] for v in r[c]["progs"].values()) / r[c]["tokens"] for r in rounds]
+               for c in ("T", "E")}
+        print("T's BPF time / the empty programs' on the same hooks (median of per-round "
+              "ratios): %.2f" % med([t / e if e else None for t, e in zip(bpf["T"], bpf["E"])]))
+    for c in ("T", "Tr", "Tb", "E"):
         if c in cfgs:
             prog_table(c, rounds)
 
@@ -423,6 +456,8 @@ def main():
             mounted = True
         with open(STATS, "w") as f:
             f.write("1")
+        if "E" in cfgs:
+            build_empty_hooks(work)
         trap = trap_bench(work)
         print("uprobe trap (bench/uprobe_trap.c, 200,000 calls, uprobe + uretprobe): "
               "%.1f ns per call unprobed, %.1f probed; BPF programs %.1f ns per call "

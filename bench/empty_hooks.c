@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * empty_hooks: load bench/empty_hooks.bpf.o, attach every tp_btf program, and
+ * empty_hooks: load bench/empty_hooks.bpf.o, attach every tp_btf and tracepoint program, and
  * attach handle_entry/handle_return as uprobe/uretprobe to each PATH:SYMBOL
  * given (all processes, as ttftrace does: user/probe/engine_probe.c). Prints
  * "attached N" on stdout, then waits for SIGINT/SIGTERM. Used only by
- * bench/overhead.sh (built there with gcc -lbpf).
+ * bench/overhead.sh and bench/cost.py (built there with gcc -lbpf).
  *
  * usage: empty_hooks OBJ [PATH:SYMBOL ...]
  */
@@ -75,7 +75,8 @@ int main(int argc, char **argv)
 		goto cleanup;
 	}
 	bpf_object__for_each_program(prog, obj) {
-		if (bpf_program__type(prog) != BPF_PROG_TYPE_TRACING)
+		if (bpf_program__type(prog) != BPF_PROG_TYPE_TRACING &&
+		    bpf_program__type(prog) != BPF_PROG_TYPE_TRACEPOINT)
 			continue;
 		links[n] = bpf_program__attach(prog);
 		if (!links[n]) {

@@ -19,20 +19,23 @@
 #include "user/probe/engine_setup.h"
 
 /*
- * While records come: drain every 50 ms. Each drain costs a wakeup and a
- * handful of syscalls whatever it finds, and at 10 ms these were a large
- * part of the tracer's CPU per streamed token (README, Cost); a request's
- * line still comes out within about 60 ms of its end (the drain, plus the
- * watermark's slack), and the rings wake the loop early when filling.
+ * While records come: drain every 200 ms. Each drain costs a wakeup, a
+ * handful of syscalls and cold caches whatever it finds: on the demo engine
+ * (about 350 tokens a second) the tracer took 8.88 us per streamed token
+ * draining every 50 ms and 5.87 us every 200 ms (bench/README.md). A
+ * request's line still comes out within about 210 ms of its end (the
+ * drain, plus the watermark's slack), and the rings wake the loop early
+ * when a quarter (net) or half (sched) full: at 100,000 tokens a second
+ * the net ring takes about 9 MB in 200 ms.
  */
-#define POLL_MS 50
+#define POLL_MS 200
 /*
  * An idle target: each drain that finds no record doubles the wait, up to
  * this; the first record brings it back to POLL_MS. Keeps an idle server's
- * tracer from waking 100 times a second. The rings are sized for far more
- * than this long a burst, and fill-level wakeups end the wait early.
+ * tracer from waking often. The rings are sized for far more than this
+ * long a burst, and fill-level wakeups end the wait early.
  */
-#define POLL_IDLE_MAX_MS 160
+#define POLL_IDLE_MAX_MS 400
 #define ALIVE_CHECK_NS 200000000ull
 #define WATERMARK_SLACK_NS 2000000ull
 

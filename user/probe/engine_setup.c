@@ -163,6 +163,26 @@ static void try_autos(struct engine_setup *es, uint32_t tgid)
 	proc_maps__free(&pm);
 }
 
+/* The roles of the probes in use, once each ("step, sync"), into buf. */
+static const char *signal_list(struct engine_probe *ep, char *buf, size_t len)
+{
+	struct engine_probe_stat st[32];
+	int n = engine_probe__stats(ep, st, 32);
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		const char *r = ttf_role__name(st[i].role);
+		bool seen = false;
+
+		for (int k = 0; k < i; k++)
+			seen |= st[k].role == st[i].role;
+		if (!seen && off < len)
+			off += snprintf(buf + off, len - off, "%s%s", off ? ", " : "", r);
+	}
+	return buf[0] ? buf : "?";
+}
+
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 {
 	int n;
@@ -179,9 +199,14 @@ void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 		return;
 	n = engine_probe__attach_pid(es->ep, tgid);
 	/* always said: which engine the stage split comes from (prefill, decode) */
-	if (n > 0)
-		fprintf(stderr, "PID %u: engine profile %s: %d uprobe(s) attached\n", tgid,
-			es->names[0] ? es->names : "?", n);
+	if (n > 0) {
+		char roles[128];
+
+		fprintf(stderr, "PID %u: engine profile %s: %d uprobe(s) attached (signals: %s; "
+			"each call traps into the kernel, the table at exit says what it cost)\n",
+			tgid, es->names[0] ? es->names : "?", n,
+			signal_list(es->ep, roles, sizeof(roles)));
+	}
 }
 
 void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
