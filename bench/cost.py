@@ -175,22 +175,17 @@ class Server:
         out = os.path.join(work, "server-%s.log" % target)
         self.log = open(out, "w")
         self.cpu = cpu_ns
-        if target == "rate":
-            cmd = [os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server"), "--port", "0",
-                   "--ttft-ms", "0", "--itl-ms", "0", "--spin-us", "0"]
-            self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=self.log)
-            if not wait_line(out, "listening on ", 30, self.proc):
-                die("the fixture server did not start: " + open(out).read()[-500:])
-            line = [l for l in open(out) if l.startswith("listening on ")][0]
-            self.port = int(line.strip().rsplit(":", 1)[1])
-            self.url = "http://127.0.0.1:%d/v1/chat/completions" % self.port
-            self.api = []
-            self.cpu = stat_cpu_ns
-        elif target == "demo":
-            cmd = ["node", "tools/demo/server.mjs", "--port", "0", "--parallel", str(min(c, 8))]
+        if target in ("rate", "demo"):
+            # both print "listening on 127.0.0.1:PORT" and serve OpenAI chat
+            if target == "rate":
+                cmd = [os.path.join(ROOT, ".output", "tests", "fixtures", "sse_server"), "--port",
+                       "0", "--ttft-ms", "0", "--itl-ms", "0", "--spin-us", "0"]
+                self.cpu = stat_cpu_ns
+            else:
+                cmd = ["node", "tools/demo/server.mjs", "--port", "0", "--parallel", str(min(c, 8))]
             self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=self.log)
             if not wait_line(out, "listening on ", 120, self.proc):
-                die("the demo server did not start: " + open(out).read()[-500:])
+                die("the %s server did not start: " % target + open(out).read()[-500:])
             line = [l for l in open(out) if l.startswith("listening on ")][0]
             self.port = int(line.strip().rsplit(":", 1)[1])
             self.url = "http://127.0.0.1:%d/v1/chat/completions" % self.port
