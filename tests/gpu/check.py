@@ -147,7 +147,11 @@ def median(v):
 
 
 # --- copybw against PyTorch ---------------------------------------------------------------
-def copybw():
+def copybw(dry):
+    # The dry run's stand-in copies are sleeps: on a loaded host a late wakeup
+    # of a few ms shifts one 10-copy run by more than 5%, which is the host's
+    # scheduler, not the pipeline under test; the bar there is 15%.
+    tol = 0.15 if dry else 0.05
     ours = (read_json("copybw.json", {}) or {}).get("results") or []
     ref = {(r["dir"], r["memory"], r["bytes"]): r["gbps"]
            for r in (read_json("copy-ref.json", {}) or {}).get("results") or []}
@@ -156,10 +160,11 @@ def copybw():
         want = ref.get((r["dir"], r["memory"], r["bytes"]))
         rows.append({"dir": r["dir"], "memory": r["memory"], "bytes": r["bytes"],
                      "ttftrace_gbps": round(r["gbps"], 3), "torch_gbps": want and round(want, 3),
-                     "ok": bool(want) and within(r["gbps"], want, 0.05)})
+                     "ok": bool(want) and within(r["gbps"], want, tol)})
+    pct = round(tol * 100)
     checks = {"same_sizes_measured": bool(rows) and all(r["torch_gbps"] for r in rows),
-              "pinned_within_5pct": bool(rows) and all(r["ok"] for r in rows if r["memory"] == "pinned"),
-              "pageable_within_5pct": bool(rows) and all(r["ok"] for r in rows if r["memory"] == "pageable")}
+              f"pinned_within_{pct}pct": bool(rows) and all(r["ok"] for r in rows if r["memory"] == "pinned"),
+              f"pageable_within_{pct}pct": bool(rows) and all(r["ok"] for r in rows if r["memory"] == "pageable")}
     return checks, {"pairs": len(rows)}, rows
 
 
@@ -252,7 +257,7 @@ def cost():
 def main():
     env = read_json("env.json", {}) or {}
     dry = bool(env.get("dry"))
-    judges = {"known": known, "tracer": tracer, "copybw": copybw, "pcie": pcie,
+    judges = {"known": known, "tracer": tracer, "copybw": lambda: copybw(dry), "pcie": pcie,
               "attach": lambda: attach(dry), "cost": cost}
     res = {"dry": dry, "env": env, "uname": " ".join(sum(lines("uname.txt"), [])), "steps": {}}
     for name, fn in judges.items():

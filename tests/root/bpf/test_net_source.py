@@ -61,8 +61,8 @@ def truth_of(srv, port):
 def check_run(srv, rs, recs, sizes=SIZES):
     truth = truth_of(srv, rs[0].local_port)
     assert len(truth) == len(sizes)
-    for rec, t, n in zip(recs, truth, sizes):
-        check_request(rec, t, n, ttft_ms=TTFT_MS, itl_ms=ITL_MS)
+    for rec, t, n, r in zip(recs, truth, sizes, rs):
+        check_request(rec, t, n, ttft_ms=TTFT_MS, itl_ms=ITL_MS, resp=r)
 
 
 def test_sock_and_syscall_agree(sse_server, tracer):

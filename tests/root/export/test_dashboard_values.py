@@ -5,8 +5,8 @@ against the run's own output (ttftrace --json -o: one line per request).
 
 Two servers under one ttftrace: the fixture engine (tests/fixtures/engine.c,
 profile fixture: exact tokenize, queue, prefill and emit stages) and the SSE
-fixture (30 ms TTFT, its stages merged into server). A warm-up (a stream to
-each and a 404, so that every series exists before the measured part), then
+fixture (30 ms TTFT, its stages merged into server). A warm-up (a stream and
+a 404 to each, so that every series exists before the measured part), then
 the measured part: N_OK streams and N_404 requests to a path they answer 404. Each panel's query is evaluated
 at the first scrape after the run with $__rate_interval set to the time from
 the last scrape before it (ts0, whose values are the warm-up's) to that
@@ -37,7 +37,7 @@ pytestmark = [needs_root, pytest.mark.skipif(tp._prom_reason() is not None,
 
 N_OK, N_404, TOKENS = 24, 6, 4
 SSE_TTFT_MS = 30
-N_WARM = 3
+N_WARM = 4
 
 
 def query_at(api, expr, t):
@@ -113,7 +113,9 @@ def run(tracer, procs, tmp_path):
             assert c.request(path="/v1/nope").status == 404
         c.close()
 
-    for port, ok in ((pe, True), (ps, True), (pe, False)):
+    # every (server, status) series the measured part adds to, so that none
+    # first appears inside the window (rate() over one sample is empty)
+    for port, ok in ((pe, True), (ps, True), (pe, False), (ps, False)):
         one(port, ok)
     ts0 = wait_scraped(api, N_WARM)
     time.sleep(1.2)     # a measured request is not in the scrape at ts0

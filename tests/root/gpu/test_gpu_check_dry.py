@@ -58,9 +58,12 @@ def test_dry_figures_are_the_stand_ins(dry):
     assert a["rc"] == {"first_rc": 12, "second_rc": 14}
 
 
-def _perturb(work, tmp_path, name, fn):
+def _perturb(work, tmp_path, name, fn, extra=None):
     w = str(tmp_path / "w")
     shutil.copytree(work, w)
+    for other, text in (extra or {}).items():
+        with open(os.path.join(w, other), "w") as f:
+            f.write(text)
     with open(os.path.join(w, name)) as f:
         text = f.read()
     with open(os.path.join(w, name), "w") as f:
@@ -100,13 +103,20 @@ def test_each_judgement_catches_a_planted_error(dry, tmp_path, name, fn, step, c
 
 
 @needs_root
-def test_copybw_judgement_catches_a_6pct_gap(dry, tmp_path):
+@pytest.mark.parametrize("dry_bars, factor, check", [
+    (False, 1.06, "pinned_within_5pct"),     # a GPU's bar
+    (True, 1.18, "pinned_within_15pct"),     # the dry run's: its copies are sleeps
+])
+def test_copybw_judgement_catches_a_gap(dry, tmp_path, dry_bars, factor, check):
     _p, work, _r = dry
+    with open(os.path.join(work, "env.json")) as f:
+        env = dict(json.load(f), dry=dry_bars)
 
     def slower(text):
         d = json.loads(text)
         for r in d["results"]:
-            r["gbps"] *= 1.06
+            r["gbps"] *= factor
         return json.dumps(d)
-    rc, steps = _perturb(work, tmp_path, "copy-ref.json", slower)
-    assert rc == 1 and steps["copybw"]["checks"]["pinned_within_5pct"] is False
+    rc, steps = _perturb(work, tmp_path, "copy-ref.json", slower,
+                         extra={"env.json": json.dumps(env)})
+    assert rc == 1 and steps["copybw"]["checks"][check] is False, steps["copybw"]
