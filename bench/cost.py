@@ -14,6 +14,9 @@ per round so that drift of a noisy machine hits all alike:
   Tns  ttftrace --no-sched
   Tnu  ttftrace --no-profile (no engine uprobes)
   Tnh  ttftrace --no-hops (one process's view: no upstream discovery)
+  Tu   ttftrace -p on an idle process, the server untraced: what the
+       untraced work of a host pays for the machine-wide hooks (its BPF
+       time per token of the untraced server) and the tracer's idle CPU
   Tr   T with the sock source's syscall arguments from raw sys_enter, not
        the per-syscall tracepoints syscalls:sys_enter_X (TTFTRACE_SKIP_PROGS
        leaves enter_read out; not in the default --configs)
@@ -69,12 +72,12 @@ TRACEFS = "/sys/kernel/tracing"
 LLAMA_BIN = os.path.join(ROOT, "tools", "demo", "llama-server", "bin")
 MODEL = os.path.join(ROOT, "tools", "demo", "model", "demo.gguf")
 THREADS = min(2, os.cpu_count() or 1)
-CONFIGS = ["N", "T", "Tns", "Tnu", "Tnh", "B", "E"]
+CONFIGS = ["N", "T", "Tns", "Tnu", "Tnh", "Tu", "B", "E"]
 EXTRA_CONFIGS = ["Tr", "Tb"]
 TTFTRACE_B = os.environ.get("TTFTRACE_B")
 ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
 TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"], "Tnh": ["--no-hops"],
-           "Tr": [], "Tb": []}
+           "Tu": [], "Tr": [], "Tb": []}
 TT_ENV = {"Tr": {"TTFTRACE_SKIP_PROGS": "enter_read"}}
 
 
@@ -279,13 +282,15 @@ def start_tracer(cfg, srv, work, tag):
         time.sleep(1)	# "Attaching" comes before the probes are attached
         return p
     exe = TTFTRACE_B if cfg == "Tb" else TTFTRACE
-    p = subprocess.Popen([exe, "--port", str(srv.port), "--json", "-o",
-                          os.path.join(work, tag + ".ndjson")] + TT_ARGS[cfg],
-                         stdout=subprocess.DEVNULL, stderr=open(log, "w"),
+    decoy = subprocess.Popen(["sleep", "3600"]) if cfg == "Tu" else None
+    what = ["-p", str(decoy.pid)] if decoy else ["--port", str(srv.port)]
+    p = subprocess.Popen([exe] + what + ["--json", "-o", os.path.join(work, tag + ".ndjson")]
+                         + TT_ARGS[cfg], stdout=subprocess.DEVNULL, stderr=open(log, "w"),
                          env=dict(os.environ, **TT_ENV.get(cfg, {})))
+    p.decoy = decoy
     if not wait_line(log, "Hit Ctrl-C to end", 60, p):
         die("ttftrace did not start: " + open(log).read()[-500:])
-    if cfg != "Tnu" and srv.target != "rate":
+    if cfg not in ("Tnu", "Tu") and srv.target != "rate":
         wait_line(log, "llama", 5, p)	# the profile attaches once libllama is seen
     return p
 
@@ -306,6 +311,9 @@ def one_round(cfg, srv, args, work, tag, seed):
     t1, s1, w1 = (cpu_ns(tr.pid) if tr else 0), srv.cpu(srv.pid), time.monotonic_ns()
     after = prog_stats(ids) if ids else {}
     stop(tr, 2)
+    if getattr(tr, "decoy", None):
+        tr.decoy.kill()
+        tr.decoy.wait()
     lost, seen = tracer_summary(os.path.join(work, tag + ".ndjson")) \
         if tr and cfg not in ("B", "E") else (None, None)
     with open(res) as f:
@@ -386,7 +394,12 @@ def report(target, rounds, cfgs):
                for c in ("T", "E")}
         print("T's BPF time / the empty programs' on the same hooks (median of per-round "
               "ratios): %.2f" % med([t / e if e else None for t, e in zip(bpf["T"], bpf["E"])]))
-    for c in ("T", "Tr", "Tb", "E"):
+    if "T" in cfgs and "Tu" in cfgs:
+        bpf = {c: [sum(v[1] for v in r[c]["progs"].values()) / r[c]["tokens"] for r in rounds]
+               for c in ("T", "Tu")}
+        print("Tu's BPF time (the server untraced) / T's (median of per-round ratios): %.2f"
+              % med([u / t if t else None for u, t in zip(bpf["Tu"], bpf["T"])]))
+    for c in ("T", "Tr", "Tb", "Tu", "E"):
         if c in cfgs:
             prog_table(c, rounds)
 
