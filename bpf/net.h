@@ -25,6 +25,8 @@
  */
 #define TTF_CAPTURE_SEND_DEFAULT_BYTES 8192
 #define TTF_COMM_LEN 16
+/* Slots of the traced-process filter (bpf/net_maps.bpf.h): byte tgid % this. */
+#define TTF_TGID_FILTER_SLOTS 4096
 
 enum ttf_event_type {
 	TTF_EV_RECV = 1,  /* the application read bytes from a traced socket */

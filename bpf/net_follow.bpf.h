@@ -18,14 +18,13 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
 	struct ttf_net_event *e;
 	__u32 zero = 0;
 	struct scratch *s;
 
 	if (ptgid == ctgid || !tgid_traced(ptgid))
 		return 0;
-	if (bpf_map_update_elem(&traced_tgids, &ctgid, &one, BPF_ANY)) {
+	if (trace_tgid(ctgid)) {
 		count(TTF_CNT_TGID_MAP_FULL);
 		return 0;
 	}
@@ -59,14 +58,13 @@ int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_bin
 {
 	char comm[TTF_COMM_LEN];
 	__u32 tgid = p->tgid;
-	__u8 one = 1;
 
 	if (!targ_follow_comm)
 		return 0;
 	bpf_probe_read_kernel_str(comm, sizeof(comm), p->comm);
 	if (!comm_matches(comm))
 		return 0;
-	if (bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY))
+	if (trace_tgid(tgid))
 		count(TTF_CNT_TGID_MAP_FULL);
 	return 0;
 }

@@ -170,7 +170,7 @@ static __always_inline bool follow_claim(const struct sock *sk, const struct sys
 	}
 	if (!a || a->dir != DIR_RECV || !starts_call(a))
 		return false;
-	if (bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY) ||
+	if (trace_tgid(tgid) ||
 	    bpf_map_update_elem(&listen_ports, &key, &one, BPF_ANY)) {
 		count(TTF_CNT_HOP_MAP_FULL);
 		return false;

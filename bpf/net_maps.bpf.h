@@ -106,6 +106,15 @@ struct {
 /* Until when untraced reads are looked at (the newest mark's end of life); 0: never. */
 volatile __u64 follow_open_until_ns;
 
+/*
+ * A one-page filter in front of traced_tgids: byte tgid % SLOTS is 1 once
+ * a traced tgid maps there, and is never cleared (a stale 1 costs the hash
+ * lookup, never a wrong answer). Most runs of the machine-wide hooks are
+ * for untraced tasks; a 0 answers them without touching the hash map.
+ * Set before the map entry (trace_tgid; user space in net_probe.c).
+ */
+volatile __u8 tgid_filter[TTF_TGID_FILTER_SLOTS];
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -170,7 +179,18 @@ static __always_inline void count(__u32 idx)
 
 static __always_inline bool tgid_traced(__u32 tgid)
 {
+	if (!tgid_filter[tgid & (TTF_TGID_FILTER_SLOTS - 1)])
+		return false;
 	return ttf_tgid_traced(&traced_tgids, tgid);
+}
+
+/* Add tgid to the traced set: the filter's byte first, then the map (0 or -errno). */
+static __always_inline long trace_tgid(__u32 tgid)
+{
+	__u8 one = 1;
+
+	tgid_filter[tgid & (TTF_TGID_FILTER_SLOTS - 1)] = 1;
+	return bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
 }
 
 /* Wake the consumer only when the ring is filling up; it drains on a timer. */

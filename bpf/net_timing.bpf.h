@@ -29,8 +29,15 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 	if (*cookie)
 		return true;
 #else
-	*cookie = bpf_get_socket_cookie((void *)sk);
-	if (bpf_map_lookup_elem(&traced_socks, cookie))
+	/*
+	 * A socket without a cookie yet was never traced (mark_traced keys
+	 * traced_socks by it): skip the lookup, and give it none here, so
+	 * that handle_xmit also leaves its segments at cookie 0 (a client's
+	 * ACKs, every untraced connection's data). One is made below when
+	 * the socket is wanted.
+	 */
+	*cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	if (*cookie && bpf_map_lookup_elem(&traced_socks, cookie))
 		return true;
 #endif
 	/*
@@ -54,6 +61,7 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 	*cookie = sk_id(sk, true);
 	return *cookie != 0;
 #else
+	*cookie = bpf_get_socket_cookie((void *)sk);
 	return true;
 #endif
 }

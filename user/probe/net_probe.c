@@ -388,8 +388,12 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
 {
+	volatile uint8_t *filter = np->sock ? np->sock->bss->tgid_filter :
+				   np->sys->bss->tgid_filter;
 	uint8_t one = 1;
 
+	/* the filter's byte before the map entry, as trace_tgid() in BPF */
+	filter[tgid % TTF_TGID_FILTER_SLOTS] = 1;
 	return bpf_map__update_elem(np->tgids, &tgid, sizeof(tgid), &one,
 				    sizeof(one), BPF_ANY);
 }

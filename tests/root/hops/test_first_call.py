@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import Client, needs_root
-from test_gateway import GATEWAYS, chain_sum_ok
+from test_gateway import GATEWAYS, chain_sum_ok, upstream_truth
 
 pytestmark = needs_root
 
@@ -40,13 +40,13 @@ def test_first_request_through_a_new_upstream_joins(procs, tmp_path, sse_server,
     assert "calls port %d: tracing PID %d" % (srv.port, srv.pid) in tr.stderr, tr.stderr
     recs = sorted(tr.requests(), key=lambda r: r["t_arrival_ns"])
     assert len(recs) == 2, recs
-    truth = {t["rport"]: t for t in srv.truth()}
+    truth = upstream_truth(recs, srv.truth())
     for r in recs:
         assert "hops" in r, r
         gw, up = r["hops"]
         assert up["pid"] == srv.pid and up["join"] == "exact", r["hops"]
         assert chain_sum_ok(r), (r["hop_stages_ms"], r["ttft_ms"])
-        t = truth[up["gateway_port"]]
+        t = truth[r["id"]]
         want = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
         assert abs(up["stages_ms"]["server"] - want) <= max(1.0, 0.03 * want), (up, want)
     c = tr.summary()["counters"]
