@@ -178,7 +178,7 @@ def test_role_chunk_is_not_a_token(sse_server, tracer):
     # the client saw the role chunk long before the first token
     assert rs[0].events[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     port = rs[0].local_port
-    check_request(by_key[(port, 0)], truth_for(srv, port, 0), 6)
+    check_request(by_key[(port, 0)], truth_for(srv, port, 0), 6, resp=rs[0])
 
 
 def test_coalesced_events_each_counted(sse_server, tracer):
@@ -192,7 +192,7 @@ def test_coalesced_events_each_counted(sse_server, tracer):
     port = rs[0].local_port
     rec = by_key[(port, 0)]
     # 1 + 3 writes of 4 events: every event counted, 4 tokens per write
-    check_request(rec, truth_for(srv, port, 0), 13, coalesced=True)
+    check_request(rec, truth_for(srv, port, 0), 13, coalesced=True, resp=rs[0])
     assert rec["tokens_per_event"] == pytest.approx(1.0)
 
 
@@ -207,7 +207,7 @@ def test_usage_chunk_not_a_token(sse_server, tracer):
     assert rs[0].events[-2]["choices"] == []
     port = rs[0].local_port
     rec = by_key[(port, 0)]
-    check_request(rec, truth_for(srv, port, 0), 7)
+    check_request(rec, truth_for(srv, port, 0), 7, resp=rs[0])
     assert rec["token_source"] == "usage"
 
 
@@ -243,7 +243,7 @@ def test_other_apis(sse_server, tracer, path):
     srv, _, rs, by_key, _ = run(sse_server, tracer, (), drive)
     port = rs[0].local_port
     rec = by_key[(port, 0)]
-    check_request(rec, truth_for(srv, port, 0), 5)
+    check_request(rec, truth_for(srv, port, 0), 5, resp=rs[0])
     assert rec["api"] not in ("", None, "unknown")
 
 
