@@ -11,9 +11,12 @@ STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_
 def assert_split_exact(tr, results, fe_pid, eng_pid):
     """Every driven request (drive()'s results) split and joined; returns the summary's counters."""
     recs = {conn_client_port(r): r for r in tr.requests()}
-    assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
     s = tr.summary()
     c = s["counters"]
+    missing = [resp.local_port for _, resp in results if resp.local_port not in recs]
+    assert not missing and len(recs) == len(results), (
+        "%d records for %d requests; no record for client ports %s; counters %s; stderr %s"
+        % (len(recs), len(results), missing[:20], c, tr.stderr[-2000:]))
     unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
     assert not unsplit, (unsplit[:1], c)
     for _, resp in results:

@@ -189,6 +189,20 @@ def upstream_truth(recs, truth_rows):
     return out
 
 
+def server_stage_ok(got_ms, t, tol_ms=1.0, rel=0.03):
+    """The server's log brackets its first token's write: t_token_pre_ns[0]
+    is stamped before the write, t_first_ns after it returns. A server thread
+    preempted between the two stamps t_first late (CI: a write begun at
+    40.0 ms after the read, logged done at 43.6), so the upstream hop's
+    server stage is held to that window, widened by the bar that covers a
+    late read (t_read_ns is stamped after the request arrived)."""
+    pre = (t.get("t_token_pre_ns") or [t.get("t_end_pre_ns") or t["t_first_ns"]])[0]
+    lo = (pre - t["t_read_ns"]) / 1e6
+    hi = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
+    tol = max(tol_ms, rel * hi)
+    return lo - tol <= got_ms <= hi + tol
+
+
 @pytest.mark.parametrize("gateway", ["nginx", "haproxy"])
 @pytest.mark.parametrize("clients", [1, 8])
 def test_fixture_behind_gateway(procs, tmp_path, sse_server, tracer, clients, gateway):
@@ -223,9 +237,7 @@ def test_fixture_behind_gateway(procs, tmp_path, sse_server, tracer, clients, ga
         assert not gw["buffering"], gw
         assert up["pid"] == srv.pid and up["join"] == "exact", up
         t = truth[r["id"]]
-        want = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
-        got = up["stages_ms"]["server"]
-        good += abs(got - want) <= max(1.0, 0.03 * want)
+        good += server_stage_ok(up["stages_ms"]["server"], t)
     assert good >= 0.95 * (len(recs) - 1), good
     s = tr.summary()
     assert s["hops"]["requests"] >= 24
