@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from conftest import Client, needs_root
-from test_gateway import GATEWAYS, chain_sum_ok, server_stage_ok, upstream_truth
+from conftest import Client, needs_root, server_stage_ok
+from test_gateway import GATEWAYS, chain_sum_ok, upstream_truth
 
 pytestmark = needs_root
 

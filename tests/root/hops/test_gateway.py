@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import TTFTRACE, Client, conn_client_port, free_port, needs_root
+from conftest import TTFTRACE, Client, conn_client_port, free_port, needs_root, server_stage_ok
 from gateway_timers import (HAPROXY_LOG_FORMAT, NGINX_LOG_FORMAT, over_bar_ms, pairs,
                             parse_haproxy, parse_nginx)
 from llama_server import completion, load, start_llama_server
@@ -187,20 +187,6 @@ def upstream_truth(recs, truth_rows):
         assert len(ts) >= len(rs), (p, len(ts), len(rs))
         out.update((r["id"], t) for r, t in zip(reversed(rs), reversed(ts)))
     return out
-
-
-def server_stage_ok(got_ms, t, tol_ms=1.0, rel=0.03):
-    """The server's log brackets its first token's write: t_token_pre_ns[0]
-    is stamped before the write, t_first_ns after it returns. A server thread
-    preempted between the two stamps t_first late (CI: a write begun at
-    40.0 ms after the read, logged done at 43.6), so the upstream hop's
-    server stage is held to that window, widened by the bar that covers a
-    late read (t_read_ns is stamped after the request arrived)."""
-    pre = (t.get("t_token_pre_ns") or [t.get("t_end_pre_ns") or t["t_first_ns"]])[0]
-    lo = (pre - t["t_read_ns"]) / 1e6
-    hi = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
-    tol = max(tol_ms, rel * hi)
-    return lo - tol <= got_ms <= hi + tol
 
 
 @pytest.mark.parametrize("gateway", ["nginx", "haproxy"])

@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "proto"))
 from conftest import (CLIENT_MARGIN_MS, SO_TIMESTAMPNS, Client, conn_client_port,  # noqa: E402
                       conn_server_port,
-                      free_port, needs_root, vm_rss_kib)
+                      free_port, needs_root, server_stage_ok, vm_rss_kib)
 from hostile_cases import churn, exchange, h2_cases, http1_cases, seeded  # noqa: E402
 from llama_server import start_llama_server  # noqa: E402
 from proto_helpers import HERE as PROTO, by_client_port, start_server  # noqa: E402
@@ -389,9 +389,7 @@ def check_good_chat(done, recs, gw, srv):
 
     def fixture_ok(up, r):
         t = truth[up["gateway_port"]]
-        want = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
-        return up["pid"] == srv.pid and abs(up["stages_ms"]["server"] - want) <= max(
-            1.0, 0.03 * want)
+        return up["pid"] == srv.pid and server_stage_ok(up["stages_ms"]["server"], t)
 
     return check_good(done, recs, gw, "chat", TOKENS, lambda r: TTFT_MS, fixture_ok)
 
