@@ -52,6 +52,7 @@ Options: --targets demo,llama,rate --rounds 5 -c 8 -n 48 -m 64 --rate-c 1000
 TTFTRACE=PATH measures another ttftrace build (default: ROOT/ttftrace).
 """
 import argparse
+import fnmatch
 import glob
 import json
 import os
@@ -216,6 +217,17 @@ class Server:
                     return p
         return None
 
+    def llama_symbols(self):
+        """The llama.cpp functions T probes in this server: the profile's
+        probes, less those whose only_with names no file the server maps
+        (profiles/llamacpp.ini: llama_synchronize without a GPU backend), so
+        that B and E set the same uprobes."""
+        with open("/proc/%d/maps" % self.pid) as f:
+            names = {os.path.basename(l.split()[-1]) for l in f if "/" in l}
+        return [s for s in LLAMA_SYMBOLS
+                if not ONLY_WITH.get(s) or
+                any(fnmatch.fnmatch(n, g) for n in names for g in ONLY_WITH[s])]
+
     def close(self):
         stop(self.proc, 15)
         self.log.close()
@@ -227,7 +239,7 @@ def bpftrace_script(srv, path):
     lib = srv.libllama() if srv.target != "rate" else None
     if not lib and srv.target != "rate":
         die("libllama is not mapped in the %s server" % srv.target)
-    for sym in LLAMA_SYMBOLS if lib else ():
+    for sym in srv.llama_symbols() if lib else ():
         if sym == "llama_decode":
             # llama_batch by value at sp + 8: n_tokens and the first token's seq id
             s += ('uprobe:"%s":%s /pid == $1/ { $b = reg("sp") + 8; printf("S %%d %%llu %%d %%d\\n",'
@@ -244,6 +256,26 @@ def bpftrace_script(srv, path):
 LLAMA_SYMBOLS = ("llama_decode", "llama_tokenize", "llama_sampler_sample", "llama_synchronize")
 
 
+def profile_only_with(path):
+    """{symbol: [only_with globs]} of an engine profile (its probe sections)."""
+    out, sym = {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.split(";", 1)[0].strip()
+            if line.startswith("[probe "):
+                sym = None
+            elif "=" in line:
+                k, v = (x.strip() for x in line.split("=", 1))
+                if k == "symbol":
+                    sym = v
+                elif k == "only_with" and sym:
+                    out.setdefault(sym, []).append(v)
+    return out
+
+
+ONLY_WITH = profile_only_with(os.path.join(ROOT, "profiles", "llamacpp.ini"))
+
+
 def build_empty_hooks(work):
     arch = {"x86_64": "x86", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
     obj, exe = os.path.join(work, "empty_hooks.bpf.o"), os.path.join(work, "empty_hooks")
@@ -257,7 +289,7 @@ def build_empty_hooks(work):
 
 def start_empty(srv, work, tag):
     lib = srv.libllama() if srv.target != "rate" else None
-    specs = ["%s:%s" % (lib, s) for s in LLAMA_SYMBOLS] if lib else []
+    specs = ["%s:%s" % (lib, s) for s in srv.llama_symbols()] if lib else []
     out = os.path.join(work, tag + ".out")
     p = subprocess.Popen([os.path.join(work, "empty_hooks"), os.path.join(work, "empty_hooks.bpf.o")]
                          + specs, stdout=open(out, "w"), stderr=subprocess.STDOUT)

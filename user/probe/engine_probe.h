@@ -108,6 +108,11 @@ uint64_t engine_probe__foreign(struct engine_probe *ep);
 
 /* Attachment stats into out[0..max). Returns the number of attachments. */
 int engine_probe__stats(struct engine_probe *ep, struct engine_probe_stat *out, int max);
+/*
+ * The probes held back by their profile's only_with (no traced process maps
+ * a file it names), as "name, name" into buf. Returns how many.
+ */
+int engine_probe__held_back(const struct engine_probe *ep, char *buf, size_t len);
 /* The i-th missing-symbol warning, or NULL past the end. */
 const char *engine_probe__missing(struct engine_probe *ep, int i);
 /* Summary table: per attachment hits, rate, estimated cost; drops and missing symbols. */

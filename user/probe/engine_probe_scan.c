@@ -72,19 +72,54 @@ static bool seen_before(struct engine_probe *ep, uint32_t tgid, const struct pro
 	return false;
 }
 
+/* met[si]: spec si has no only_with globs, or one of them matches a file pm maps. */
+static void gates_met(const struct engine_probe *ep, const struct proc_maps *pm, bool *met)
+{
+	for (int si = 0; si < ep->n_specs; si++) {
+		const struct probe_spec *sp = &ep->specs[si].spec;
+
+		met[si] = !sp->n_only_with;
+		for (int i = 0; i < pm->n && !met[si]; i++)
+			for (int g = 0; g < sp->n_only_with && !met[si]; g++)
+				met[si] = pm->v[i].path[0] && proc_map__matches(&pm->v[i], sp->only_with[g]);
+	}
+}
+
+/*
+ * Which specs want mapping m (wants[]); true when any does. *retry: a gated
+ * spec not attached yet wants it, so a file seen before (when its gate was
+ * shut) is offered again: ep_try_attach searches each file once per spec.
+ */
+static bool specs_wanting(const struct engine_probe *ep, const struct proc_map *m,
+			  const bool *met, bool *wants, bool *retry)
+{
+	bool any = false;
+
+	*retry = false;
+	for (int si = 0; si < ep->n_specs; si++) {
+		const struct ep_spec *s = &ep->specs[si];
+
+		wants[si] = met[si] && spec_wants(s, m);
+		any |= wants[si];
+		*retry |= wants[si] && s->spec.n_only_with && !s->n_attached;
+	}
+	return any;
+}
+
 int ep_scan_pid(struct engine_probe *ep, uint32_t tgid)
 {
 	struct proc_maps pm = { 0 };
-	bool wants[MAX_SPECS];
+	bool wants[MAX_SPECS], met[MAX_SPECS];
 	int err, made = 0;
 
 	err = proc_maps__read(tgid, &pm);
 	if (err)
 		return err == -ENOENT ? -ESRCH : err;
+	gates_met(ep, &pm, met);
 	for (int i = 0; i < pm.n; i++) {
 		const struct proc_map *m = &pm.v[i];
 		char path[PATH_MAX];
-		bool any = false;
+		bool retry;
 		struct stat st;
 		int fd, r, ti;
 
@@ -94,9 +129,7 @@ int ep_scan_pid(struct engine_probe *ep, uint32_t tgid)
 				 (unsigned long long)m->inode);
 		if (!proc_map__is_exec_file(m))
 			continue;
-		for (int si = 0; si < ep->n_specs; si++)
-			any |= wants[si] = spec_wants(&ep->specs[si], m);
-		if (!any || seen_before(ep, tgid, m))
+		if (!specs_wanting(ep, m, met, wants, &retry) || (seen_before(ep, tgid, m) && !retry))
 			continue;
 		fd = proc_map__open(tgid, m, path, sizeof(path), &st);
 		if (fd < 0) {

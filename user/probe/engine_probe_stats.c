@@ -40,8 +40,28 @@ const char *engine_probe__missing(struct engine_probe *ep, int i)
 	return i >= 0 && i < ep->n_missing ? ep->missing[i] : NULL;
 }
 
+int engine_probe__held_back(const struct engine_probe *ep, char *buf, size_t len)
+{
+	size_t off = 0;
+	int n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < ep->n_specs; i++) {
+		const struct ep_spec *s = &ep->specs[i];
+
+		if (!s->spec.n_only_with || s->n_attached)
+			continue;
+		n++;
+		if (off < len)
+			off += snprintf(buf + off, len - off, "%s%s", off ? ", " : "", s->spec.name);
+	}
+	return n;
+}
+
 void engine_probe__print_summary(struct engine_probe *ep, FILE *f)
 {
+	char held[256];
 	struct engine_probe_stat st[TTF_ENGINE_MAX_PROBES];
 	int n = engine_probe__stats(ep, st, TTF_ENGINE_MAX_PROBES);
 	uint64_t c[TTF_ENG_CNT__MAX];
@@ -61,6 +81,9 @@ void engine_probe__print_summary(struct engine_probe *ep, FILE *f)
 		(unsigned long long)c[TTF_ENG_CNT_ARG_FAULT], (unsigned long long)ep->foreign);
 	for (int i = 0; (m = engine_probe__missing(ep, i)); i++)
 		fprintf(f, "  missing: %s\n", m);
+	if (engine_probe__held_back(ep, held, sizeof(held)))
+		fprintf(f, "  not attached (their profile's only_with names no file these processes "
+			"map): %s\n", held);
 	for (int i = 0; i < n; i++)
 		if (!st[i].hits)
 			fprintf(f, "  %s: attached, but the engine never called it in this run (it "

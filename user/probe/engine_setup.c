@@ -200,12 +200,15 @@ void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 	n = engine_probe__attach_pid(es->ep, tgid);
 	/* always said: which engine the stage split comes from (prefill, decode) */
 	if (n > 0) {
-		char roles[128];
+		char roles[128], held[256], why[384] = "";
 
-		fprintf(stderr, "PID %u: engine profile %s: %d uprobe(s) attached (signals: %s; "
+		if (engine_probe__held_back(es->ep, held, sizeof(held)))
+			snprintf(why, sizeof(why), "; not attached: %s, no file its only_with names "
+				 "is mapped (docs/engines.md)", held);
+		fprintf(stderr, "PID %u: engine profile %s: %d uprobe(s) attached (signals: %s%s; "
 			"each call traps into the kernel, the table at exit says what it cost)\n",
 			tgid, es->names[0] ? es->names : "?", n,
-			signal_list(es->ep, roles, sizeof(roles)));
+			signal_list(es->ep, roles, sizeof(roles)), why);
 	}
 }
 

@@ -243,6 +243,12 @@ static int handler(void *user, const char *section, const char *key, const char 
 			return fail(c, "bad batch '%s' (FIELD:OFFSET,...; fields n_tokens, pos, "
 				    "n_seq_id, seq_id, logits; offsets 0-248)%s", value, "");
 		ps->has_batch = true;
+	} else if (!strcmp(key, "only_with")) {
+		if (ps->n_only_with == PROFILE_MAX_ONLY_WITH ||
+		    copy_str(ps->only_with[ps->n_only_with], sizeof(ps->only_with[0]), value))
+			return fail(c, "bad or too many only_with entries ('%s'; at most 16 globs, "
+				    "each under 64 bytes)%s", value, "");
+		ps->n_only_with++;
 	} else {
 		return fail(c, "unknown key '%s' in [%s]", key, section);
 	}

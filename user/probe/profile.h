@@ -18,6 +18,11 @@
  *                               ; optional: where a llama_batch-like struct keeps
  *                               ; its fields (byte offsets; these are llama.cpp's,
  *                               ; the default; bpf/engine.h struct ttf_batch_layout)
+ *   only_with   = libggml-cuda*  ; optional, repeatable: attach only in a process
+ *                               ; that maps a file matching one of these globs
+ *                               ; (a probe that tells something only there, such
+ *                               ; as a GPU backend's sync, costs a trap per call
+ *                               ; everywhere else)
  *
  * ARGSPEC reads the step size at entry (bpf/engine.h enum ttf_arg_kind):
  * reg:N the Nth integer argument register (1-5), stack:OFF an int32 at
@@ -32,6 +37,7 @@
 #include "bpf/engine.h"
 
 #define PROFILE_MAX_MATCH 8
+#define PROFILE_MAX_ONLY_WITH 16
 #define PROFILE_MAX_PROBES 16
 #define PROBE_NAME_LEN 128
 #define PROBE_SYMBOL_LEN 128
@@ -45,6 +51,9 @@ struct probe_spec {
 	bool want_return;
 	bool has_batch;			/* a `batch =` line set arg.batch */
 	struct ttf_engine_probe_cfg arg;
+	/* only_with globs: attached only where one matches a mapped file (none: always) */
+	char only_with[PROFILE_MAX_ONLY_WITH][64];
+	int n_only_with;
 };
 
 struct engine_profile {

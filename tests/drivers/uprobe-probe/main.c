@@ -100,7 +100,7 @@ static void print_json(struct engine_probe *ep, struct state *s)
 	cJSON *root = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(root, "attachments");
 	cJSON *miss = cJSON_AddArrayToObject(root, "missing");
 	const char *m;
-	char *txt;
+	char *txt, held[256];
 
 	for (int i = 0; i < n; i++) {
 		cJSON *o = cJSON_CreateObject(), *d;
@@ -125,6 +125,8 @@ static void print_json(struct engine_probe *ep, struct state *s)
 	}
 	for (int i = 0; (m = engine_probe__missing(ep, i)); i++)
 		cJSON_AddItemToArray(miss, cJSON_CreateString(m));
+	engine_probe__held_back(ep, held, sizeof(held));
+	cJSON_AddStringToObject(root, "held_back", held);
 	cJSON_AddNumberToObject(root, "drops", (double)engine_probe__drops(ep));
 	cJSON_AddNumberToObject(root, "foreign", (double)engine_probe__foreign(ep));
 	cJSON_AddNumberToObject(root, "unpaired_returns", (double)s->unpaired_returns);

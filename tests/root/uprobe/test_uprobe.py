@@ -287,10 +287,37 @@ def test_llamacpp_profile_resolves_in_libllama(tmp_path, targets):
     assert t.finish()[0] == 0
     res = p.result()
     got = {a["symbol"]: a for a in res["attachments"]}
-    assert sorted(got) == ["llama_decode", "llama_sampler_sample", "llama_synchronize",
-                           "llama_tokenize"]
+    # no GPU backend mapped: llama_synchronize waits for nothing and is held back
+    assert sorted(got) == ["llama_decode", "llama_sampler_sample", "llama_tokenize"]
+    assert res["held_back"] == "llama_synchronize"
     assert res["missing"] == []
     d = got["llama_decode"]
     # endbr64 then push %r12: the probe sits on the (emulated) push
     assert (d["insn"], d["entry_offset"], d["insn_class"]) == ("endbr64", 4, 1)
     assert d["path"].startswith("/proc/%d/root/" % t.pid)
+
+
+@pytest.mark.skipif(not LLAMA_LIB, reason="demo libllama not installed (tools/setup.sh)")
+def test_llamacpp_sync_attached_once_a_gpu_backend_is_mapped(tmp_path, targets):
+    """profiles/llamacpp.ini: llama_synchronize only_with a GPU backend. The
+    backend comes after libllama (ggml loads backends with dlopen), so the
+    rescan offers libllama again, seen before while the gate was shut."""
+    lib, exe = build_dl(tmp_path)
+    backend = tmp_path / "libggml-cuda.so"
+    shutil.copy(lib, backend)
+    t = Target([exe, "0", LLAMA_LIB[0], str(backend)])
+    targets.append(t)
+    t.go()
+    assert t.wait_line() == "loaded"
+    p = Probe([t.pid], ["--profile", "llamacpp"])
+    t.go()
+    assert t.wait_line() == "loaded2"
+    wait_mapped(t.pid, "libggml-cuda.so")
+    time.sleep(2.5)  # the driver rescans once a second when executable mappings changed
+    t.go()
+    assert t.finish()[0] == 0
+    res = p.result()
+    got = sorted(a["symbol"] for a in res["attachments"])
+    assert got == ["llama_decode", "llama_sampler_sample", "llama_synchronize",
+                   "llama_tokenize"], res
+    assert res["held_back"] == "", res

@@ -65,6 +65,10 @@ static void test_llamacpp_profile(void **state)
 	p = probe("llama_synchronize");
 	assert_int_equal(p->role, TTF_ROLE_SYNC);
 	assert_int_equal(p->arg.arg_kind, TTF_ARG_NONE);
+	/* only where a GPU backend is mapped; every other probe always */
+	assert_true(p->n_only_with >= 8);
+	assert_string_equal(p->only_with[0], "libggml-cuda*");
+	assert_int_equal(probe("llama_decode")->n_only_with, 0);
 	assert_int_equal(profile__load("no_such_engine", &prof, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "no_such_engine"));
 }
@@ -94,6 +98,9 @@ static void test_profile_errors(void **state)
 	expect_error(text, "t.ini:5: unknown key 'colour' in [probe a]");
 	snprintf(text, sizeof(text), "%s[probe a]\nrole = step\n", head);
 	expect_error(text, "t.ini:3: [probe a] needs symbol and role");
+	snprintf(text, sizeof(text), "%s[probe a]\nsymbol = a\nrole = sync\nonly_with = "
+		 "%070d\n", head, 0);
+	expect_error(text, "t.ini:6: bad or too many only_with entries");
 	expect_error("[engine]\nname = x\n", "needs at least one match");
 	expect_error("[engine]\nmatch = a\n[other]\nk = v\n", "t.ini:4: unknown section [other]");
 	expect_error("[engine]\nmatch = a\nno equals sign here\n", "t.ini:3: syntax error");

@@ -3,6 +3,8 @@
  * dlopen target: reads one byte, dlopens LIB (argv[2]; "-" for none),
  * prints "loaded", reads a second byte, then calls hot_lib(i) N (argv[1])
  * times and prints the sum. With LIB "-" it only waits for the bytes.
+ * With a LIB2 (argv[3]), after the second byte it dlopens LIB2 too, prints
+ * "loaded2" and reads a third byte before the calls.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -32,6 +34,16 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (read(0, &c, 1) != 1)
 		return 1;
+	if (argc > 3) {
+		if (!dlopen(argv[3], RTLD_NOW)) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 1;
+		}
+		printf("loaded2\n");
+		fflush(stdout);
+		if (read(0, &c, 1) != 1)
+			return 1;
+	}
 	for (int i = 0; fn && i < n; i++)
 		sum += fn(i);
 	printf("%ld\n", sum);
