@@ -15,14 +15,24 @@
 
 #include "bpf/net_xmit.bpf.h"
 
+/*
+ * sk is a tp_btf argument here (a BTF pointer): its fields are read with
+ * plain loads, which the verifier turns into guarded loads, instead of a
+ * bpf_probe_read_kernel() call each (docs/kernel.md B1.16). These run for
+ * every socket of the machine, traced or not.
+ */
 static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 {
+	__u16 family = sk->__sk_common.skc_family;
 	bool unix_sk = false;
 
-	if (!sk_is_tcp(sk)) {
-		if (!sk_is_unix_stream(sk))
+	if (family == TTF_AF_UNIX) {
+		if (sk->sk_type != SOCK_STREAM)
 			return false;
 		unix_sk = true;
+	} else if ((family != TTF_AF_INET && family != TTF_AF_INET6) ||
+		   sk->sk_protocol != IPPROTO_TCP) {
+		return false;
 	}
 #ifdef TTF_SK_ID_BY_PTR
 	*cookie = sk_id(sk, false);
@@ -36,7 +46,7 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 	 * ACKs, every untraced connection's data). One is made below when
 	 * the socket is wanted.
 	 */
-	*cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	*cookie = sk->__sk_common.skc_cookie.counter;
 	if (*cookie && bpf_map_lookup_elem(&traced_socks, cookie))
 		return true;
 #endif
@@ -50,8 +60,9 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 			return false;
 	} else {
 		struct ttf_listen_key key = {
-			.netns_ino = sk_netns_ino(sk),
-			.port = BPF_CORE_READ(sk, __sk_common.skc_num),
+			.netns_ino = bpf_core_field_exists(sk->__sk_common.skc_net.net) ?
+				     sk->__sk_common.skc_net.net->ns.inum : 0,
+			.port = sk->__sk_common.skc_num,
 		};
 
 		if (!bpf_map_lookup_elem(&listen_ports, &key) && !follow_arrival(&key))
@@ -136,9 +147,9 @@ int BPF_PROG(handle_tcp_probe, struct sock *sk, struct sk_buff *skb)
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *dev)
 {
-	struct sock *sk = BPF_CORE_READ(skb, sk);
+	struct sock *sk = skb->sk;	/* plain loads: see sock_wanted() */
 	__u32 len, hdr_len, bytes, seq_end;
-	__u16 mac_off, th_off;
+	__u16 mac_off, th_off, family;
 	struct sys_args *a;
 	struct tcphdr th;
 	__u64 cookie, ts;
@@ -147,10 +158,11 @@ int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *de
 
 	if (!sk)
 		return 0;
-	state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	state = sk->__sk_common.skc_state;
 	if (state == TCP_TIME_WAIT || state == TCP_NEW_SYN_RECV)
 		return 0;
-	if (!sk_is_tcp(sk))
+	family = sk->__sk_common.skc_family;
+	if ((family != TTF_AF_INET && family != TTF_AF_INET6) || sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	/*
 	 * skb->sk is not a trusted pointer here, so read the cookie that
@@ -160,14 +172,14 @@ int BPF_PROG(handle_xmit, const struct sk_buff *skb, const struct net_device *de
 #ifdef TTF_SK_ID_BY_PTR
 	cookie = sk_id(sk, false);
 #else
-	cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	cookie = sk->__sk_common.skc_cookie.counter;
 #endif
 	if (!cookie || !bpf_map_lookup_elem(&traced_socks, &cookie))
 		return 0;
-	head = BPF_CORE_READ(skb, head);
-	mac_off = BPF_CORE_READ(skb, mac_header);
-	th_off = BPF_CORE_READ(skb, transport_header);
-	len = BPF_CORE_READ(skb, len);
+	head = skb->head;
+	mac_off = skb->mac_header;
+	th_off = skb->transport_header;
+	len = skb->len;
 	if (bpf_probe_read_kernel(&th, sizeof(th), head + th_off))
 		return 0;
 	hdr_len = (th_off - mac_off) + th.doff * 4;
