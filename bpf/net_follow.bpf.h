@@ -38,7 +38,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	e->tgid = ptgid;
 	e->tid = ctgid;
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), child->comm);
-	submit(e, sizeof(*e));
+	submit_now(e, sizeof(*e));
 	return 0;
 }
 

@@ -194,13 +194,26 @@ static __always_inline long trace_tgid(__u32 tgid)
 }
 
 /* Wake the consumer only when the ring is filling up; it drains on a timer. */
-static __always_inline void submit(void *data, __u64 size)
+static __always_inline void submit_flags(void *data, __u64 size, __u64 flags)
 {
-	if (bpf_ringbuf_output(&events, data, size,
-			       ttf_rb_wakeup_flags(&events, targ_wakeup_bytes)))
+	if (bpf_ringbuf_output(&events, data, size, flags))
 		count(TTF_CNT_RINGBUF_FULL);
 	else
 		count(TTF_CNT_EVENTS);
+}
+
+static __always_inline void submit(void *data, __u64 size)
+{
+	submit_flags(data, size, ttf_rb_wakeup_flags(&events, targ_wakeup_bytes));
+}
+
+/*
+ * A record the reader should see now, not at its next drain: a traced
+ * process's fork (a new process to scan for TLS and engine libraries). Rare.
+ */
+static __always_inline void submit_now(void *data, __u64 size)
+{
+	submit_flags(data, size, BPF_RB_FORCE_WAKEUP);
 }
 
 #endif /* TTF_NET_MAPS_BPF_H */

@@ -589,3 +589,15 @@ def server_stage_ok(got_ms, t, tol_ms=1.0, rel=0.03):
     hi = (t["t_first_ns"] - t["t_read_ns"]) / 1e6
     tol = max(tol_ms, rel * hi)
     return lo - tol <= got_ms <= hi + tol
+
+
+def wait_listen(port, timeout_s=10, poll_s=0.1):
+    """Return once something accepts connections on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            Client(port).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "nothing listened on %d" % port
+            time.sleep(poll_s)

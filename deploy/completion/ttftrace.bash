@@ -5,7 +5,7 @@
 
 _ttftrace_opts_trace="-p --pid --comm --port -c --cmd -d --duration -i --interval --json
 	-o --output -v --verbose --slo --profile --probe --no-profile --gpu-attach
-	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --nice --no-hops --no-tls
+	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --nice --drain-ms --no-hops --no-tls
 	--net-source --metrics --buckets --otlp --perfetto --perfetto-sched --record --sysfs-root
 	-? --help
 	--usage -V --version"
@@ -58,7 +58,7 @@ _ttftrace()
 	--dir)
 		COMPREPLY=($(compgen -W "h2d d2h both" -- "$cur")); return ;;
 	-c|--cmd|--port|-d|--duration|-i|--interval|--slo|--probe|--capture-bytes|\
-	--capture-send-bytes|--ringbuf-mb|--nice|--metrics|--buckets|--otlp|--title|--sock|\
+	--capture-send-bytes|--ringbuf-mb|--nice|--drain-ms|--metrics|--buckets|--otlp|--title|--sock|\
 	--timeout-ms|--wait-ms|-s|--sizes|-n|--iters|--samples|-w|--warmup|--ramp-ms|\
 	--interval-ms|--pstate|-D|--gpu|--device)
 		return ;;

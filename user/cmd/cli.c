@@ -104,7 +104,7 @@ enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SC
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
        OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE, OPT_NO_HOPS,
-       OPT_PERFETTO_SCHED, OPT_NO_TLS, OPT_NICE };
+       OPT_PERFETTO_SCHED, OPT_NO_TLS, OPT_NICE, OPT_DRAIN };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -144,6 +144,9 @@ static const struct argp_option options[] = {
 	{ "nice", OPT_NICE, "N", 0,
 	  "Nice value of the thread that drains the rings, -20..19 (default -10): on a host whose "
 	  "CPUs are saturated a reader at the default share falls behind and records are lost", 4 },
+	{ "drain-ms", OPT_DRAIN, "MS", 0,
+	  "How often the rings are read while records come, 10..10000 (default 1000): a request's "
+	  "line comes out within about this long of its end; each read wakes the tracer", 4 },
 	{ "no-hops", OPT_NO_HOPS, NULL, 0,
 	  "Do not trace the local upstreams a traced gateway calls (one process's view)", 4 },
 	{ "no-tls", OPT_NO_TLS, NULL, 0,
@@ -378,6 +381,9 @@ static error_t parse_capture(int key, char *arg, struct argp_state *state)
 	case OPT_NICE:
 		o->nice = (int)parse_long(arg, -20, 19, state, "nice value");
 		break;
+	case OPT_DRAIN:
+		o->drain_ms = (int)parse_long(arg, 10, 10000, state, "drain interval");
+		break;
 	case OPT_NO_HOPS:
 		o->no_hops = 1;
 		break;
@@ -538,6 +544,7 @@ void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subc
 	o->capture_send_bytes = TTF_CAPTURE_SEND_DEFAULT_BYTES;
 	o->ringbuf_bytes = 16u << 20;
 	o->nice = TTF_DEFAULT_NICE;
+	o->drain_ms = TTF_DEFAULT_DRAIN_MS;
 	cli_argp = &argp;
 	/* argp's own messages are off: its errors read "Error: ..." like ours */
 	if (argp_parse(&argp, argc, argv, ARGP_NO_ERRS | ARGP_NO_HELP, NULL, o))

@@ -26,6 +26,13 @@ enum ttf_target_kind {
  * (bench/README.md, the high-rate target).
  */
 #define TTF_DEFAULT_NICE -10
+/*
+ * How often the tracer drains the rings while records come (--drain-ms):
+ * each drain's wakeup costs more than the records it reads at a few hundred
+ * tokens a second (user/cmd/trace.c); a request's line comes out within
+ * about this long of its end.
+ */
+#define TTF_DEFAULT_DRAIN_MS 1000
 
 struct ttf_opts {
 	enum ttf_target_kind target;
@@ -43,6 +50,7 @@ struct ttf_opts {
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
 	int nice;		/* --nice: of the draining thread (TTF_DEFAULT_NICE) */
+	int drain_ms;		/* --drain-ms: drain interval while records come (TTF_DEFAULT_DRAIN_MS) */
 	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops/gateway.h) */
 	int no_tls;		/* --no-tls: no TLS library uprobes (user/probe/tls_probe.h) */
 	int net_source;		/* --net-source: enum net_source (user/probe/net_probe.h) */

@@ -17,26 +17,30 @@
 #include "user/lib/exit.h"
 #include "user/lib/log.h"
 #include "user/probe/engine_setup.h"
+#include "user/probe/tls_probe.h"
 
 /*
- * While records come: drain every 200 ms. Each drain costs a wakeup, a
- * handful of syscalls and cold caches whatever it finds: on the demo engine
- * (about 350 tokens a second) the tracer took 8.88 us per streamed token
- * draining every 50 ms and 5.87 us every 200 ms (bench/README.md). A
- * request's line still comes out within about 210 ms of its end (the
- * drain, plus the watermark's slack), and the rings wake the loop early
- * when a quarter (net) or half (sched) full: at 100,000 tokens a second
- * the net ring takes about 9 MB in 200 ms.
- */
-#define POLL_MS 200
-/*
+ * While records come: drain every --drain-ms (TTF_DEFAULT_DRAIN_MS,
+ * cli.h). Each drain costs a wakeup, a handful of syscalls and cold caches
+ * whatever it finds: on the demo engine (about 400 tokens a second) the
+ * tracer took 8.88 us per streamed token draining every 50 ms, 5.87 to 7.82
+ * every 200 ms and 2.97 every 1,000 ms (bench/README.md). A request's line
+ * comes out within about that long of its end (twice that after an idle
+ * spell; plus the watermark's slack), and the rings wake the loop early when a quarter
+ * (net) or half (sched) full, and the net ring at each traced fork (a new
+ * process to look at for TLS and engine libraries).
+ *
  * An idle target: each drain that finds no record doubles the wait, up to
- * this; the first record brings it back to POLL_MS. Keeps an idle server's
- * tracer from waking often. The rings are sized for far more than this
- * long a burst, and fill-level wakeups end the wait early.
+ * twice the drain interval; the first record brings it back. Keeps an idle
+ * server's tracer from waking often.
  */
-#define POLL_IDLE_MAX_MS 400
+/* Sources' ticks, listen-port checks. */
 #define ALIVE_CHECK_NS 200000000ull
+/*
+ * Whether the traced processes are gone: a pidfd per process per check
+ * (target__alive), so not at every tick. An exit is noticed within this.
+ */
+#define GONE_CHECK_NS 1000000000ull
 #define WATERMARK_SLACK_NS 2000000ull
 
 static volatile sig_atomic_t stop_requested;
@@ -46,12 +50,28 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+static void on_child(int sig)
+{
+}
+
 void trace__catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * -c: the command's end interrupts the drain's wait, so that it is noticed
+ * at once, not at the next drain. epoll_wait is never restarted after a
+ * handler (signal(7)); SA_RESTART keeps other calls as they were.
+ */
+static void catch_child(void)
+{
+	struct sigaction sa = { .sa_handler = on_child, .sa_flags = SA_RESTART };
+
+	sigaction(SIGCHLD, &sa, NULL);
 }
 
 uint64_t tracer__now_ns(void)
@@ -143,6 +163,7 @@ int tracer__on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 	if (e->type == TTF_EV_FORK) {
 		target_set__add(&t->targets, e->tid);
 		engine_setup__attach(t->engine, e->tid);
+		fresh_procs__add(&t->fresh, e->tid, tracer__now_ns());
 		listen_map__forked(&t->listen_map, e->tgid, e->tid, e->ts_ns);
 	} else if (e->type == TTF_EV_FOLLOW) {
 		trace_followed(t, e);
@@ -282,31 +303,64 @@ static int drain_sources(struct tracer *t, int poll_ms, int *err)
 	return got;
 }
 
+/* A fresh process exec'd or mapped libraries: its engine and TLS uprobes now. */
+static void look_again(void *ctx, uint32_t tgid)
+{
+	struct tracer *t = ctx;
+
+	engine_setup__look(t->engine, tgid);
+	tls_probe__scan_pid(t->tls, tgid);
+}
+
+/*
+ * How long the next drain may wait: poll_ms, less while a process is fresh,
+ * and never past -d's deadline (0: none).
+ */
+static int wait_ms(struct tracer *t, int poll_ms, uint64_t now, uint64_t deadline)
+{
+	uint64_t left_ms;
+
+	if (fresh_procs__any(&t->fresh, now) && poll_ms > FRESH_DRAIN_MS)
+		poll_ms = FRESH_DRAIN_MS;
+	if (!deadline)
+		return poll_ms;
+	if (deadline <= now)
+		return 0;
+	left_ms = (deadline - now) / 1000000 + 1;
+	return left_ms < (uint64_t)poll_ms ? (int)left_ms : poll_ms;
+}
+
 static int run_loop(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
 	uint64_t start = tracer__now_ns(), next_check = start + ALIVE_CHECK_NS;
+	uint64_t next_gone = start + GONE_CHECK_NS;
 	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
-	int gone = 0, poll_ms = POLL_MS;
+	int busy_ms = o->drain_ms ? o->drain_ms : TTF_DEFAULT_DRAIN_MS;
+	int gone = 0, poll_ms = busy_ms;
+
+	if (t->child > 0) {
+		catch_child();
+		fresh_procs__add(&t->fresh, t->child, start);	/* it execs the command now */
+	}
 
 	while (!stop_requested) {
 		uint64_t drain_start = tracer__now_ns();
-		/* -d: an idle poll does not wait past the deadline */
-		int wait_ms = deadline && deadline <= drain_start ? 0 :
-			      deadline && (deadline - drain_start) / 1000000 + 1 < (uint64_t)poll_ms ?
-			      (int)((deadline - drain_start) / 1000000 + 1) : poll_ms;
-		int err, got = drain_sources(t, wait_ms, &err);
+		int err, got = drain_sources(t, wait_ms(t, poll_ms, drain_start, deadline), &err);
 		uint64_t now;
 
 		if (err) {
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
 			return TTF_EXIT_INTERNAL;
 		}
-		poll_ms = got ? POLL_MS : poll_ms * 2 > POLL_IDLE_MAX_MS ? POLL_IDLE_MAX_MS : poll_ms * 2;
+		poll_ms = got ? busy_ms : poll_ms * 2 > 2 * busy_ms ? 2 * busy_ms : poll_ms * 2;
 		/* Everything that happened before this drain began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = tracer__now_ns();
 		pipeline__tick(t->pipe, now);
+		fflush(t->out);	/* the lines so far, to a file or pipe too: one write, none if none */
+		if (t->fresh.n)
+			fresh_procs__changed(&t->fresh, now, look_again, t);
 		if (deadline && now >= deadline)
 			break;
 		if (t->child > 0 && !t->child_done &&
@@ -321,9 +375,12 @@ static int run_loop(struct tracer *t)
 					t->sources[i].tick(t->sources[i].ctx, now);
 			listen_map__check(&t->listen_map, now, stderr);
 			scan_listen_ports(t, now);
-			if (t->child <= 0 && targets_gone(t)) {
-				gone = 1;
-				break;
+			if (t->child <= 0 && now >= next_gone) {
+				next_gone = now + GONE_CHECK_NS;
+				if (targets_gone(t)) {
+					gone = 1;
+					break;
+				}
 			}
 		}
 	}

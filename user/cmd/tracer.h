@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "user/cmd/fresh_procs.h"
 #include "user/cmd/cli.h"
 #include "user/cmd/listen_map.h"
 #include "user/core/pipeline.h"
@@ -56,6 +57,7 @@ struct tracer {
 	struct listen_map listen_map;	/* the targets' listeners and who holds them */
 	uint64_t next_port_scan_ns;	/* -c, --comm: the next look for listening ports */
 	size_t port_scan_targets;	/* targets.n at the last look */
+	struct fresh_procs fresh;	/* traced in the last seconds: looked at each drain */
 };
 
 /* trace.c: the net and scheduler records, as the probes deliver them. */

@@ -143,10 +143,12 @@ int engine_probe__attach_pid(struct engine_probe *ep, uint32_t tgid)
 	return r < 0 ? r : made + r;
 }
 
-int engine_probe__rescan(struct engine_probe *ep)
+int engine_probe__rescan(struct engine_probe *ep, uint64_t now)
 {
-	uint64_t now = ep_now_ns();
 	int made = 0;
+
+	if (!now)
+		now = ep_now_ns();
 
 	for (int i = 0; i < ep->n_tgids; i++) {
 		int r;

@@ -92,9 +92,10 @@ int engine_probe__attach_pid(struct engine_probe *ep, uint32_t tgid);
  * Re-read the maps of every traced process and attach to files mapped
  * since (dlopen). Call about once a second. A process whose executable
  * mappings did not change is skipped (user/probe/maps_watch.h; a new spec
- * lets every process through once). Returns attachments made.
+ * lets every process through once). now_ns: the caller's tick time
+ * (CLOCK_MONOTONIC ns; 0: read the clock). Returns attachments made.
  */
-int engine_probe__rescan(struct engine_probe *ep);
+int engine_probe__rescan(struct engine_probe *ep, uint64_t now_ns);
 
 /* Wait up to timeout_ms, then drain the ring buffer. Records consumed, or negative errno. */
 int engine_probe__poll(struct engine_probe *ep, int timeout_ms);

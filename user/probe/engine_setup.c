@@ -185,8 +185,6 @@ static const char *signal_list(struct engine_probe *ep, char *buf, size_t len)
 
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 {
-	int n;
-
 	if (!es)
 		return;
 	for (int i = 0; i < es->n_tgids; i++)
@@ -194,6 +192,15 @@ void engine_setup__attach(struct engine_setup *es, uint32_t tgid)
 			return;
 	if (es->n_tgids < MAX_TGIDS)
 		es->tgids[es->n_tgids++] = tgid;
+	engine_setup__look(es, tgid);
+}
+
+void engine_setup__look(struct engine_setup *es, uint32_t tgid)
+{
+	int n;
+
+	if (!es)
+		return;
 	try_autos(es, tgid);
 	if (!es->ep)
 		return;
@@ -235,7 +242,7 @@ void engine_setup__tick(struct engine_setup *es, uint64_t now_ns)
 		}
 	}
 	if (es->ep)
-		engine_probe__rescan(es->ep);
+		engine_probe__rescan(es->ep, now_ns);
 }
 
 int engine_setup__poll(struct engine_setup *es)

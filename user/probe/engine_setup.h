@@ -41,6 +41,11 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 void engine_setup__free(struct engine_setup *es);
 /* Trace this process too (a target, or a traced child). */
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid);
+/*
+ * Look at tgid's mappings again now (a traced process that exec'd since
+ * engine_setup__attach): profiles and probes for what it maps now.
+ */
+void engine_setup__look(struct engine_setup *es, uint32_t tgid);
 /* Every ~second: rescan maps for libraries loaded since (dlopen), drain hits. */
 void engine_setup__tick(struct engine_setup *es, uint64_t now_ns);
 /* Drain hits to opts.out. Returns records drained (0 without probes) or -errno. */

@@ -46,12 +46,38 @@ int maps_watch__exec_kb(uint32_t tgid, uint64_t *kb)
 	return 0;
 }
 
+/*
+ * The TLS probe, the engine probe and the engine profile setup each watch
+ * every traced process from the same tick: one status read per process
+ * and tick serves all of them (a read costs tens of us on a VM where a
+ * syscall traps). Keyed by the tick's time, so a later time reads again.
+ */
+#define EXEC_KB_MEMO 8
+static struct {
+	uint32_t tgid;
+	int rc;
+	uint64_t now_ns, kb;
+} exec_kb_memo[EXEC_KB_MEMO];
+
+static int exec_kb_at(uint32_t tgid, uint64_t now_ns, uint64_t *kb)
+{
+	__typeof__(exec_kb_memo[0]) *m = &exec_kb_memo[tgid % EXEC_KB_MEMO];
+
+	if (m->tgid != tgid || m->now_ns != now_ns || !now_ns) {
+		m->rc = maps_watch__exec_kb(tgid, &m->kb);
+		m->tgid = tgid;
+		m->now_ns = now_ns;
+	}
+	*kb = m->kb;
+	return m->rc;
+}
+
 bool maps_watch__changed(struct maps_watch *w, uint32_t tgid, uint64_t now_ns)
 {
 	__typeof__(w->slot[0]) *s = &w->slot[tgid % MAPS_WATCH_SLOTS];
 	uint64_t kb = 0;
 
-	if (maps_watch__exec_kb(tgid, &kb) == 0 && s->tgid == tgid && s->exec_kb == kb &&
+	if (exec_kb_at(tgid, now_ns, &kb) == 0 && s->tgid == tgid && s->exec_kb == kb &&
 	    now_ns - s->full_ns < MAPS_WATCH_FULL_NS)
 		return false;
 	s->tgid = tgid;

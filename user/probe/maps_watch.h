@@ -39,7 +39,10 @@ int maps_watch__exec_kb(uint32_t tgid, uint64_t *kb);
 /*
  * true when tgid's maps should be scanned now (and remembered as scanned at
  * now_ns): not seen before in w, exec_kb changed or unreadable, or the last
- * scan let through is MAPS_WATCH_FULL_NS old. w starts zeroed.
+ * scan let through is MAPS_WATCH_FULL_NS old. w starts zeroed. Calls with
+ * the same tgid and now_ns (several watchers on one tick) share one read
+ * of /proc/<tgid>/status; pass the tick's time, not a fresh clock reading.
+ * Not thread-safe.
  */
 bool maps_watch__changed(struct maps_watch *w, uint32_t tgid, uint64_t now_ns);
 

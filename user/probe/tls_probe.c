@@ -332,6 +332,11 @@ static int scan_set(struct tls_probe *tp, uint64_t now_ns)
 	return made;
 }
 
+int tls_probe__scan_pid(struct tls_probe *tp, uint32_t tgid)
+{
+	return tp ? scan_pid(tp, tgid) : 0;
+}
+
 int tls_probe__scan(struct tls_probe *tp)
 {
 	return scan_set(tp, 0);

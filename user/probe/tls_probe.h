@@ -43,6 +43,8 @@ void tls_probe__free(struct tls_probe *tp);
  * changed (dlopen, exec; user/probe/maps_watch.h), at least every 10 s.
  */
 int tls_probe__scan(struct tls_probe *tp);
+/* Look at one process's mappings now (one the tracer just began to trace). Attachments made. */
+int tls_probe__scan_pid(struct tls_probe *tp, uint32_t tgid);
 /* At the end: say how many plaintext reads/writes could not be joined to a socket. */
 void tls_probe__summary(struct tls_probe *tp, FILE *f);
 

@@ -251,7 +251,7 @@ int main(int argc, char **argv)
 			break;
 		if (t.tv_sec != last_rescan_s) {
 			last_rescan_s = t.tv_sec;
-			engine_probe__rescan(ep);
+			engine_probe__rescan(ep, 0);
 		}
 	}
 	engine_probe__poll(ep, 0);

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from conftest import TTFTRACE, Client, free_port, needs_root, sse_server_cmd
+from conftest import TTFTRACE, Client, free_port, needs_root, sse_server_cmd, wait_listen
 
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
@@ -81,17 +81,6 @@ def start_prometheus(procs, tmp_path, target_port):
             pass
         time.sleep(0.2)
     pytest.fail("prometheus not ready: " + open(tmp_path / "prometheus.log").read())
-
-
-def wait_listen(port, timeout_s=10):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            Client(port).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, "server on %d did not listen" % port
-            time.sleep(0.1)
 
 
 def wait_value(api_port, expr, want, timeout_s=30):

@@ -36,8 +36,11 @@ def says_error(p):
     ("-d", "-5", "-p", "1"),
     ("--bogus", "-p", "1"),
     ("-p",),
+    ("--drain-ms", "5", "-p", "1"),
+    ("--drain-ms", "10001", "-p", "1"),
 ], ids=["ringbuf-not-pow2", "capture-too-big", "two-targets", "no-target", "metrics-addr",
-        "negative-duration", "unknown-option", "missing-value"])
+        "negative-duration", "unknown-option", "missing-value", "drain-too-short",
+        "drain-too-long"])
 def test_malformed_cli_exits_2(args):
     p = run(*args)
     assert p.returncode == USAGE, (p.returncode, p.stderr)
