@@ -89,7 +89,7 @@ static __always_inline int on_exit_group(struct task_struct *p)
 	e->tgid = tgid;
 	e->tid = BPF_CORE_READ(p, pid);
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	submit(e, sizeof(*e));
+	submit_now(e, sizeof(*e));	/* the tracer may be waiting for its last target */
 	return 0;
 }
 

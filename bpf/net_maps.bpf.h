@@ -209,7 +209,8 @@ static __always_inline void submit(void *data, __u64 size)
 
 /*
  * A record the reader should see now, not at its next drain: a traced
- * process's fork (a new process to scan for TLS and engine libraries). Rare.
+ * process's fork (a new process to scan for TLS and engine libraries) or
+ * exit (perhaps the last target). Rare.
  */
 static __always_inline void submit_now(void *data, __u64 size)
 {

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Processes the tracer began to trace in the last few seconds (a traced
- * process's fork, -c's command), looked at again at each drain until
- * their executable mappings change (an exec, then ld.so mapping the
- * libraries) so that engine and TLS uprobes attach before their first
- * requests, not at the next once-a-second rescan. While any is fresh the
- * tracer drains every FRESH_DRAIN_MS instead of --drain-ms.
+ * process's fork, -c's command): for FRESH_NS each is looked at again at
+ * every drain whose check finds its executable mappings changed (an exec,
+ * then ld.so mapping the libraries), so that engine and TLS uprobes attach
+ * before its first requests, not at the next once-a-second rescan. While
+ * any is fresh the tracer drains every FRESH_DRAIN_MS instead of
+ * --drain-ms: a server that forks every few seconds keeps it there.
  *
  * The FORK record wakes the tracer at once (bpf/net_follow.bpf.h): at that
  * moment the child still maps its parent's files, so the look at the fork
@@ -29,7 +30,7 @@ struct fresh_procs {
 	struct maps_watch watch;	/* each one's mappings when it became fresh */
 };
 
-/* tgid became traced at now_ns (CLOCK_MONOTONIC). A full list drops the oldest. */
+/* tgid became traced at now_ns (CLOCK_MONOTONIC). A full list drops its first entry. */
 void fresh_procs__add(struct fresh_procs *f, uint32_t tgid, uint64_t now_ns);
 
 /* Drop the expired; true while any is fresh. */

@@ -38,7 +38,8 @@
 #define ALIVE_CHECK_NS 200000000ull
 /*
  * Whether the traced processes are gone: a pidfd per process per check
- * (target__alive), so not at every tick. An exit is noticed within this.
+ * (target__alive), so not at every tick, but at once after an EXIT record
+ * (a traced process's last thread ended; its record wakes the tracer).
  */
 #define GONE_CHECK_NS 1000000000ull
 #define WATERMARK_SLACK_NS 2000000ull
@@ -64,14 +65,24 @@ void trace__catch_signals(void)
 
 /*
  * -c: the command's end interrupts the drain's wait, so that it is noticed
- * at once, not at the next drain. epoll_wait is never restarted after a
- * handler (signal(7)); SA_RESTART keeps other calls as they were.
+ * at once, not at the next drain. SIGCHLD stays blocked but for the wait
+ * itself (epoll_pwait with t->wait_mask), so that an end between the
+ * waitpid check and the wait is delivered when the wait begins: no
+ * window. epoll_pwait is never restarted after a handler (signal(7));
+ * SA_RESTART keeps other calls as they were.
  */
-static void catch_child(void)
+static void catch_child(struct tracer *t)
 {
 	struct sigaction sa = { .sa_handler = on_child, .sa_flags = SA_RESTART };
+	sigset_t chld;
 
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
 	sigaction(SIGCHLD, &sa, NULL);
+	if (sigprocmask(SIG_BLOCK, &chld, &t->wait_mask) == 0) {
+		sigdelset(&t->wait_mask, SIGCHLD);
+		t->have_wait_mask = 1;
+	}
 }
 
 uint64_t tracer__now_ns(void)
@@ -167,6 +178,8 @@ int tracer__on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 		listen_map__forked(&t->listen_map, e->tgid, e->tid, e->ts_ns);
 	} else if (e->type == TTF_EV_FOLLOW) {
 		trace_followed(t, e);
+	} else if (e->type == TTF_EV_EXIT) {
+		t->exit_seen = 1;
 	}
 	pipeline__on_net(t->pipe, e, len);
 	follow_upstreams(t);	/* at once, as the record that showed the call */
@@ -282,7 +295,8 @@ static int drain_sources(struct tracer *t, int poll_ms, int *err)
 
 	*err = 0;
 	if (t->wait_fd >= 0) {
-		n_ready = epoll_wait(t->wait_fd, evs, TRACER_MAX_SOURCES, poll_ms > 0 ? poll_ms : 0);
+		n_ready = epoll_pwait(t->wait_fd, evs, TRACER_MAX_SOURCES, poll_ms > 0 ? poll_ms : 0,
+				      t->have_wait_mask ? &t->wait_mask : NULL);
 		if (n_ready < 0 && errno != EINTR)
 			*err = -errno;
 	}
@@ -340,7 +354,7 @@ static int run_loop(struct tracer *t)
 	int gone = 0, poll_ms = busy_ms;
 
 	if (t->child > 0) {
-		catch_child();
+		catch_child(t);
 		fresh_procs__add(&t->fresh, t->child, start);	/* it execs the command now */
 	}
 
@@ -375,12 +389,13 @@ static int run_loop(struct tracer *t)
 					t->sources[i].tick(t->sources[i].ctx, now);
 			listen_map__check(&t->listen_map, now, stderr);
 			scan_listen_ports(t, now);
-			if (t->child <= 0 && now >= next_gone) {
-				next_gone = now + GONE_CHECK_NS;
-				if (targets_gone(t)) {
-					gone = 1;
-					break;
-				}
+		}
+		if (t->child <= 0 && (now >= next_gone || t->exit_seen)) {
+			next_gone = now + GONE_CHECK_NS;
+			t->exit_seen = 0;
+			if (targets_gone(t)) {
+				gone = 1;
+				break;
 			}
 		}
 	}

@@ -12,6 +12,7 @@
 #ifndef TTFTRACE_TRACER_H
 #define TTFTRACE_TRACER_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -58,6 +59,9 @@ struct tracer {
 	uint64_t next_port_scan_ns;	/* -c, --comm: the next look for listening ports */
 	size_t port_scan_targets;	/* targets.n at the last look */
 	struct fresh_procs fresh;	/* traced in the last seconds: looked at each drain */
+	int exit_seen;			/* an EXIT record since the last look at the targets */
+	sigset_t wait_mask;		/* -c: the mask during the drain's wait (SIGCHLD open) */
+	int have_wait_mask;
 };
 
 /* trace.c: the net and scheduler records, as the probes deliver them. */

@@ -9,6 +9,7 @@ for a few seconds (user/cmd/fresh_procs.h).
 
 Truth: the engine's own --truth log (one request, its stages logged)."""
 import os
+import signal
 import subprocess
 import time
 
@@ -31,7 +32,17 @@ def test_engine_execd_by_a_traced_parent_is_probed_before_its_first_request(
     # the parent waits for the go, then forks a child that execs the engine
     sh = procs.add(subprocess.Popen(
         ["sh", "-c", 'read x < "$0"; "$1" --port "$2" --nodelay --truth "$3" & wait',
-         fifo, ENGINE, str(port), truth]))
+         fifo, ENGINE, str(port), truth], start_new_session=True))
+    try:
+        check_first_request(sh, tracer, fifo, port, truth)
+    finally:
+        try:
+            os.killpg(sh.pid, signal.SIGKILL)     # the engine too, not only its parent
+        except ProcessLookupError:
+            pass
+
+
+def check_first_request(sh, tracer, fifo, port, truth):
     tr = tracer("-p", sh.pid, "--profile", PROFILE)
     with open(fifo, "w") as f:
         f.write("go\n")

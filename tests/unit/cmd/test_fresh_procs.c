@@ -71,7 +71,7 @@ static void test_expiry(void **state)
 	free(f);
 }
 
-/* A full list drops its oldest entry for a new one. */
+/* A full list drops its first entry (here the oldest) for a new one. */
 static void test_full_list_drops_oldest(void **state)
 {
 	struct fresh_procs *f = calloc(1, sizeof(*f));
