@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <limits.h>
 #include <sys/wait.h>
 #include "user/cmd/trace.h"
 #include "user/cmd/tracer.h"
@@ -32,8 +33,14 @@
  *
  * An idle target: each drain that finds no record doubles the wait, up to
  * twice the drain interval; the first record brings it back. Keeps an idle
- * server's tracer from waking often.
+ * server's tracer from waking often. A busy one: records coming faster
+ * than DRAIN_FAST_RECORDS_PER_S bring the next drain within DRAIN_FAST_MS,
+ * so that a batch stays small in memory; there the records, not the
+ * wakeups, are the tracer's cost.
  */
+/* Records coming this fast (per second): the next drain within DRAIN_FAST_MS. */
+#define DRAIN_FAST_RECORDS_PER_S 8000
+#define DRAIN_FAST_MS 200
 /* Sources' ticks, listen-port checks. */
 #define ALIVE_CHECK_NS 200000000ull
 /*
@@ -285,12 +292,12 @@ static void scan_listen_ports(struct tracer *t, uint64_t now)
 
 /*
  * Wait up to poll_ms for a source to ask (or the first source alone, without
- * the epoll), then drain every source. Returns 1 if any had records.
+ * the epoll), then drain every source. Returns the records read.
  */
 static int drain_sources(struct tracer *t, int poll_ms, int *err)
 {
 	struct epoll_event evs[TRACER_MAX_SOURCES];
-	int got = 0, n_ready = 0;
+	int got = 0, n_ready = 0;	/* got: records read, all sources */
 	uint32_t ready = 0;
 
 	*err = 0;
@@ -312,7 +319,8 @@ static int drain_sources(struct tracer *t, int poll_ms, int *err)
 
 		if (n < 0 && n != -EINTR && i == 0)
 			*err = n;
-		got |= n > 0;
+		if (n > 0)
+			got = n > INT_MAX - got ? INT_MAX : got + n;
 	}
 	return got;
 }
@@ -324,6 +332,22 @@ static void look_again(void *ctx, uint32_t tgid)
 
 	engine_setup__look(t->engine, tgid);
 	tls_probe__scan_pid(t->tls, tgid);
+}
+
+/*
+ * The drain interval after a drain that read got records since_ns after the
+ * one before: --drain-ms while records come, at most DRAIN_FAST_MS while
+ * they come faster than DRAIN_FAST_RECORDS_PER_S (memory: a second of a
+ * busy server's records at once put the tracer over its 64 MiB goal,
+ * tests/root/memory), doubling up to twice --drain-ms while none do.
+ */
+static int next_poll_ms(int got, uint64_t since_ns, int poll_ms, int busy_ms)
+{
+	if (got && (uint64_t)got * 1000000000ull >= DRAIN_FAST_RECORDS_PER_S * since_ns)
+		return busy_ms < DRAIN_FAST_MS ? busy_ms : DRAIN_FAST_MS;
+	if (got)
+		return busy_ms;
+	return poll_ms * 2 > 2 * busy_ms ? 2 * busy_ms : poll_ms * 2;
 }
 
 /*
@@ -348,7 +372,7 @@ static int run_loop(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
 	uint64_t start = tracer__now_ns(), next_check = start + ALIVE_CHECK_NS;
-	uint64_t next_gone = start + GONE_CHECK_NS;
+	uint64_t next_gone = start + GONE_CHECK_NS, last_drain = start;
 	uint64_t deadline = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
 	int busy_ms = o->drain_ms ? o->drain_ms : TTF_DEFAULT_DRAIN_MS;
 	int gone = 0, poll_ms = busy_ms;
@@ -367,7 +391,8 @@ static int run_loop(struct tracer *t)
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
 			return TTF_EXIT_INTERNAL;
 		}
-		poll_ms = got ? busy_ms : poll_ms * 2 > 2 * busy_ms ? 2 * busy_ms : poll_ms * 2;
+		poll_ms = next_poll_ms(got, drain_start - last_drain, poll_ms, busy_ms);
+		last_drain = drain_start;
 		/* Everything that happened before this drain began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = tracer__now_ns();
