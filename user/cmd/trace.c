@@ -27,9 +27,10 @@
  * tracer took 8.88 us per streamed token draining every 50 ms, 5.87 to 7.82
  * every 200 ms and 2.97 every 1,000 ms (bench/README.md). A request's line
  * comes out within about that long of its end (twice that after an idle
- * spell; plus the watermark's slack), and the rings wake the loop early when a quarter
- * (net) or half (sched) full, and the net ring at each traced fork (a new
- * process to look at for TLS and engine libraries).
+ * spell; plus the watermark's slack), and the rings wake the loop early
+ * when a quarter (net) or half (sched) full, and the net ring at each
+ * traced fork or exit (a new process to look at for TLS and engine
+ * libraries; perhaps the last target gone).
  *
  * An idle target: each drain that finds no record doubles the wait, up to
  * twice the drain interval; the first record brings it back. Keeps an idle
