@@ -293,9 +293,11 @@ static void scan_listen_ports(struct tracer *t, uint64_t now)
 
 /*
  * Wait up to poll_ms for a source to ask (or the first source alone, without
- * the epoll), then drain every source. Returns the records read.
+ * the epoll), then drain every source. Returns the records read; *read_ns:
+ * when the reading began (what happened before it, less the slack of a
+ * program still running on another CPU, has been read).
  */
-static int drain_sources(struct tracer *t, int poll_ms, int *err)
+static int drain_sources(struct tracer *t, int poll_ms, uint64_t *read_ns, int *err)
 {
 	struct epoll_event evs[TRACER_MAX_SOURCES];
 	int got = 0, n_ready = 0;	/* got: records read, all sources */
@@ -310,6 +312,7 @@ static int drain_sources(struct tracer *t, int poll_ms, int *err)
 	}
 	for (int i = 0; i < n_ready; i++)
 		ready |= 1u << evs[i].data.u32;
+	*read_ns = tracer__now_ns();
 	for (int i = 0; !*err && i < t->n_sources; i++) {
 		const struct ttf_probe_source *s = &t->sources[i];
 		int n;
@@ -384,9 +387,8 @@ static int run_loop(struct tracer *t)
 	}
 
 	while (!stop_requested) {
-		uint64_t drain_start = tracer__now_ns();
-		int err, got = drain_sources(t, wait_ms(t, poll_ms, drain_start, deadline), &err);
-		uint64_t now;
+		uint64_t drain_start, now = tracer__now_ns();
+		int err, got = drain_sources(t, wait_ms(t, poll_ms, now, deadline), &drain_start, &err);
 
 		if (err) {
 			ttf_error(NULL, "reading the ring buffer: %s", strerror(-err));
@@ -394,7 +396,7 @@ static int run_loop(struct tracer *t)
 		}
 		poll_ms = next_poll_ms(got, drain_start - last_drain, poll_ms, busy_ms);
 		last_drain = drain_start;
-		/* Everything that happened before this drain began has now been read. */
+		/* Everything that happened before the reading began has now been read. */
 		pipeline__advance(t->pipe, drain_start - WATERMARK_SLACK_NS);
 		now = tracer__now_ns();
 		pipeline__tick(t->pipe, now);
@@ -427,9 +429,10 @@ static int run_loop(struct tracer *t)
 	}
 	/* Let records of the last moments reach the ring, then drain it. */
 	{
+		uint64_t read_ns;
 		int err;
 
-		drain_sources(t, 0, &err);
+		drain_sources(t, 0, &read_ns, &err);
 	}
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");
