@@ -43,8 +43,8 @@ ns = sum(p["run_time_ns"] for p in s["progs"].values())
 per = ", ".join("%s %.0f ns x %d" % (k, p["run_time_ns"] / max(p["run_cnt"], 1), p["run_cnt"])
                 for k, p in s["progs"].items())
 print("sched probes: %.0f ns per round trip, %.0f ns per program run, %.0f ns per record "
-      "(%s); %d records, %d ring-full drops, %d wake-map drops; %d round trips in %.1f ms"
+      "(%s); %d records, %d overwritten, %d wake-map drops; %d round trips in %.1f ms"
       % (ns / max(n, 1), ns / max(cnt, 1), ns / max(s["sched_events"], 1), per,
-         s["sched_events"], s["sched_ringbuf_full"], s.get("sched_wake_map_full", 0), n,
+         s["sched_events"], s["sched_flight_overwritten"], s.get("sched_wake_map_full", 0), n,
          (t[1] - t[0]) / 1e6))
 PY

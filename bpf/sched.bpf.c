@@ -37,8 +37,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define TASK_RUNNING 0
 #define TASK_DEAD 0x80	/* include/linux/sched.h, unchanged since 4.14 */
 
-/* Above this many unread bytes, wake the consumer (it drains on a timer). */
-const volatile __u64 targ_wakeup_bytes = 2 << 20;
 /*
  * 1: a span's wakeup time comes from the run-queue wait that ended at its
  * switch-in, from the task's own sched_info.run_delay, and handle_wakeup is
@@ -79,10 +77,33 @@ struct {
 	__type(value, struct ttf_sched_chain);
 } chain SEC(".maps");
 
+/*
+ * The per-CPU flight recorder: each CPU writes its spans into its own
+ * TTF_SCHED_FLIGHT_SLOTS(targ_flight_log2) slots of `flight`, round and
+ * round, and counts them in its word of `flight_head`; user space maps both
+ * and reads what is new (user/probe/sched_flight.c). No lock, no helper
+ * call, nothing shared between CPUs: a span costs a 40-byte store and one
+ * atomic add on the CPU's own cache line. What user space reads too late is
+ * overwritten, and it counts that (sched_flight_overwritten).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);	/* resized by user space before load */
-} events SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);	/* CPUs x slots, set by user space before load */
+	__type(key, __u32);
+	__type(value, struct ttf_sched_span);
+} flight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);	/* CPUs x TTF_SCHED_FLIGHT_HEAD_STRIDE */
+	__type(key, __u32);
+	__type(value, __u64);
+} flight_head SEC(".maps");
+
+/* log2 of each CPU's slots in `flight` (user space sets it with the map's size). */
+const volatile __u32 targ_flight_log2 = 0;
 
 /*
  * Traced thread (tid) -> its first wakeup since its last switch-out (0:
@@ -137,28 +158,50 @@ static __always_inline struct ttf_sched_chain *this_chain(void)
 	return bpf_map_lookup_elem(&chain, &zero);
 }
 
-static __always_inline struct ttf_sched_span *reserve(void)
+/*
+ * This CPU's next slot in the flight recorder, and its head word in *head;
+ * NULL never (the index is masked into the map) but the verifier asks.
+ */
+static __always_inline struct ttf_sched_span *reserve(__u32 cpu, __u64 **head)
 {
-	return ttf_rb_reserve(&events, sizeof(struct ttf_sched_span), &counters,
-			      TTF_SCHED_CNT_RINGBUF_FULL);
+	__u32 hk = cpu * TTF_SCHED_FLIGHT_HEAD_STRIDE, k;
+
+	*head = bpf_map_lookup_elem(&flight_head, &hk);
+	if (!*head)
+		return NULL;
+	k = (cpu << targ_flight_log2) | (**head & ((1u << targ_flight_log2) - 1));
+	return bpf_map_lookup_elem(&flight, &k);
 }
 
-static __always_inline void submit(struct ttf_sched_span *e)
+/*
+ * The span is written: publish it (user space reads the head with acquire,
+ * then the slots). Only this CPU writes its head, and never from two
+ * programs at once: the scheduler's tracepoints run under the run-queue
+ * lock with interrupts off (docs/kernel.md B4.1). On x86 stores become
+ * visible in program order, so a store after a compiler barrier is enough;
+ * elsewhere the fetching add is a full barrier (BPF_FETCH, 5.12).
+ */
+static __always_inline void submit(__u64 *head)
 {
-	bpf_ringbuf_submit(e, ttf_rb_wakeup_flags(&events, targ_wakeup_bytes));
-	count(TTF_SCHED_CNT_EVENTS);
+#ifdef __TARGET_ARCH_x86
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)head = *head + 1;
+#else
+	__sync_fetch_and_add(head, 1);
+#endif
 }
 
 /* A wakeup sent alone: WAKEUP_NEW, or a WAKEUP the map `wakes` had no room for. */
 static __always_inline void emit_wakeup(const struct task_struct *p, __u8 type, __u64 ts_ns)
 {
-	struct ttf_sched_span *e = reserve();
+	__u64 *head;
+	struct ttf_sched_span *e = reserve(bpf_get_smp_processor_id(), &head);
 
 	if (!e)
 		return;
 	*e = (struct ttf_sched_span){ .ts_ns = ts_ns, .tid = p->pid, .tgid = p->tgid,
 				      .cpu = p->wake_cpu, .type = type };
-	submit(e);
+	submit(head);
 }
 
 /*
@@ -179,8 +222,9 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 {
 	__u32 prev_tid = prev->pid;
 	struct ttf_sched_chain *ch = this_chain();
-	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wait_ns = 0, wake_ns = 0, *w;
+	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wait_ns = 0, wake_ns = 0, *w, *head;
 	struct ttf_sched_span *e;
+	__u32 cpu;
 	__u8 type;
 
 	if (!ch)
@@ -223,13 +267,14 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				bpf_map_delete_elem(&wakes, &prev_tid);
 		}
 	}
-	e = reserve();
+	cpu = bpf_get_smp_processor_id();
+	e = reserve(cpu, &head);
 	if (!e)
 		return 0;
 	*e = (struct ttf_sched_span){ .ts_ns = now, .in_ns = in_ns, .wake_ns = wake_ns,
 				      .tid = prev_tid, .tgid = prev->tgid, .state = prev_state,
-				      .cpu = bpf_get_smp_processor_id(), .type = type };
-	submit(e);
+				      .cpu = cpu, .type = type };
+	submit(head);
 	return 0;
 }
 

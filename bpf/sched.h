@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Shared ABI between bpf/sched.bpf.c and user space: one ring-buffer record
+ * Shared ABI between bpf/sched.bpf.c and user space: one flight-recorder record
  * per switch-out of a traced thread (struct ttf_sched_span). Only __uN types, so both
  * the BPF side (vmlinux.h) and user space can include it.
  *
@@ -29,7 +29,7 @@ enum ttf_sched_type {
 
 /*
  * One scheduler event as user space (user/model/sched.c, recordings) sees
- * it. 24 bytes. The ring does not carry these: user/probe/sched_probe.c
+ * it. 24 bytes. The recorder does not hold these: user/probe/sched_probe.c
  * expands each struct ttf_sched_span into them.
  */
 struct ttf_sched_event {
@@ -43,7 +43,7 @@ struct ttf_sched_event {
 };
 
 /*
- * The ring record: one per switch-out of a traced thread, carrying the
+ * The span record: one per switch-out of a traced thread, carrying the
  * interval that ends there, so that a wake-run-sleep cycle costs one record
  * instead of three (WAKEUP, IN, OUT). type is an OUT_* type: the thread was
  * woken at wake_ns (0: no wakeup since its previous switch-out was seen;
@@ -52,7 +52,7 @@ struct ttf_sched_event {
  * switched in on cpu at in_ns (0: unknown, a switch this program missed)
  * and switched out at ts_ns. type WAKEUP or WAKEUP_NEW: a wakeup at ts_ns
  * sent alone (a new thread, or the wake map was full); in_ns, wake_ns 0.
- * 40 bytes; 48 in the ring with its 8-byte header.
+ * 40 bytes, one slot of the flight recorder.
  */
 struct ttf_sched_span {
 	__u64 ts_ns;
@@ -66,10 +66,21 @@ struct ttf_sched_span {
 	__u8 pad;
 };
 
-/* Per-CPU counters in the array map `counters` (user space sums over CPUs). */
+/*
+ * The flight recorder (sched.bpf.c `flight`, user/probe/sched_flight.c):
+ * CPU c's spans are slots c << log2 ... (c + 1) << log2 of `flight`, and
+ * its count of spans written ever is word c * TTF_SCHED_FLIGHT_HEAD_STRIDE
+ * of `flight_head` (one 64-byte line per CPU).
+ */
+#define TTF_SCHED_FLIGHT_HEAD_STRIDE 8
+
+/*
+ * Counters. In the per-CPU array map `counters` (user space sums over
+ * CPUs), except the two user space fills from the flight recorder.
+ */
 enum ttf_sched_counter {
-	TTF_SCHED_CNT_RINGBUF_FULL = 0, /* bpf_ringbuf_reserve failed: record lost */
-	TTF_SCHED_CNT_EVENTS,           /* records submitted */
+	TTF_SCHED_CNT_OVERWRITTEN = 0, /* user space: spans overwritten before it read them */
+	TTF_SCHED_CNT_EVENTS,           /* user space: spans written (the heads' sum) */
 	/*
 	 * sched_switch calls this program never saw: on some CPU, a switch-out
 	 * of a task that the CPU's previous switch did not put on it. One gap

@@ -11,15 +11,17 @@
 #include "user/probe/bpf_util.h"
 #include "sched.skel.h"
 #include "user/lib/log.h"
+#include "user/probe/sched_flight.h"
 #include "user/probe/sched_probe.h"
 #include "user/probe/tp_check.h"
 
 #define MAX_LINKS 3
-#define DEF_RINGBUF_BYTES (4U << 20)
+#define DEF_FLIGHT_BYTES (4U << 20)
 
 struct sched_probe {
 	struct sched_bpf *skel;
-	struct ring_buffer *rb;
+	struct sched_flight *flight;
+	int ncpus;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
 	sched_event_cb on_event;
@@ -27,7 +29,7 @@ struct sched_probe {
 };
 
 static const char *const counter_names[TTF_SCHED_CNT__MAX] = {
-	[TTF_SCHED_CNT_RINGBUF_FULL] = "sched_ringbuf_full",
+	[TTF_SCHED_CNT_OVERWRITTEN] = "sched_flight_overwritten",
 	[TTF_SCHED_CNT_EVENTS] = "sched_events",
 	[TTF_SCHED_CNT_SWITCH_GAPS] = "sched_switch_gaps",
 	[TTF_SCHED_CNT_WAKE_MAP_FULL] = "sched_wake_map_full",
@@ -79,15 +81,13 @@ int sched_probe__expand(const struct ttf_sched_span *s, struct ttf_sched_event e
 	return n;
 }
 
-static int ring_cb(void *ctx, void *data, size_t len)
+static int span_cb(void *ctx, const struct ttf_sched_span *s)
 {
 	struct sched_probe *sp = ctx;
 	struct ttf_sched_event ev[3];
 	int n, err;
 
-	if (len < sizeof(struct ttf_sched_span))
-		return 0;
-	n = sched_probe__expand(data, ev);
+	n = sched_probe__expand(s, ev);
 	for (int i = 0; i < n; i++) {
 		err = sp->on_event(sp->ctx, &ev[i]);
 		if (err)
@@ -147,6 +147,22 @@ static int use_run_delay(struct sched_probe *sp, const struct btf *btf)
 	return bpf_map__set_max_entries(sp->skel->maps.wakes, 1);
 }
 
+/* The flight recorder's size: budget_bytes over the possible CPUs. */
+static int size_flight(struct sched_probe *sp, uint64_t budget_bytes)
+{
+	uint32_t log2;
+	int err;
+
+	sp->ncpus = libbpf_num_possible_cpus();
+	if (sp->ncpus <= 0)
+		return sp->ncpus ? sp->ncpus : -EINVAL;
+	log2 = sched_flight__log2(budget_bytes, sp->ncpus);
+	sp->skel->rodata->targ_flight_log2 = log2;
+	err = bpf_map__set_max_entries(sp->skel->maps.flight, (uint32_t)sp->ncpus << log2);
+	return err ? err : bpf_map__set_max_entries(sp->skel->maps.flight_head,
+						    sp->ncpus * TTF_SCHED_FLIGHT_HEAD_STRIDE);
+}
+
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len)
 {
@@ -188,23 +204,20 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 		if (*err)
 			goto fail;
 	}
-	*err = bpf_map__set_max_entries(sp->skel->maps.events,
-					opts->ringbuf_bytes ? opts->ringbuf_bytes :
-					DEF_RINGBUF_BYTES);
+	*err = size_flight(sp, opts->ringbuf_bytes ? opts->ringbuf_bytes : DEF_FLIGHT_BYTES);
 	if (*err)
 		goto fail;
-	sp->skel->rodata->targ_wakeup_bytes = bpf_map__max_entries(sp->skel->maps.events) / 2;
 	*err = use_run_delay(sp, opts->vmlinux_btf);
 	if (*err)
 		goto fail;
 	*err = sched_bpf__load(sp->skel);
 	if (*err)
 		goto fail;
-	sp->rb = ring_buffer__new(bpf_map__fd(sp->skel->maps.events), ring_cb, sp, NULL);
-	if (!sp->rb) {
-		*err = -errno;
+	sp->flight = sched_flight__map(bpf_map__fd(sp->skel->maps.flight),
+				       bpf_map__fd(sp->skel->maps.flight_head), sp->ncpus,
+				       sp->skel->rodata->targ_flight_log2, err);
+	if (!sp->flight)
 		goto fail;
-	}
 	return sp;
 fail:
 	sched_probe__destroy(sp);
@@ -247,14 +260,13 @@ int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid)
 
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
 {
-	int n;
+	int n = sched_flight__read(sp->flight, span_cb, sp);
 
-	if (timeout_ms > 0) {
-		n = ring_buffer__poll(sp->rb, timeout_ms);
-		if (n < 0 && n != -EINTR)
-			return n;
+	if (n == 0 && timeout_ms > 0) {	/* nothing wakes a reader: wait, then look again */
+		usleep((useconds_t)timeout_ms * 1000);
+		n = sched_flight__read(sp->flight, span_cb, sp);
 	}
-	return ring_buffer__consume(sp->rb);
+	return n;
 }
 
 void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
@@ -265,6 +277,8 @@ void sched_probe__counters(struct sched_probe *sp, uint64_t *out)
 
 	/* The counters map has no TTF_SCHED_CNT_SWITCHES slot in use: 0 there. */
 	bpf_util__sum_percpu(sp->skel->maps.counters, TTF_SCHED_CNT__MAX, out);
+	out[TTF_SCHED_CNT_EVENTS] = sched_flight__written(sp->flight);
+	out[TTF_SCHED_CNT_OVERWRITTEN] = sched_flight__overwritten(sp->flight);
 	if (ncpus <= 0 || !(ch = calloc(ncpus, sizeof(*ch))))
 		return;
 	if (!bpf_map__lookup_elem(sp->skel->maps.chain, &zero, sizeof(zero), ch,
@@ -285,7 +299,7 @@ void sched_probe__destroy(struct sched_probe *sp)
 	if (!sp)
 		return;
 	bpf_util__destroy_links(sp->links, sp->n_links);
-	ring_buffer__free(sp->rb);
+	sched_flight__free(sp->flight);
 	sched_bpf__destroy(sp->skel);
 	free(sp);
 }
@@ -297,16 +311,8 @@ static int src_poll(void *ctx, int timeout_ms)
 	return sched_probe__poll(ctx, timeout_ms);
 }
 
-static int src_wait_fd(void *ctx)
-{
-	const struct sched_probe *sp = ctx;
-
-	return ring_buffer__epoll_fd(sp->rb);
-}
-
 void sched_probe__source(struct sched_probe *sp, struct ttf_probe_source *out)
 {
 	*out = (struct ttf_probe_source){ .name = "sched", .ctx = sp, .poll = src_poll,
-					  .wait_fd = src_wait_fd,
 					  .counters = sched_probe__counter_list };
 }

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Lifecycle of the scheduler probes (bpf/sched.bpf.c): open, share the
- * traced-tgid map, load, attach, drain the ring buffer into the on_event
- * hook (the pipeline's sched entry, user/lib/records.h), read the drop
- * counters.
+ * traced-tgid map, load, attach, read the per-CPU flight recorder
+ * (user/probe/sched_flight.h) into the on_event hook (the pipeline's sched
+ * entry, user/lib/records.h), read the counters.
  *
- * The records are submitted with BPF_RB_NO_WAKEUP (a forced wakeup only when
- * the ring is filling up), so epoll reports nothing for most of them: call
- * sched_probe__poll(sp, 0) about every 10 ms (docs/kernel.md B4: with
- * NO_WAKEUP only ring_buffer__consume() drains).
+ * Nothing wakes the reader: call sched_probe__poll(sp, 0) before a CPU
+ * fills its slots again (the 4 MiB default gives each of 2 CPUs 32,768: a
+ * third of a second at 100,000 traced switches a second on one CPU); what
+ * is read later is counted in sched_flight_overwritten.
  */
 #ifndef TTFTRACE_SCHED_PROBE_H
 #define TTFTRACE_SCHED_PROBE_H
@@ -22,20 +22,19 @@
 
 struct sched_probe;
 struct btf;
-struct ring_buffer;
 
 typedef int (*sched_event_cb)(void *ctx, const struct ttf_sched_event *e);
 
 struct sched_probe_opts {
 	size_t sz;		/* sizeof(struct sched_probe_opts) */
-	uint32_t ringbuf_bytes;	/* power of two, >= page size; 0: 4 MiB */
+	uint32_t ringbuf_bytes;	/* the flight recorder, all CPUs (sched_flight__log2); 0: 4 MiB */
 	/*
 	 * > 0: fd of a traced_tgids map to share (the net probe's, so that its
 	 * fork/exit tracking drives both); <= 0: the probe's own map, filled
 	 * with sched_probe__trace_tgid().
 	 */
 	int tgid_map_fd;
-	sched_event_cb on_event;	/* required: every event (each ring record is 1 to 3) */
+	sched_event_cb on_event;	/* required: every event (each span is 1 to 3) */
 	void *ctx;
 	/*
 	 * Kernel BTF for the tracepoint check (user/probe/tp_check.h); NULL skips
@@ -53,7 +52,7 @@ struct sched_probe_opts {
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len);
 /*
- * The events one ring record (struct ttf_sched_span, bpf/sched.h) stands
+ * The events one span (struct ttf_sched_span, bpf/sched.h) stands
  * for, oldest first, into ev: the thread's wakeup and switch-in when the
  * span has them, then its switch-out; a WAKEUP or WAKEUP_NEW record is one
  * event. Returns how many (1 to 3).
@@ -71,8 +70,9 @@ int sched_probe__attach(struct sched_probe *sp);
 /* Add a process to the probe's traced set (with a shared map: the net probe's set). */
 int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid);
 /*
- * Drain the ring buffer into on_event; with timeout_ms > 0 first wait up to
- * that long for a (rare) forced wakeup. Returns ring records consumed or -errno.
+ * Read what the flight recorder holds that is new into on_event; with
+ * timeout_ms > 0 and nothing new, sleep that long and look again. Returns
+ * the spans read or -errno.
  */
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms);
 /*

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "user/probe/sched_flight.h"
+
+struct sched_flight {
+	const struct ttf_sched_span *slots;	/* CPU c: slots[c << log2 ...] */
+	const uint64_t *heads;			/* CPU c: heads[c * STRIDE], spans written */
+	size_t slots_len, heads_len;		/* the mappings' lengths */
+	int ncpus;
+	uint32_t log2;
+	uint64_t *tail;				/* per CPU: spans read (or skipped) */
+	struct ttf_sched_span *batch;		/* one read, all CPUs */
+	size_t batch_cap;
+	uint64_t overwritten;
+};
+
+uint32_t sched_flight__log2(uint64_t budget_bytes, int ncpus)
+{
+	uint64_t per_cpu = budget_bytes / sizeof(struct ttf_sched_span) / (ncpus > 0 ? ncpus : 1);
+	uint32_t log2 = SCHED_FLIGHT_MIN_LOG2;
+
+	while (log2 < SCHED_FLIGHT_MAX_LOG2 && (2ull << log2) <= per_cpu)
+		log2++;
+	return log2;
+}
+
+static size_t page_round(size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (len + page - 1) / page * page;
+}
+
+static uint64_t head_of(const struct sched_flight *f, int cpu)
+{
+	return __atomic_load_n(&f->heads[(size_t)cpu * TTF_SCHED_FLIGHT_HEAD_STRIDE],
+			       __ATOMIC_ACQUIRE);
+}
+
+struct sched_flight *sched_flight__map(int slots_fd, int heads_fd, int ncpus, uint32_t log2,
+				       int *err)
+{
+	struct sched_flight *f = calloc(1, sizeof(*f));
+	void *p;
+
+	if (!f || ncpus <= 0 || !(f->tail = calloc(ncpus, sizeof(*f->tail)))) {
+		*err = f && ncpus <= 0 ? -EINVAL : -ENOMEM;
+		sched_flight__free(f);
+		return NULL;
+	}
+	f->ncpus = ncpus;
+	f->log2 = log2;
+	f->slots_len = page_round(((size_t)ncpus << log2) * sizeof(struct ttf_sched_span));
+	f->heads_len = page_round((size_t)ncpus * TTF_SCHED_FLIGHT_HEAD_STRIDE * sizeof(uint64_t));
+	p = mmap(NULL, f->slots_len, PROT_READ, MAP_SHARED, slots_fd, 0);
+	f->slots = p == MAP_FAILED ? NULL : p;
+	p = mmap(NULL, f->heads_len, PROT_READ, MAP_SHARED, heads_fd, 0);
+	f->heads = p == MAP_FAILED ? NULL : p;
+	if (!f->slots || !f->heads) {
+		*err = -errno;
+		sched_flight__free(f);
+		return NULL;
+	}
+	for (int c = 0; c < ncpus; c++)
+		f->tail[c] = head_of(f, c);
+	return f;
+}
+
+/* Room for n more spans in the batch; 0 or -ENOMEM. */
+static int batch_room(struct sched_flight *f, size_t used, size_t n)
+{
+	size_t cap = f->batch_cap ? f->batch_cap : 1024;
+	struct ttf_sched_span *b;
+
+	if (used + n <= f->batch_cap)
+		return 0;
+	while (cap < used + n)
+		cap *= 2;
+	b = realloc(f->batch, cap * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	f->batch = b;
+	f->batch_cap = cap;
+	return 0;
+}
+
+/*
+ * CPU cpu's new spans onto the batch at *used. A span the CPU may have
+ * overwritten while it was copied (its slot reused, by the head read after
+ * the copy) is taken back and counted.
+ */
+static int copy_cpu(struct sched_flight *f, int cpu, size_t *used)
+{
+	uint64_t slots = 1ull << f->log2, mask = slots - 1, head = head_of(f, cpu);
+	uint64_t from = f->tail[cpu], after;
+	const struct ttf_sched_span *ring = f->slots + ((size_t)cpu << f->log2);
+	size_t n, skip;
+
+	if (head - from > slots) {
+		f->overwritten += head - from - slots;
+		from = head - slots;
+	}
+	n = head - from;
+	if (batch_room(f, *used, n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		f->batch[*used + i] = ring[(from + i) & mask];
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* the copies before the head's reread */
+	after = head_of(f, cpu);
+	skip = after - from > slots ? (size_t)(after - from - slots) : 0;
+	if (skip > n)
+		skip = n;
+	if (skip) {
+		memmove(f->batch + *used, f->batch + *used + skip, (n - skip) * sizeof(*f->batch));
+		f->overwritten += skip;
+	}
+	*used += n - skip;
+	f->tail[cpu] = head;
+	return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct ttf_sched_span *x = a, *y = b;
+
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+}
+
+int sched_flight__read(struct sched_flight *f, sched_span_cb cb, void *ctx)
+{
+	size_t used = 0;
+	int err;
+
+	for (int c = 0; c < f->ncpus; c++) {
+		err = copy_cpu(f, c, &used);
+		if (err)
+			return err;
+	}
+	if (f->ncpus > 1 && used > 1)
+		qsort(f->batch, used, sizeof(*f->batch), by_time);
+	for (size_t i = 0; i < used; i++) {
+		err = cb(ctx, &f->batch[i]);
+		if (err) {
+			f->overwritten += used - i - 1;
+			return err;
+		}
+	}
+	return used > INT32_MAX ? INT32_MAX : (int)used;
+}
+
+uint64_t sched_flight__written(const struct sched_flight *f)
+{
+	uint64_t n = 0;
+
+	for (int c = 0; c < f->ncpus; c++)
+		n += head_of(f, c);
+	return n;
+}
+
+uint64_t sched_flight__overwritten(const struct sched_flight *f)
+{
+	return f->overwritten;
+}
+
+void sched_flight__free(struct sched_flight *f)
+{
+	if (!f)
+		return;
+	if (f->slots)
+		munmap((void *)f->slots, f->slots_len);
+	if (f->heads)
+		munmap((void *)f->heads, f->heads_len);
+	free(f->tail);
+	free(f->batch);
+	free(f);
+}
