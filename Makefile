@@ -155,6 +155,10 @@ endif
 $(OUTPUT) $(OUTPUT)/bpf $(OUTPUT)/user $(OUTPUT)/bin $(OUTPUT)/tests/unit $(OUTPUT)/tests/fixtures $(OUTPUT)/cupti:
 	$(Q)mkdir -p $@
 
+# arm64: the scheduler's flight recorder publishes with a fetching atomic
+# add, which clang emits from -mcpu=v3 (docs/kernel.md B4.1)
+$(OUTPUT)/bpf/sched.bpf.o: BPF_CFLAGS += $(if $(filter arm64,$(ARCH)),-mcpu=v3)
+
 $(OUTPUT)/bpf/%.bpf.o: bpf/%.bpf.c $(VMLINUX_DIR)/vmlinux.h | $(OUTPUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@

@@ -187,7 +187,9 @@ static __always_inline void submit(__u64 *head)
 	asm volatile("" ::: "memory");
 	*(volatile __u64 *)head = *head + 1;
 #else
-	__sync_fetch_and_add(head, 1);
+	__u64 was = __sync_fetch_and_add(head, 1);	/* used: BPF_FETCH, not a plain add */
+
+	asm volatile("" : : "r"(was));
 #endif
 }
 
