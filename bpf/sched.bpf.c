@@ -79,12 +79,12 @@ struct {
 
 /*
  * The per-CPU flight recorder: each CPU writes its spans into its own
- * TTF_SCHED_FLIGHT_SLOTS(targ_flight_log2) slots of `flight`, round and
- * round, and counts them in its word of `flight_head`; user space maps both
- * and reads what is new (user/probe/sched_flight.c). No lock, no helper
- * call, nothing shared between CPUs: a span costs a 40-byte store and one
- * atomic add on the CPU's own cache line. What user space reads too late is
- * overwritten, and it counts that (sched_flight_overwritten).
+ * 1 << targ_flight_log2 slots of `flight`, round and round, and counts them
+ * in its word of `flight_head`; user space maps both and reads what is new
+ * (user/probe/sched_flight.c). No lock, no helper call, nothing shared
+ * between CPUs: a span costs a 40-byte store and a store (x86) or atomic
+ * add (elsewhere) on the CPU's own cache line. What user space reads too
+ * late is overwritten, and it counts that (sched_flight_overwritten).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

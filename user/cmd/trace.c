@@ -293,9 +293,9 @@ static void scan_listen_ports(struct tracer *t, uint64_t now)
 
 /*
  * Wait up to poll_ms for a source to ask (or the first source alone, without
- * the epoll), then drain every source. Returns the records read; *read_ns:
- * when the reading began (what happened before it, less the slack of a
- * program still running on another CPU, has been read).
+ * the epoll), then drain every source. Returns the records read; *read_ns
+ * (if read_ns): when the reading began (what happened before it, less the
+ * slack of a program still running on another CPU, has been read).
  */
 static int drain_sources(struct tracer *t, int poll_ms, uint64_t *read_ns, int *err)
 {
@@ -312,7 +312,8 @@ static int drain_sources(struct tracer *t, int poll_ms, uint64_t *read_ns, int *
 	}
 	for (int i = 0; i < n_ready; i++)
 		ready |= 1u << evs[i].data.u32;
-	*read_ns = tracer__now_ns();
+	if (read_ns)
+		*read_ns = tracer__now_ns();
 	for (int i = 0; !*err && i < t->n_sources; i++) {
 		const struct ttf_probe_source *s = &t->sources[i];
 		int n;
@@ -429,10 +430,9 @@ static int run_loop(struct tracer *t)
 	}
 	/* Let records of the last moments reach the ring, then drain it. */
 	{
-		uint64_t read_ns;
 		int err;
 
-		drain_sources(t, 0, &read_ns, &err);
+		drain_sources(t, 0, NULL, &err);
 	}
 	if (gone)
 		fprintf(stderr, "All traced processes exited.\n");

@@ -143,8 +143,9 @@ def test_loadgen_refuses_slo_it_cannot_measure():
     assert p.returncode == 2 and "loadgen does not measure itl" in p.stderr, p.stderr
 
 
-def pty_run(cmd, timeout_s=60, **kw):
-    """Run cmd with stderr on a pseudo-terminal (stdout to a pipe); returns (rc, tty text)."""
+def pty_run(cmd, timeout_s=60, on_tty=None, **kw):
+    """Run cmd with stderr on a pseudo-terminal (stdout to a pipe); returns (rc, tty text).
+    on_tty(text so far) is called after each read from the terminal."""
     master, slave = pty.openpty()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, **kw)
     os.close(slave)
@@ -160,6 +161,8 @@ def pty_run(cmd, timeout_s=60, **kw):
             if not d:
                 break
             buf += d
+            if on_tty:
+                on_tty(buf.decode(errors="replace"))
         elif p.poll() is not None:
             break
     os.close(master)
@@ -226,15 +229,23 @@ def test_ttftrace_progress_on_a_terminal(sse_server, tmp_path):
     srv = sse_server("--ttft-ms", "30", "--itl-ms", "5", "--tokens", "4")
     out = tmp_path / "run.ndjson"
 
-    def client():
-        time.sleep(1.5)
-        c = Client(srv.port)
-        c.request(max_tokens=4)
-        c.close()
     import threading
+    idle_shown = threading.Event()
+
+    def client():
+        # after the first progress line (0 requests), however long the attach took
+        if idle_shown.wait(30):
+            c = Client(srv.port)
+            c.request(max_tokens=4)
+            c.close()
+
+    def on_tty(text):
+        if re.search(r"ttftrace: \d+\.\d/3 s  0 requests", text):
+            idle_shown.set()
     th = threading.Thread(target=client, daemon=True)
     th.start()
-    rc, tty = pty_run([TTFTRACE, "--port", str(srv.port), "-d", "3", "--json", "-o", str(out)])
+    rc, tty = pty_run([TTFTRACE, "--port", str(srv.port), "-d", "3", "--json", "-o", str(out)],
+                      on_tty=on_tty)
     th.join(5)
     assert rc == 0, tty
     assert re.search(r"\r\x1b\[Kttftrace: \d+\.\d/3 s  0 requests", tty), repr(tty)
