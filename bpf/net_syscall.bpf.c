@@ -61,7 +61,7 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 	struct sock *sk;
 	__u64 pid_tgid;
 	__u64 id, r14 = 0;
-	__u32 tls;
+	__u32 tls = 0;
 	__u8 type;
 
 	/* Every syscall of the machine exits here: the number first, then maps. */
@@ -83,10 +83,12 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 		if (id) {
 			if (!sk_closed(sk))	/* its id is its own (sk_id): nothing to remember */
 				mark_traced(id);
+			if (tls_uprobes_on) {
 #if defined(__TARGET_ARCH_x86)
-			r14 = BPF_CORE_READ(regs, r14);	/* Go's goroutine register */
+				r14 = BPF_CORE_READ(regs, r14);	/* Go's goroutine register */
 #endif
-			tls = tls_on_io(sk, id, type, r14);
+				tls = tls_on_io(sk, id, type, r14);
+			}
 			/* a constant type in each call: the verifier walks each alone */
 			if (type == TTF_EV_RECV)
 				emit_io(sk, id, ret, TTF_EV_RECV, a, tls);

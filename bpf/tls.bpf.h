@@ -100,6 +100,14 @@ struct {
 } tls_socks SEC(".maps");
 
 /*
+ * 1 once user space attaches a TLS uprobe (user/probe/tls_probe.c sets it
+ * just before the first). Until then tls_calls and tls_socks are empty, and
+ * the socket records skip tls_on_io: three hash lookups and a read of the
+ * user registers per read and write (bench/README.md, the untraced path).
+ */
+volatile __u8 tls_uprobes_on;
+
+/*
  * A socket read/write of ret bytes on sk (id cookie) by the current thread,
  * whose user registers had r14 (the goroutine in Go's register ABI; 0
  * unknown). Inside a remembered TLS call: note the socket in the call.

@@ -17,11 +17,19 @@
 #define N_RETIRED 16
 
 /* A state change: the thread is in `state` from ts_ns until the next mark. */
+/*
+ * 8 bytes: CLOCK_MONOTONIC ns fit 60 bits for 36 years of uptime. Marks are
+ * most of the view's memory, and the tracer's CPU on a busy server goes to
+ * first writes of them (page faults, cache misses: bench/README.md).
+ * GCC computes arithmetic between ts_ns and a constant in 60 bits: every
+ * use here subtracts or compares it with a uint64_t.
+ */
 struct mark {
-	uint64_t ts_ns;
-	uint8_t state;
-	uint8_t partial;	/* RUNNABLE from a seed: the wait began earlier */
+	uint64_t ts_ns : 60;
+	uint64_t state : 3;	/* enum sched_state */
+	uint64_t partial : 1;	/* RUNNABLE from a seed: the wait began earlier */
 };
+_Static_assert(sizeof(struct mark) == 8, "a mark is one word");
 
 struct thread {
 	struct mark *marks;	/* ring: oldest at head */
@@ -43,6 +51,7 @@ struct sched_view {
 	uint64_t hist[SCHED_HIST_BUCKETS];
 	struct sched_stats st;
 	uint64_t *overlays_cut;	/* counted by the const queries: a separate allocation */
+	struct thread *last_added;	/* the thread of the last record: a span's are one thread's */
 };
 
 struct sched_view *sched__new(const struct sched_view_opts *opts)
@@ -298,6 +307,8 @@ static void gc(struct sched_view *v, uint64_t now_ns)
 			t->sum.exited = true;
 			retire(v, &t->sum);
 			HASH_DEL(v->threads, t);
+			if (v->last_added == t)
+				v->last_added = NULL;
 			v->st.marks -= t->n;
 			free(t->marks);
 			free(t);
@@ -323,7 +334,7 @@ static void lost_record(struct sched_view *v, struct thread *t)
 
 int sched__add(struct sched_view *v, const struct ttf_sched_event *e)
 {
-	struct thread *t = find(v, e->tid);
+	struct thread *t;
 	uint64_t ts = e->ts_ns;
 	enum sched_state cur, next;
 	int is_new = 0, err = 0;
@@ -333,13 +344,15 @@ int sched__add(struct sched_view *v, const struct ttf_sched_event *e)
 	if (ts > v->last_ns)
 		v->last_ns = ts;
 	if (v->last_ns >= v->next_gc_ns)
-		gc(v, v->last_ns);
+		gc(v, v->last_ns);	/* before the lookup: it may free the thread */
+	t = v->last_added && v->last_added->sum.tid == e->tid ? v->last_added : find(v, e->tid);
 	if (!t) {
 		t = create(v, e->tid, e->tgid, &err);
 		if (!t)
 			return err;
 		is_new = 1;
 	}
+	v->last_added = t;
 	if (ts < t->last_ns) {
 		ts = t->last_ns;
 		v->st.reordered++;

@@ -24,7 +24,7 @@
  * wholly in.
  *
  * Memory is bounded: a thread keeps the state changes of the last
- * horizon_ns of event time, at most max_marks_per_thread of them (16 bytes
+ * horizon_ns of event time, at most max_marks_per_thread of them (8 bytes
  * each), and all threads together at most max_marks_total: a thread holds at
  * most its share, max_marks_total / threads (never under 16), so at 64 busy
  * threads each keeps 4096 by default. Older ones are dropped and counted
@@ -63,8 +63,8 @@ enum sched_state {
 
 struct sched_view_opts {
 	uint64_t horizon_ns;		/* 0: 60 s */
-	uint32_t max_marks_per_thread;	/* 0: 65536 (1 MiB per thread) */
-	uint32_t max_marks_total;	/* 0: 262144 (4 MiB for all threads) */
+	uint32_t max_marks_per_thread;	/* 0: 65536 (512 KiB per thread) */
+	uint32_t max_marks_total;	/* 0: 262144 (2 MiB for all threads) */
 	uint32_t max_threads;		/* 0: 65536 */
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -15,6 +16,10 @@ struct sched_flight {
 	uint64_t *tail;				/* per CPU: spans read (or skipped) */
 	struct ttf_sched_span *batch;		/* one read, all CPUs */
 	size_t batch_cap;
+	size_t *run_end;			/* per CPU: its spans end here in batch */
+	size_t *pos;				/* per CPU: its next span in the merge */
+	int *heap;				/* the merge's CPUs, by their next span */
+	bool unsorted;				/* a CPU's spans were out of time order */
 	uint64_t overwritten;
 };
 
@@ -47,7 +52,10 @@ struct sched_flight *sched_flight__map(int slots_fd, int heads_fd, int ncpus, ui
 	struct sched_flight *f = calloc(1, sizeof(*f));
 	void *p;
 
-	if (!f || ncpus <= 0 || !(f->tail = calloc(ncpus, sizeof(*f->tail)))) {
+	if (!f || ncpus <= 0 || !(f->tail = calloc(ncpus, sizeof(*f->tail))) ||
+	    !(f->run_end = calloc(ncpus, sizeof(*f->run_end))) ||
+	    !(f->pos = calloc(ncpus, sizeof(*f->pos))) ||
+	    !(f->heap = calloc(ncpus, sizeof(*f->heap)))) {
 		*err = f && ncpus <= 0 ? -EINVAL : -ENOMEM;
 		sched_flight__free(f);
 		return NULL;
@@ -107,8 +115,11 @@ static int copy_cpu(struct sched_flight *f, int cpu, size_t *used)
 	n = head - from;
 	if (batch_room(f, *used, n))
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		f->batch[*used + i] = ring[(from + i) & mask];
+		if (i && f->batch[*used + i].ts_ns < f->batch[*used + i - 1].ts_ns)
+			f->unsorted = true;
+	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* the copies before the head's reread */
 	after = head_of(f, cpu);
 	skip = after - from > slots ? (size_t)(after - from - slots) : 0;
@@ -132,26 +143,86 @@ static int by_time(const void *a, const void *b)
 	return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
+/* Does CPU a's next span (at pos[a]) come before CPU b's? */
+static bool before(const struct sched_flight *f, const size_t *pos, int a, int b)
+{
+	int d = by_time(&f->batch[pos[a]], &f->batch[pos[b]]);
+
+	return d < 0 || (d == 0 && a < b);
+}
+
+/* Restore the heap below slot i (n CPUs in it). */
+static void sift_down(struct sched_flight *f, const size_t *pos, int n, int i)
+{
+	for (;;) {
+		int l = 2 * i + 1, m = i, t;
+
+		if (l < n && before(f, pos, f->heap[l], f->heap[m]))
+			m = l;
+		if (l + 1 < n && before(f, pos, f->heap[l + 1], f->heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		t = f->heap[i];
+		f->heap[i] = f->heap[m];
+		f->heap[m] = t;
+		i = m;
+	}
+}
+
+/*
+ * The batch to cb oldest first: each CPU's spans are in time order already
+ * (a CPU writes them one after the other, under its run-queue lock), so
+ * the CPUs' runs are merged, by a heap of CPUs keyed by their next span.
+ * pos: per CPU, its next span in the batch. Returns spans given, or cb's
+ * value (the rest counted overwritten).
+ */
+static int merge_to(struct sched_flight *f, size_t *pos, size_t used, sched_span_cb cb,
+		    void *ctx)
+{
+	size_t given = 0;
+	int n = 0, c, err;
+
+	for (c = 0; c < f->ncpus; c++)
+		if (pos[c] < f->run_end[c])
+			f->heap[n++] = c;
+	for (int i = n / 2 - 1; i >= 0; i--)
+		sift_down(f, pos, n, i);
+	while (n) {
+		c = f->heap[0];
+		err = cb(ctx, &f->batch[pos[c]++]);
+		given++;
+		if (err) {
+			f->overwritten += used - given;
+			return err;
+		}
+		if (pos[c] == f->run_end[c])
+			f->heap[0] = f->heap[--n];
+		sift_down(f, pos, n, 0);
+	}
+	return used > INT32_MAX ? INT32_MAX : (int)used;
+}
+
 int sched_flight__read(struct sched_flight *f, sched_span_cb cb, void *ctx)
 {
-	size_t used = 0;
+	size_t used = 0, *pos = f->pos;
 	int err;
 
+	f->unsorted = false;
 	for (int c = 0; c < f->ncpus; c++) {
 		err = copy_cpu(f, c, &used);
 		if (err)
 			return err;
+		f->run_end[c] = used;
 	}
-	if (f->ncpus > 1 && used > 1)
+	if (f->unsorted) {	/* never seen; then a sort, as the runs cannot be merged */
 		qsort(f->batch, used, sizeof(*f->batch), by_time);
-	for (size_t i = 0; i < used; i++) {
-		err = cb(ctx, &f->batch[i]);
-		if (err) {
-			f->overwritten += used - i - 1;
-			return err;
-		}
+		for (int c = 0; c < f->ncpus; c++)
+			f->run_end[c] = c == f->ncpus - 1 ? used : 0;
 	}
-	return used > INT32_MAX ? INT32_MAX : (int)used;
+	for (int c = 0; c < f->ncpus; c++)
+		pos[c] = c ? f->run_end[c - 1] : 0;
+	return merge_to(f, pos, used, cb, ctx);
 }
 
 uint64_t sched_flight__written(const struct sched_flight *f)
@@ -177,6 +248,9 @@ void sched_flight__free(struct sched_flight *f)
 	if (f->heads)
 		munmap((void *)f->heads, f->heads_len);
 	free(f->tail);
+	free(f->run_end);
+	free(f->pos);
+	free(f->heap);
 	free(f->batch);
 	free(f);
 }

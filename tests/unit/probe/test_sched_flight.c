@@ -4,6 +4,7 @@
  * over two memfds standing in for the BPF maps (written here as the
  * programs would: the span, then the head).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,7 +15,7 @@
 #include <cmocka.h>
 #include "user/probe/sched_flight.h"
 
-#define NCPUS 2
+#define NCPUS 5
 #define LOG2 SCHED_FLIGHT_MIN_LOG2
 #define SLOTS (1u << LOG2)
 
@@ -39,6 +40,18 @@ static void fake_open(struct fake *f)
 	assert_true(f->slots != MAP_FAILED && f->heads != MAP_FAILED);
 }
 
+/* A fake recorder and its reader, mapped before anything is written. */
+static struct sched_flight *reader(struct fake *fk)
+{
+	struct sched_flight *f;
+	int err = 0;
+
+	fake_open(fk);
+	f = sched_flight__map(fk->slots_fd, fk->heads_fd, NCPUS, LOG2, &err);
+	assert_non_null(f);
+	return f;
+}
+
 /* CPU cpu writes a span switched out at ts_ns by tid. */
 static void put(struct fake *f, int cpu, uint64_t ts_ns, uint32_t tid)
 {
@@ -51,13 +64,15 @@ static void put(struct fake *f, int cpu, uint64_t ts_ns, uint32_t tid)
 }
 
 static uint64_t got_ts[4 * SLOTS];
-static int n_got;
+static uint16_t got_cpu[4 * SLOTS];
+static int n_got, stop_after;
 
 static int collect(void *ctx, const struct ttf_sched_span *s)
 {
 	(void)ctx;
+	got_cpu[n_got] = s->cpu;
 	got_ts[n_got++] = s->ts_ns;
-	return 0;
+	return stop_after && n_got == stop_after ? -EINTR : 0;
 }
 
 /* What was there at mapping is skipped; then every CPU's spans, oldest first. */
@@ -93,12 +108,8 @@ static void test_reads_new_spans_in_time_order(void **state)
 static void test_lapped_cpu_counts_overwritten(void **state)
 {
 	struct fake fk;
-	struct sched_flight *f;
-	int err = 0;
+	struct sched_flight *f = reader(&fk);
 
-	fake_open(&fk);
-	f = sched_flight__map(fk.slots_fd, fk.heads_fd, NCPUS, LOG2, &err);
-	assert_non_null(f);
 	for (uint32_t i = 0; i < SLOTS + 7; i++)
 		put(&fk, 1, 1000 + i, 3);
 	n_got = 0;
@@ -106,6 +117,69 @@ static void test_lapped_cpu_counts_overwritten(void **state)
 	assert_int_equal(sched_flight__overwritten(f), 7);
 	assert_int_equal(got_ts[0], 1007);
 	assert_int_equal(got_ts[SLOTS - 1], 1000 + SLOTS + 6);
+	sched_flight__free(f);
+}
+
+/*
+ * Five CPUs' runs merged: every span once, by time, a tie going to the
+ * lower CPU; a CPU that runs dry leaves the merge, one with none never
+ * enters it.
+ */
+static void test_merges_cpus_by_time_ties_to_lower_cpu(void **state)
+{
+	static const struct { int cpu; uint64_t ts; } w[] = {
+		{ 0, 10 }, { 0, 40 }, { 0, 41 }, { 1, 5 }, { 1, 40 }, { 1, 90 },
+		{ 3, 40 }, { 3, 50 }, { 4, 1 }, { 4, 100 }, { 4, 101 },
+	};
+	static const uint64_t want_ts[] = { 1, 5, 10, 40, 40, 40, 41, 50, 90, 100, 101 };
+	static const uint16_t want_cpu[] = { 4, 1, 0, 0, 1, 3, 0, 3, 1, 4, 4 };
+	struct fake fk;
+	struct sched_flight *f = reader(&fk);
+	int n = sizeof(w) / sizeof(w[0]);
+
+	for (int i = 0; i < n; i++)
+		put(&fk, w[i].cpu, w[i].ts, 7);
+	n_got = 0;
+	assert_int_equal(sched_flight__read(f, collect, NULL), n);
+	assert_int_equal(n_got, n);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(got_ts[i], want_ts[i]);
+		assert_int_equal(got_cpu[i], want_cpu[i]);
+	}
+	sched_flight__free(f);
+}
+
+/* A CPU whose spans are out of time order (never seen): the batch is sorted instead. */
+static void test_unsorted_cpu_is_sorted(void **state)
+{
+	struct fake fk;
+	struct sched_flight *f = reader(&fk);
+
+	put(&fk, 2, 30, 1);
+	put(&fk, 2, 10, 1);
+	put(&fk, 3, 20, 1);
+	n_got = 0;
+	assert_int_equal(sched_flight__read(f, collect, NULL), 3);
+	assert_int_equal(got_ts[0], 10);
+	assert_int_equal(got_ts[1], 20);
+	assert_int_equal(got_ts[2], 30);
+	sched_flight__free(f);
+}
+
+/* A callback that fails stops the read: its value back, the rest counted overwritten. */
+static void test_failing_callback_stops_and_counts(void **state)
+{
+	struct fake fk;
+	struct sched_flight *f = reader(&fk);
+
+	for (int i = 0; i < 6; i++)
+		put(&fk, i % 2, 100 + i, 1);
+	n_got = 0;
+	stop_after = 2;
+	assert_int_equal(sched_flight__read(f, collect, NULL), -EINTR);
+	stop_after = 0;
+	assert_int_equal(n_got, 2);
+	assert_int_equal(sched_flight__overwritten(f), 4);
 	sched_flight__free(f);
 }
 
@@ -121,6 +195,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reads_new_spans_in_time_order),
 		cmocka_unit_test(test_lapped_cpu_counts_overwritten),
+		cmocka_unit_test(test_merges_cpus_by_time_ties_to_lower_cpu),
+		cmocka_unit_test(test_unsorted_cpu_is_sorted),
+		cmocka_unit_test(test_failing_callback_stops_and_counts),
 		cmocka_unit_test(test_size_per_cpu),
 	};
 
