@@ -103,7 +103,8 @@ struct {
  * 1 once user space attaches a TLS uprobe (user/probe/tls_probe.c sets it
  * just before the first). Until then tls_calls and tls_socks are empty, and
  * the socket records skip tls_on_io: three hash lookups and a read of the
- * user registers per read and write (bench/README.md, the untraced path).
+ * user registers per read and write (bench/README.md, "TLS lookups only
+ * with TLS probes").
  */
 volatile __u8 tls_uprobes_on;
 

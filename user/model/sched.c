@@ -16,8 +16,8 @@
 #define GC_PERIOD_NS 1000000000ULL
 #define N_RETIRED 16
 
-/* A state change: the thread is in `state` from ts_ns until the next mark. */
 /*
+ * A state change: the thread is in `state` from ts_ns until the next mark.
  * 8 bytes: CLOCK_MONOTONIC ns fit 60 bits for 36 years of uptime. Marks are
  * most of the view's memory, and the tracer's CPU on a busy server goes to
  * first writes of them (page faults, cache misses: bench/README.md).
