@@ -25,8 +25,10 @@
  */
 #define TTF_CAPTURE_SEND_DEFAULT_BYTES 8192
 #define TTF_COMM_LEN 16
-/* Slots of the traced-process filter (bpf/net_maps.bpf.h): byte tgid % this. */
+/* Slots of the traced-process filter (bpf/net_maps.bpf.h): word tgid % this. */
 #define TTF_TGID_FILTER_SLOTS 4096
+/* A filter slot that several traced tgids (or a gone one) map to: ask the hash. */
+#define TTF_TGID_SLOT_SHARED 0xffffffffu
 
 enum ttf_event_type {
 	TTF_EV_RECV = 1,  /* the application read bytes from a traced socket */

@@ -79,6 +79,7 @@ static __always_inline int on_exit_group(struct task_struct *p)
 	if (!tgid_traced(tgid))
 		return 0;
 	bpf_map_delete_elem(&traced_tgids, &tgid);
+	tgid_slot_leave(tgid);	/* after the delete: until then the hash has it too */
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 0;

@@ -68,6 +68,7 @@ static __always_inline void follow_connect(const struct sock *sk)
 		return;
 	m.marked_ns = bpf_ktime_get_ns();
 	m.caller_tgid = tgid;
+	port_mark(key.port);	/* before the entry: its arrivals are looked up */
 	if (bpf_map_update_elem(&follow_ports, &key, &m, BPF_ANY)) {
 		count(TTF_CNT_HOP_MAP_FULL);
 		return;

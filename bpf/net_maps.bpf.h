@@ -103,17 +103,47 @@ struct {
 	__type(value, struct follow_mark);
 } follow_ports SEC(".maps");
 
+/*
+ * Byte port is 1 for the ports listen_ports or follow_ports may hold, in
+ * any namespace: set before their entry (user space in net_probe.c,
+ * follow_connect), never cleared (a stale 1 costs the lookups, never a
+ * wrong answer). A byte, not a bit: a store needs no read-modify-write
+ * that two CPUs could race on. sk_data_ready runs for every socket of the
+ * machine; for the client's end of every loopback stream (a port no traced
+ * process listens on) a 0 answers before the namespace and the two maps are
+ * read (bench/README.md, "The listening-port bytes").
+ */
+volatile __u8 port_marks[65536];
+
+static __always_inline bool port_maybe_wanted(__u16 port)
+{
+	return port_marks[port];
+}
+
+static __always_inline void port_mark(__u16 port)
+{
+	port_marks[port] = 1;
+}
+
 /* Until when untraced reads are looked at (the newest mark's end of life); 0: never. */
 volatile __u64 follow_open_until_ns;
 
 /*
- * A one-page filter in front of traced_tgids: byte tgid % SLOTS is 1 once
- * a traced tgid maps there, and is never cleared (a stale 1 costs the hash
- * lookup, never a wrong answer). Most runs of the machine-wide hooks are
- * for untraced tasks; a 0 answers them without touching the hash map.
- * Set before the map entry (trace_tgid; user space in net_probe.c).
+ * A filter in front of traced_tgids, one word per slot tgid % SLOTS:
+ *   0           no traced tgid maps here: not traced, without the hash map;
+ *   tgid        the one traced tgid known here: traced, without the hash;
+ *   anything    else (another tgid, TTF_TGID_SLOT_SHARED): the hash decides.
+ * Most runs of the machine-wide hooks are for untraced tasks (a 0), and most
+ * of the rest for the few traced ones (their own word): the hash's bucket
+ * and element, cold after the engine's compute, are read only on a
+ * collision (bench/README.md, "The traced-set filter"). A slot is set
+ * before the map entry and made SHARED, never 0, when its tgid leaves or
+ * its entry could not be added (trace_tgid, on_exit_group; user space in
+ * net_probe.c): a stale SHARED costs the hash lookup, never a wrong answer.
+ * Two CPUs racing on one slot leave one of their tgids or SHARED there;
+ * the other tgid then goes to the hash, which has it.
  */
-volatile __u8 tgid_filter[TTF_TGID_FILTER_SLOTS];
+volatile __u32 tgid_slot[TTF_TGID_FILTER_SLOTS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -179,18 +209,39 @@ static __always_inline void count(__u32 idx)
 
 static __always_inline bool tgid_traced(__u32 tgid)
 {
-	if (!tgid_filter[tgid & (TTF_TGID_FILTER_SLOTS - 1)])
+	__u32 slot = tgid_slot[tgid & (TTF_TGID_FILTER_SLOTS - 1)];
+
+	if (slot == tgid && tgid)	/* the idle task (0) is never traced */
+		return true;
+	if (!slot)
 		return false;
 	return ttf_tgid_traced(&traced_tgids, tgid);
 }
 
-/* Add tgid to the traced set: the filter's byte first, then the map (0 or -errno). */
+/* tgid is no longer (or could not be) in traced_tgids: its slot goes to the hash. */
+static __always_inline void tgid_slot_leave(__u32 tgid)
+{
+	volatile __u32 *slot = &tgid_slot[tgid & (TTF_TGID_FILTER_SLOTS - 1)];
+
+	if (*slot == tgid)
+		*slot = TTF_TGID_SLOT_SHARED;
+}
+
+/* Add tgid to the traced set: its filter slot first, then the map (0 or -errno). */
 static __always_inline long trace_tgid(__u32 tgid)
 {
+	volatile __u32 *slot = &tgid_slot[tgid & (TTF_TGID_FILTER_SLOTS - 1)];
 	__u8 one = 1;
+	long err;
 
-	tgid_filter[tgid & (TTF_TGID_FILTER_SLOTS - 1)] = 1;
-	return bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+	if (!*slot)
+		*slot = tgid;
+	else if (*slot != tgid)
+		*slot = TTF_TGID_SLOT_SHARED;
+	err = bpf_map_update_elem(&traced_tgids, &tgid, &one, BPF_ANY);
+	if (err)
+		tgid_slot_leave(tgid);
+	return err;
 }
 
 /* Wake the consumer only when the ring is filling up; it drains on a timer. */

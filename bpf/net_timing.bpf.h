@@ -59,12 +59,14 @@ static __always_inline bool sock_wanted(const struct sock *sk, __u64 *cookie)
 		if (!tgid_traced(bpf_get_current_pid_tgid() >> 32))
 			return false;
 	} else {
-		struct ttf_listen_key key = {
-			.netns_ino = bpf_core_field_exists(sk->__sk_common.skc_net.net) ?
-				     sk->__sk_common.skc_net.net->ns.inum : 0,
-			.port = sk->__sk_common.skc_num,
-		};
+		__u16 port = sk->__sk_common.skc_num;
+		struct ttf_listen_key key = {};
 
+		if (!port_maybe_wanted(port))
+			return false;	/* the client's end of a connection, most often */
+		key.netns_ino = bpf_core_field_exists(sk->__sk_common.skc_net.net) ?
+				sk->__sk_common.skc_net.net->ns.inum : 0;
+		key.port = port;
 		if (!bpf_map_lookup_elem(&listen_ports, &key) && !follow_arrival(&key))
 			return false;
 	}

@@ -396,21 +396,30 @@ void net_probe__tls_on(struct net_probe *np)
 
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
 {
-	volatile uint8_t *filter = np->sock ? np->sock->bss->tgid_filter :
-				   np->sys->bss->tgid_filter;
+	volatile uint32_t *slot = np->sock ? &np->sock->bss->tgid_slot[tgid % TTF_TGID_FILTER_SLOTS] :
+				    &np->sys->bss->tgid_slot[tgid % TTF_TGID_FILTER_SLOTS];
 	uint8_t one = 1;
+	int err;
 
-	/* the filter's byte before the map entry, as trace_tgid() in BPF */
-	filter[tgid % TTF_TGID_FILTER_SLOTS] = 1;
-	return bpf_map__update_elem(np->tgids, &tgid, sizeof(tgid), &one,
-				    sizeof(one), BPF_ANY);
+	/* the filter's slot before the map entry, as trace_tgid() in BPF */
+	if (!*slot)
+		*slot = tgid;
+	else if (*slot != tgid)
+		*slot = TTF_TGID_SLOT_SHARED;
+	err = bpf_map__update_elem(np->tgids, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
+	if (err && *slot == tgid)
+		*slot = TTF_TGID_SLOT_SHARED;
+	return err;
 }
 
 int net_probe__trace_port(struct net_probe *np, uint32_t netns_ino, uint16_t port)
 {
 	struct ttf_listen_key key = { .netns_ino = netns_ino, .port = port };
+	volatile uint8_t *marks = np->sock ? np->sock->bss->port_marks : np->sys->bss->port_marks;
 	uint8_t one = 1;
 
+	/* the port's byte before the map entry, as port_mark() in BPF */
+	marks[port] = 1;
 	return bpf_map__update_elem(np->ports, &key, sizeof(key), &one,
 				    sizeof(one), BPF_ANY);
 }
