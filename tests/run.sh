@@ -22,4 +22,6 @@ if [ $# -gt 0 ]; then
 else
 	args=(tests)
 fi
-exec "$PY" -m pytest -q -rs -p no:cacheprovider "${args[@]}"
+# --tb=short and -rfE: a failure's own line and message, and a one-line summary
+# of each at the end, so that the tail CI keeps names what failed and why.
+exec "$PY" -m pytest -q -rfEs --tb=short -p no:cacheprovider "${args[@]}"

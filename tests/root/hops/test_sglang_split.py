@@ -73,9 +73,13 @@ XING_BAR = {"exact": 0.95, "inferred": 0.85}
 # 15 .. 32 of 32 (by id: 24 .. 32); the bar three requests below.
 HANDOFF_BAR = 0.375
 # Requests with a first message out stamped after the next process read it
-# (the sender preempted after queueing its bytes; D16). 10 runs x 8 cases:
-# 0 .. 1; the bar one more.
-OUT_AFTER_IN_MAX = 2
+# (the sender preempted after queueing its bytes; D16; the stage then ends at
+# the read). 10 runs x 8 cases: 0 .. 1, 20 more loaded by a second suite: 0;
+# one CI run on a fresh machine: 4 of 32 (tcp msgpack, concurrency 8), as
+# design.md's -vv run. The bar, 6 of 32, is that run's and two more: what it
+# guards against is a crossing stamped at the wrong event, which would be
+# late for most of the 32.
+OUT_AFTER_IN_MAX = 6
 # frontend and ipc_in (the request's own message, by id or by order): misses
 # per stage. 10 runs x 8 cases: 0 every time; the bar one.
 OWN_MISSED_MAX = 1

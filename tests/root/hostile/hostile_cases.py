@@ -131,14 +131,31 @@ def h2_cases(rnd):
 
 # ---- the client ----
 
+LATE_ARRIVAL_NS = 1_000_000_000
+
+
 class Exchange:
     """One hostile connection: its client port and what came back."""
 
-    def __init__(self, kind, server_port, port):
+    def __init__(self, kind, server_port, port, t0_ns):
         self.kind = kind
         self.server_port = server_port
         self.port = port
         self.got = b""
+        self.t0_ns, self.t1_ns = t0_ns, None     # CLOCK_MONOTONIC, as ttftrace's
+
+    def owns(self, rec):
+        """Whether ttftrace's request record rec is of this connection: its ports,
+        and an arrival while it was open. The port alone is not enough: a good
+        connection opened later may be given the same client port (seen: a good
+        gRPC channel on the port a "random bytes" connection had). The arrival may
+        follow the close by LATE_ARRIVAL_NS: loopback delivery can run late, in
+        ksoftirqd, on a loaded machine."""
+        conn = rec["conn"]
+        ports = (int(conn.split("<-")[0].rsplit(":", 1)[1]), int(conn.rsplit(":", 1)[1]))
+        t = rec.get("t_arrival_ns")
+        return ports == (self.server_port, self.port) and \
+            (t is None or self.t0_ns <= t <= self.t1_ns + LATE_ARRIVAL_NS)
 
     def statuses(self):
         """Status codes of the HTTP/1.x responses the server wrote, in order."""
@@ -169,8 +186,9 @@ def exchange(kind, port, data, pause_s=0.0, shut_wr=False, reset=False, reset_af
     """Send data (bytes, or parts pause_s apart) on a new connection, then reset it
     (after reset_after_s), half-close it, or read until the server closes or is
     idle_s quiet (a busy llama-server takes a while to begin a response)."""
+    t0_ns = time.monotonic_ns()
     s = socket.create_connection(("127.0.0.1", port), timeout=2)
-    x = Exchange(kind, port, s.getsockname()[1])
+    x = Exchange(kind, port, s.getsockname()[1], t0_ns)
     try:
         for part in data if isinstance(data, list) else [data]:
             s.sendall(part)
@@ -193,6 +211,7 @@ def exchange(kind, port, data, pause_s=0.0, shut_wr=False, reset=False, reset_af
         pass
     finally:
         s.close()
+        x.t1_ns = time.monotonic_ns()
     return x
 
 

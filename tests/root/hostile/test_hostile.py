@@ -231,17 +231,21 @@ def attack(targets, cases, mport):
     return out
 
 
+def not_hostile(recs, results):
+    """The records of no hostile connection (Exchange.owns)."""
+    xs = [x for _, xs, _ in results for x in xs]
+    return [r for r in recs if not any(x.owns(r) for x in xs)]
+
+
 def check_attack(results, recs, names, read_kinds):
     """Per kind: a response the client read is reported with its status, or counted.
     Prints what each kind drew from each target before it asserts."""
-    by_port, bad = {}, []
-    for r in recs:
-        by_port.setdefault((conn_server_port(r), conn_client_port(r)), []).append(r)
+    bad = []
     for kind, xs, counted in results:
         unreported, lines = 0, []
         for name, x in zip(names, xs):
             seen = x.statuses()
-            got = [r["status"] for r in by_port.get((x.server_port, x.port), [])]
+            got = [r["status"] for r in recs if x.owns(r)]
             lines.append("%s: client read %s, ttftrace %s" % (name, seen or "-", got or "-"))
             left = list(got)
             for s in seen:
@@ -306,8 +310,8 @@ def test_hostile_http1(procs, tmp_path, sse_server, tracer):
     try:
         check_attack(results, recs, ["nginx", "fixture", "llama-server"], read_kinds)
         assert rss1 - rss0 <= RSS_GROWTH_KIB, (rss0, rss1)
-        chats = check_good_chat(good[0].done, recs, gw, srv)
-        llamas = check_good_llama(good[1].done, recs, gw)
+        chats = check_good_chat(good[0].done, not_hostile(recs, results), gw, srv)
+        llamas = check_good_llama(good[1].done, not_hostile(recs, results), gw)
         # a good request nginx relayed too late for the join to claim its upstream
         # call is not lost: both are output, and the summary counts the call
         unjoined = chats[1] + llamas[1]
@@ -447,10 +451,9 @@ def test_hostile_h2(procs, tmp_path, tracer):
     print("ttftrace RSS %d KiB before the attack, %d after (%d good calls)" % (
         rss0, rss1, 3 * len(runs)))
     recs = tr.requests()
-    hostile = {x.port for _, xs, _ in results for x in xs}
     bad = []
     for kind, (x,), counted in results:
-        got = [r for r in recs if conn_client_port(r) == x.port]
+        got = [r for r in recs if x.owns(r)]
         answered = len(x.h2_header_blocks())
         print("%-30s server: %d bytes, %d HEADERS%s | ttftrace %s | counted %s" % (
             kind, len(x.got), answered, ", grpc-status not 0" if x.grpc_failed() else "",
@@ -467,11 +470,10 @@ def test_hostile_h2(procs, tmp_path, tracer):
             bad.append("%s: the server closed it, ttftrace neither reported nor counted" % kind)
     assert rss1 - rss0 <= RSS_GROWTH_KIB, (rss0, rss1)
     assert not bad, "\n".join(bad)
-    good = by_client_port([r for r in recs if conn_client_port(r) not in hostile
-                           and r["path"] == METHOD])
+    good = by_client_port([r for r in not_hostile(recs, results) if r["path"] == METHOD])
     conns = sorted(good.values(), key=lambda v: v[0]["t_arrival_ns"])
     assert len(conns) == len(runs) >= 3, (len(conns), len(runs))
-    lag_ms = []
+    lag_ms, off = [], []
     for run, conn in zip(runs, conns):
         assert len(conn) == 3, conn
         for (plan, ttft_ms, _), rec, (t0, times, msgs) in zip(PLANS, conn, run):
@@ -482,7 +484,10 @@ def test_hostile_h2(procs, tmp_path, tracer):
             assert len(rec["itl_ms"]) == len(plan) - 1, rec
             client_ms = (times[0] - t0) / 1e6
             lag_ms.append(client_ms - rec["ttft_ms"])
-            assert ttft_ms <= rec["ttft_ms"] <= client_ms + GRPC_MARGIN_MS, (
-                rec["ttft_ms"], ttft_ms, client_ms)
+            if not ttft_ms <= rec["ttft_ms"] <= client_ms + GRPC_MARGIN_MS:
+                off.append((rec["id"], rec["ttft_ms"], ttft_ms, round(client_ms, 3)))
     print("gRPC: the client's call-to-first-message exceeded ttftrace's TTFT by %.3f ms at "
-          "most (median %.3f)" % (max(lag_ms), sorted(lag_ms)[len(lag_ms) // 2]))
+          "most, %.3f at least (median %.3f)" % (max(lag_ms), min(lag_ms),
+                                                 sorted(lag_ms)[len(lag_ms) // 2]))
+    # (id, ttftrace's TTFT, the server's planned delay, the client's view)
+    assert not off, off
