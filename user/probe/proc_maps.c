@@ -13,6 +13,9 @@
 
 #define DELETED_SUFFIX " (deleted)"
 
+/* The path of every mapping without one (never written: a path is cut only when allocated). */
+static char no_path[1];
+
 /* A free slot at the end of pm->v (not counted until the caller bumps pm->n), or NULL. */
 static struct proc_map *reserve(struct proc_maps *pm)
 {
@@ -73,7 +76,7 @@ static int sep(const char **p, const char *end, char c)
  * One line without its newline; len bytes at line. Parsed in place, by
  * hand: a traced server's maps are read every rescan (hundreds of lines),
  * and sscanf plus copies of PATH_MAX bytes per line were most of the
- * tracer's idle CPU.
+ * tracer's idle CPU. The path is allocated at its length (struct proc_map).
  */
 static int parse_line(const char *line, size_t len, struct proc_map *m)
 {
@@ -82,7 +85,7 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	size_t plen;
 
 	m->deleted = m->path_too_long = false;
-	m->path[0] = '\0';
+	m->path = no_path;
 	if (!hex_field(&p, end, &m->start) || !sep(&p, end, '-') ||
 	    !hex_field(&p, end, &m->end) || !sep(&p, end, ' ') || end - p < 5 || p[4] != ' ')
 		return -EINVAL;
@@ -107,9 +110,16 @@ static int parse_line(const char *line, size_t len, struct proc_map *m)
 	 * container can nest directories that deep) must not make the whole
 	 * maps unreadable: the mapping is kept without its path (no file to open).
 	 */
-	if (plen >= sizeof(m->path)) {
+	if (plen >= PATH_MAX) {
 		m->path_too_long = true;
 		return 0;
+	}
+	if (!plen)
+		return 0;
+	m->path = malloc(plen + 1);
+	if (!m->path) {
+		m->path = no_path;
+		return -ENOMEM;
 	}
 	memcpy(m->path, p, plen);
 	m->path[plen] = '\0';
@@ -192,6 +202,9 @@ int proc_maps__read(pid_t pid, struct proc_maps *pm)
 
 void proc_maps__free(struct proc_maps *pm)
 {
+	for (int i = 0; i < pm->n; i++)
+		if (pm->v[i].path != no_path)
+			free(pm->v[i].path);
 	free(pm->v);
 	memset(pm, 0, sizeof(*pm));
 }

@@ -30,7 +30,13 @@ struct proc_map {
 	char perms[5];		/* "r-xp" */
 	bool deleted;		/* path had the " (deleted)" suffix (stripped from path) */
 	bool path_too_long;	/* the path did not fit in path[]: left "" */
-	char path[PATH_MAX];	/* "" for anonymous mappings; "[heap]" etc. kept */
+	/*
+	 * "" for anonymous mappings; "[heap]" etc. kept. Owned by the struct
+	 * proc_maps (proc_maps__free): a mapping is ~60 bytes, not PATH_MAX, so
+	 * a rescan of a server's hundreds of lines allocates and faults in
+	 * kilobytes, not megabytes.
+	 */
+	char *path;
 };
 
 struct proc_maps {
