@@ -35,7 +35,8 @@ Per round and per streamed token (loadgen's token count) it measures:
   - the server's CPU time, against the N round of the same round number
     (the rate target's threads end with their connections: its CPU time
     is /proc/PID/stat's utime + stime, dead threads included);
-  - records the tracer lost (its summary's *_full counters), the tokens it
+  - records the tracer lost (its summary's *_full counters and the
+    scheduler spans overwritten before it read them), the tokens it
     counted against loadgen's, and its CPU as a share of one core over the
     round's wall time.
 Each round sends new prompts (its own loadgen seed), so that no round gets
@@ -117,7 +118,8 @@ def tracer_summary(path):
         return None, None
     if last.get("type") != "summary":
         return None, None
-    lost = sum(v for k, v in last.get("counters", {}).items() if k.endswith("_full"))
+    lost = sum(v for k, v in last.get("counters", {}).items()
+               if k.endswith("_full") or k == "sched_flight_overwritten")
     return lost, last.get("total_output_tokens")
 
 

@@ -28,7 +28,8 @@
  * every 200 ms and 2.97 every 1,000 ms (bench/README.md). A request's line
  * comes out within about that long of its end (twice that after an idle
  * spell; plus the watermark's slack), and the rings wake the loop early
- * when a quarter (net) or half (sched) full, and the net ring at each
+ * when a quarter full (net; the scheduler's flight recorder wakes nothing:
+ * it holds a drain interval, see trace_probes.c), and the net ring at each
  * traced fork or exit (a new process to look at for TLS and engine
  * libraries; perhaps the last target gone).
  *
@@ -39,9 +40,6 @@
  * so that a batch stays small in memory; there the records, not the
  * wakeups, are the tracer's cost.
  */
-/* Records coming this fast (per second): the next drain within DRAIN_FAST_MS. */
-#define DRAIN_FAST_RECORDS_PER_S 8000
-#define DRAIN_FAST_MS 200
 /* Sources' ticks, listen-port checks. */
 #define ALIVE_CHECK_NS 200000000ull
 /*

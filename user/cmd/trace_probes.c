@@ -178,6 +178,23 @@ void tracer__open_tls(struct tracer *t)
 	tracer__add_source(t, &src);
 }
 
+/*
+ * The spans each CPU's part of the scheduler's flight recorder holds
+ * (docs/kernel.md B4.1): one drain interval of records at the rate above
+ * which the loop drains within DRAIN_FAST_MS, all of them one CPU's spans
+ * at worst; 8,192 (320 KiB a CPU) at the default 1 s. No more: the
+ * recorder's stores go to lines the CPU has not touched since the slot
+ * last came round, and on llama-server a 32,768-span recorder made
+ * handle_switch 11 to 17% dearer per run than this (bench/README.md).
+ * What a burst overwrites is counted (sched_flight_overwritten).
+ */
+static uint32_t sched_flight_spans(const struct ttf_opts *o)
+{
+	int drain_ms = o->drain_ms ? o->drain_ms : TTF_DEFAULT_DRAIN_MS;
+
+	return (uint32_t)((uint64_t)DRAIN_FAST_RECORDS_PER_S * (uint64_t)drain_ms / 1000);
+}
+
 /* Scheduler records of the traced threads (sharing the net probe's tgid set). Optional. */
 void tracer__open_sched(struct tracer *t, struct pipeline_opts *po)
 {
@@ -189,6 +206,7 @@ void tracer__open_sched(struct tracer *t, struct pipeline_opts *po)
 	if (t->opts->no_sched)
 		return;
 	so.tgid_map_fd = net_probe__tgids_fd(t->probe);
+	so.flight_spans = sched_flight_spans(t->opts);
 	so.on_event = tracer__on_sched;
 	so.ctx = t;
 	so.vmlinux_btf = t->vmlinux_btf;

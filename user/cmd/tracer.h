@@ -27,6 +27,13 @@
 #include "user/proto/http2/grpc.h"
 
 #define TRACER_MAX_SOURCES 6
+/*
+ * Records coming this fast (per second, all sources): the loop's next drain
+ * within DRAIN_FAST_MS (user/cmd/trace.c), and what the scheduler's flight
+ * recorder holds a CPU for one drain interval below that (trace_probes.c).
+ */
+#define DRAIN_FAST_RECORDS_PER_S 8000
+#define DRAIN_FAST_MS 200
 #define TRACER_MAX_COUNTERS 192
 
 struct tracer {

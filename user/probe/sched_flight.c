@@ -23,13 +23,16 @@ struct sched_flight {
 	uint64_t overwritten;
 };
 
-uint32_t sched_flight__log2(uint64_t budget_bytes, int ncpus)
+uint32_t sched_flight__log2(uint32_t spans_per_cpu, int ncpus)
 {
-	uint64_t per_cpu = budget_bytes / sizeof(struct ttf_sched_span) / (ncpus > 0 ? ncpus : 1);
+	uint64_t cpus = ncpus > 0 ? (uint64_t)ncpus : 1;
 	uint32_t log2 = SCHED_FLIGHT_MIN_LOG2;
 
-	while (log2 < SCHED_FLIGHT_MAX_LOG2 && (2ull << log2) <= per_cpu)
+	while (log2 < SCHED_FLIGHT_MAX_LOG2 && (1ull << log2) < spans_per_cpu)
 		log2++;
+	while (log2 > SCHED_FLIGHT_MIN_LOG2 &&
+	       (cpus << log2) * sizeof(struct ttf_sched_span) > SCHED_FLIGHT_MAX_BYTES)
+		log2--;
 	return log2;
 }
 

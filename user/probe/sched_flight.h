@@ -17,12 +17,15 @@ struct sched_flight;
 /* Fewest and most slots a CPU gets (the recorder's size per CPU). */
 #define SCHED_FLIGHT_MIN_LOG2 10
 #define SCHED_FLIGHT_MAX_LOG2 16
+/* The most the recorder takes over all CPUs (a many-CPU host gets fewer slots a CPU). */
+#define SCHED_FLIGHT_MAX_BYTES (16u << 20)
 
 /*
- * log2 of the slots per CPU that fit budget_bytes over ncpus, within
- * SCHED_FLIGHT_MIN_LOG2..SCHED_FLIGHT_MAX_LOG2.
+ * log2 of the slots per CPU: spans_per_cpu rounded up to a power of two,
+ * within SCHED_FLIGHT_MIN_LOG2..SCHED_FLIGHT_MAX_LOG2, and down while ncpus
+ * CPUs of them exceed SCHED_FLIGHT_MAX_BYTES.
  */
-uint32_t sched_flight__log2(uint64_t budget_bytes, int ncpus);
+uint32_t sched_flight__log2(uint32_t spans_per_cpu, int ncpus);
 
 /*
  * Map the recorder: slots_fd of `flight` (ncpus << log2 spans), heads_fd of

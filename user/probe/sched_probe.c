@@ -16,7 +16,7 @@
 #include "user/probe/tp_check.h"
 
 #define MAX_LINKS 3
-#define DEF_FLIGHT_BYTES (4U << 20)
+#define DEF_FLIGHT_SPANS 8192
 
 struct sched_probe {
 	struct sched_bpf *skel;
@@ -147,8 +147,8 @@ static int use_run_delay(struct sched_probe *sp, const struct btf *btf)
 	return bpf_map__set_max_entries(sp->skel->maps.wakes, 1);
 }
 
-/* The flight recorder's size: budget_bytes over the possible CPUs. */
-static int size_flight(struct sched_probe *sp, uint64_t budget_bytes)
+/* The flight recorder's size: spans_per_cpu for each possible CPU, within its cap. */
+static int size_flight(struct sched_probe *sp, uint32_t spans_per_cpu)
 {
 	uint32_t log2;
 	int err;
@@ -156,7 +156,7 @@ static int size_flight(struct sched_probe *sp, uint64_t budget_bytes)
 	sp->ncpus = libbpf_num_possible_cpus();
 	if (sp->ncpus <= 0)
 		return sp->ncpus ? sp->ncpus : -EINVAL;
-	log2 = sched_flight__log2(budget_bytes, sp->ncpus);
+	log2 = sched_flight__log2(spans_per_cpu, sp->ncpus);
 	sp->skel->rodata->targ_flight_log2 = log2;
 	err = bpf_map__set_max_entries(sp->skel->maps.flight, (uint32_t)sp->ncpus << log2);
 	return err ? err : bpf_map__set_max_entries(sp->skel->maps.flight_head,
@@ -204,7 +204,7 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 		if (*err)
 			goto fail;
 	}
-	*err = size_flight(sp, opts->ringbuf_bytes ? opts->ringbuf_bytes : DEF_FLIGHT_BYTES);
+	*err = size_flight(sp, opts->flight_spans ? opts->flight_spans : DEF_FLIGHT_SPANS);
 	if (*err)
 		goto fail;
 	*err = use_run_delay(sp, opts->vmlinux_btf);

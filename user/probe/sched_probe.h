@@ -27,7 +27,11 @@ typedef int (*sched_event_cb)(void *ctx, const struct ttf_sched_event *e);
 
 struct sched_probe_opts {
 	size_t sz;		/* sizeof(struct sched_probe_opts) */
-	uint32_t ringbuf_bytes;	/* the flight recorder, all CPUs (sched_flight__log2); 0: 4 MiB */
+	/*
+	 * Spans each CPU's part of the flight recorder holds between two reads
+	 * (sched_flight__log2 rounds it, and caps the whole); 0: 8,192.
+	 */
+	uint32_t flight_spans;
 	/*
 	 * > 0: fd of a traced_tgids map to share (the net probe's, so that its
 	 * fork/exit tracking drives both); <= 0: the probe's own map, filled

@@ -185,9 +185,13 @@ static void test_failing_callback_stops_and_counts(void **state)
 
 static void test_size_per_cpu(void **state)
 {
-	assert_int_equal(sched_flight__log2(4u << 20, 2), 15);	/* 52,428 fit: 32,768 */
-	assert_int_equal(sched_flight__log2(4u << 20, 512), SCHED_FLIGHT_MIN_LOG2);
-	assert_int_equal(sched_flight__log2(1ull << 40, 1), SCHED_FLIGHT_MAX_LOG2);
+	assert_int_equal(sched_flight__log2(8192, 2), 13);
+	assert_int_equal(sched_flight__log2(8193, 2), 14);	/* rounded up */
+	assert_int_equal(sched_flight__log2(1, 2), SCHED_FLIGHT_MIN_LOG2);
+	assert_int_equal(sched_flight__log2(1u << 30, 1), SCHED_FLIGHT_MAX_LOG2);
+	/* 16 MiB over 64 CPUs: 262,144 bytes a CPU, 6,553 spans: 4,096 */
+	assert_int_equal(sched_flight__log2(8192, 64), 12);
+	assert_int_equal(sched_flight__log2(8192, 4096), SCHED_FLIGHT_MIN_LOG2);
 }
 
 int main(void)
