@@ -185,7 +185,7 @@ void tracer__open_tls(struct tracer *t)
  * at worst; 8,192 (320 KiB a CPU) at the default 1 s. No more: the
  * recorder's stores go to lines the CPU has not touched since the slot
  * last came round, and on llama-server a 32,768-span recorder made
- * handle_switch 11 to 17% dearer per run than this (bench/README.md).
+ * handle_switch 5 to 17% dearer per run than this (bench/README.md).
  * What a burst overwrites is counted (sched_flight_overwritten).
  */
 static uint32_t sched_flight_spans(const struct ttf_opts *o)

@@ -29,7 +29,7 @@ struct proc_map {
 	uint64_t inode;
 	char perms[5];		/* "r-xp" */
 	bool deleted;		/* path had the " (deleted)" suffix (stripped from path) */
-	bool path_too_long;	/* the path did not fit in path[]: left "" */
+	bool path_too_long;	/* the path was PATH_MAX bytes or longer: left "" */
 	/*
 	 * "" for anonymous mappings; "[heap]" etc. kept. Owned by the struct
 	 * proc_maps (proc_maps__free): a mapping is ~60 bytes, not PATH_MAX, so

@@ -18,6 +18,8 @@ import socket
 import struct
 import time
 
+from conftest import conn_client_port, conn_server_port
+
 CHAT = json.dumps({"model": "m", "stream": True,
                    "messages": [{"role": "user", "content": "hi"}]}).encode()
 # a response's status line: at the start of what came back or after a line end
@@ -151,9 +153,8 @@ class Exchange:
         gRPC channel on the port a "random bytes" connection had). The arrival may
         follow the close by LATE_ARRIVAL_NS: loopback delivery can run late, in
         ksoftirqd, on a loaded machine."""
-        conn = rec["conn"]
-        ports = (int(conn.split("<-")[0].rsplit(":", 1)[1]), int(conn.rsplit(":", 1)[1]))
         t = rec.get("t_arrival_ns")
+        ports = (conn_server_port(rec), conn_client_port(rec))
         return ports == (self.server_port, self.port) and \
             (t is None or self.t0_ns <= t <= self.t1_ns + LATE_ARRIVAL_NS)
 
