@@ -13,7 +13,8 @@ concurrency 8) the messages carry no id ttftrace accepts: every request
 must be joined by order and timing (D17, marked inferred) and held to the
 same truth. With --data-parallel 2 (ipc by id, tcp by order) two engine
 cores serve one frontend, as vLLM's data parallel ranks do: each request is
-held to the rank that served it.
+held to the rank that served it, unless ttftrace marked its join
+ambiguous (the order across two connections is not known).
 
 The truth of what ttftrace claims: an LD_PRELOAD shim
 (tests/fixtures/vllm_shaped/crossings.c, built by make) in the frontend and
@@ -64,6 +65,13 @@ INFERRED_MISORDERED_MAX = 4
 # frontend and ipc_in (the request's own message, by id or by order): misses
 # per stage. 10 runs x 8 cases: 0 .. 1 (the request above).
 OWN_MISSED_MAX = 1
+# Two engines joined by order (tcp, opaque ids): libzmq's I/O thread writes
+# each connection's queue in turn, so requests handed over before both writes
+# may leave in either order across the two. ttftrace marks such a request
+# `join_ambiguous` (D17), and only those may be joined to the other rank:
+# 25 runs, 4 .. 10 of 32 marked, a swapped pair (2 on the wrong rank) in 3
+# runs, none wrong unmarked. The bar: two pairs.
+AMBIGUOUS_WRONG_MAX = 4
 STAGES = ["net_in", "read_wait", "frontend", "ipc_in", "queue", "prefill", "ipc_out", "emit",
           "net_out"]
 
@@ -225,6 +233,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
     recs = {conn_client_port(r): r for r in tr.requests()}
     assert len(recs) == len(results), [r["conn"] for r in tr.requests()]
     good, missed, misordered = 0, {k: 0 for k in HOP_STAGES}, []
+    n_ambiguous, wrong_rank = 0, []
     takes = {h: {k: 0.0 for k in TAKE_PARTS} for h in ("frontend", "engine")}
     gaps = {k: [] for k in ("frontend send", "engine take", "engine send", "frontend take")}
     unsplit = [r for r in recs.values() if "hop_stages_ms" not in r]
@@ -240,11 +249,18 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
         assert eng["pid"] != fe["pid"] == rec["pid"], rec["hops"]
         t = req_truth[resp.local_port]
         e = eng_truth[t["wire_rid"]]
-        assert (t["pid"], e["pid"]) == (fe["pid"], eng["pid"])
+        amb = eng.get("join_ambiguous", False)
+        n_ambiguous += amb
+        assert not amb or (join, dp) == ("inferred", 2), eng    # one connection: order holds
+        assert t["pid"] == fe["pid"]
+        if e["pid"] != eng["pid"]:  # the other rank: only where the order was not known
+            assert amb, (rec["id"], eng)
+            wrong_rank.append(rec["id"])
         order = handoff_order(rec, t, e)
         if join == "exact":
             assert all(ok for _, ok in order), (rec["id"], [k for k, ok in order if not ok], st)
-        elif not all(ok for _, ok in order):   # inferred: counted against the bar below
+        elif not all(ok for _, ok in order) and e["pid"] == eng["pid"]:
+            # inferred: counted against the bar below (the other rank's: the bar above)
             misordered.append((rec["id"], [k for k, ok in order if not ok]))
         # the truth of what ttftrace claims: the same crossings, seen by the shim
         want, c = crossing_truth(xs, t, e)
@@ -252,7 +268,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
         if bad:
             print("request %d off the crossing truth:" % rec["id"], bad, st)
         for k, _, _ in bad:
-            missed[k] += 1
+            missed[k] += e["pid"] == eng["pid"]    # the other rank's: held to the bar above
         good += not bad
         # crossing -> handoff (how far Python's handoffs are from the crossings)
         gaps["frontend send"].append((c["fe_out"]["t_ns"] - t["t_send_ns"]) / 1e6)
@@ -272,7 +288,7 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
     for t in req_truth.values():
         served[t["engine_index"]] = served.get(t["engine_index"], 0) + 1
     # data parallel: both ranks took a share (the engine pid of each request is
-    # held to the truth above, so a join to the wrong rank already failed)
+    # held to the truth above: a join to the wrong rank only where marked ambiguous)
     assert len(served) == dp and min(served.values()) >= n / (4 * dp), served
     print("%s c=%d dp=%d: %d of %d requests: every hop stage within 1 ms or 3%% of the crossing "
           "truth; misses per stage %s; requests per rank %s"
@@ -286,6 +302,8 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
             ", ".join("%s %.3f" % (k, v[k]) for k in TAKE_PARTS)))
     print("  %s join; requests on the wrong side of a handoff: %d %s" % (
         join, len(misordered), misordered[:8]))
+    print("  marked join_ambiguous: %d; joined to the other rank: %s" % (n_ambiguous, wrong_rank))
+    assert len(wrong_rank) <= AMBIGUOUS_WRONG_MAX, wrong_rank
     assert good >= (EXACT_BAR if join == "exact" else INFERRED_BAR) * n, (good, n, missed)
     assert len(misordered) <= INFERRED_MISORDERED_MAX, misordered
     for k in ("frontend", "ipc_in"):
@@ -306,4 +324,6 @@ def test_vllm_shaped_split(tmp_path, tracer, concurrency, transport, wire_ids, d
                    for r in recs.values()), [r["hops"][1]["join_why"] for r in recs.values()]
     else:   # no ids indexed: only the inferred joins' counter
         assert s["counters"]["msg_hop_joins_inferred"] == len(results), s["counters"]
+        assert s["counters"].get("msg_hop_joins_inferred_ambiguous", 0) == n_ambiguous, \
+            s["counters"]
         assert "msg_hop_joins" not in s["counters"], s["counters"]

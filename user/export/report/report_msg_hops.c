@@ -143,6 +143,8 @@ void report_msg_hops__json(cJSON *o, const struct ttf_attrib *a, int *err)
 							 "engine step");
 			if (!c->inferred)	/* by order: which messages named it is unknown */
 				*err |= !cJSON_AddNumberToObject(h, "output_messages", c->out_msgs);
+			if (c->order_ambiguous)	/* D17: maybe another connection's message */
+				*err |= !cJSON_AddTrueToObject(h, "join_ambiguous");
 		} else {
 			*err |= !cJSON_AddStringToObject(h, "split", "measured");
 		}
@@ -184,7 +186,8 @@ void report_msg_hops__text_line(FILE *out, const struct ttf_attrib *a)
 			c->stage_ns[TTF_MS_DETOKENIZE] / 1e6, c->stage_ns[TTF_MS_IPC_BACK] / 1e6);
 	}
 	fprintf(out, "emit %.2f [join %s, queue/prefill inferred]\n",
-		c->stage_ns[TTF_MS_EMIT] / 1e6, c->inferred ? "inferred by order" : "exact");
+		c->stage_ns[TTF_MS_EMIT] / 1e6, !c->inferred ? "exact" :
+		c->order_ambiguous ? "inferred by order, ambiguous" : "inferred by order");
 }
 
 /* The stage with the largest P95. */

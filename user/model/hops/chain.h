@@ -145,6 +145,8 @@ struct ttf_msg_chain {
 	uint8_t inferred;		/* 0: joined by its id; 1: by order and timing (D17) */
 	uint8_t id_rule;		/* joined by its id: enum ttf_msg_id_rule */
 	uint8_t id_incomplete;		/* inferred although its id was seen (messages incomplete) */
+	/* inferred, and its message could have been another connection's (D17) */
+	uint8_t order_ambiguous;
 };
 
 /*

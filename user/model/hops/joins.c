@@ -180,6 +180,8 @@ int hop_joins__counters(const struct hop_joins *s, struct report_counter *c, int
 		C("msg_hop_reads_dropped", ms->reads_dropped);
 	if (ms->inferred_id_incomplete)
 		C("msg_hop_joins_inferred_id_incomplete", ms->inferred_id_incomplete);
+	if (ms->inferred_ambiguous)
+		C("msg_hop_joins_inferred_ambiguous", ms->inferred_ambiguous);
 	if (ms->joined_by_rule[TTF_MID_SUFFIX])
 		C("msg_hop_joins_id_suffix", ms->joined_by_rule[TTF_MID_SUFFIX]);
 	if (ms->joined_by_rule[TTF_MID_CHILD])

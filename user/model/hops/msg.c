@@ -2,69 +2,8 @@
 /* Message hops: client requests split across a ZMQ hop by request id (msg.h). */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <uthash.h>
 #include "user/lib/log.h"
-#include "user/model/hops/msg.h"
-
-/*
- * Crossings kept per id: frontend OUT and IN, IN and OUT of each process
- * after it (MSG_HOPS_PROCS), and two spares (a process more than a chain has).
- */
-#define CROSSINGS (2 * MSG_HOPS_PROCS + 2)
-
-/*
- * Outputs a join by order may move past the timing's choice towards the
- * first token (advance_if_read): a bound on the walk, several engine steps.
- */
-#define MSG_HOPS_ADVANCE_MAX 8
-
-struct crossing {
-	uint64_t ts_ns;		/* the first message of this process and direction naming the id */
-	uint32_t tgid;
-	uint8_t dir;		/* enum zmtp_dir */
-	uint32_t n;		/* messages of this process and direction naming it */
-};
-
-#define SEEN_IDS 4	/* distinct ids kept per entry, to name the join's rule */
-
-/* One request's messages, by the core of the ids they named (zmtp_id_core). */
-struct id_entry {
-	char id[ZMTP_ID_BYTES];		/* the key: the ids' core */
-	char seen[SEEN_IDS][ZMTP_ID_BYTES];	/* the first distinct ids naming it */
-	uint64_t last_msg;		/* 1 + the number of the last message counted */
-	struct crossing c[CROSSINGS];
-	int n_c;
-	UT_hash_handle hh;
-};
-
-/* One message's crossing, ids or not (ring msgs, slot n % MSG_HOPS_MSGS). */
-struct msg_time {
-	uint64_t n;		/* its number: messages seen before it */
-	uint64_t ts_ns;
-	uint64_t bytes;		/* wire bytes: both ends of a message see the same */
-	uint64_t req_id;	/* OUT: the client request it carried, by order (D17); 0 none */
-	uint64_t peer;		/* 1 + the number of its other end's message; 0 unpaired */
-	struct ttf_conn_addr addr;
-	uint32_t tgid;
-	uint8_t dir;		/* enum zmtp_dir */
-};
-
-struct pending_read {
-	uint64_t req_id, read_ns;
-	uint32_t tgid;
-};
-
-struct msg_hops {
-	struct id_entry *ids;		/* uthash, oldest first */
-	unsigned int n_ids;
-	struct msg_time msgs[MSG_HOPS_MSGS];	/* every message, ring */
-	uint64_t n_msgs;			/* messages seen */
-	struct pending_read reads[MSG_HOPS_READS];	/* oldest first */
-	size_t n_reads;
-	struct msg_hops_stats stats;
-	struct stack_profiles stacks;
-};
+#include "user/model/hops/msg_impl.h"
 
 struct msg_hops *msg_hops__new(void)
 {
@@ -138,25 +77,6 @@ static struct id_entry *entry(struct msg_hops *mh, const char *id)
 	return e;
 }
 
-/* Message number n, NULL when the ring no longer has it (or never had). */
-static struct msg_time *msg_at(struct msg_hops *mh, uint64_t n)
-{
-	struct msg_time *x = &mh->msgs[n % MSG_HOPS_MSGS];
-
-	return n < mh->n_msgs && x->n == n ? x : NULL;
-}
-
-/* Are a and b the two ends of one connection (each one's addresses the other's swapped)? */
-static int same_conn_swapped(const struct ttf_conn_addr *a, const struct ttf_conn_addr *b)
-{
-	static const uint8_t zero[16];
-
-	return a->family && a->family == b->family && a->lport == b->rport &&
-	       a->rport == b->lport && !memcmp(a->laddr, b->raddr, sizeof(a->laddr)) &&
-	       !memcmp(a->raddr, b->laddr, sizeof(a->raddr)) &&
-	       memcmp(a->raddr, zero, sizeof(zero));	/* a unix peer not yet known: no pair */
-}
-
 static uint64_t absdiff(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : b - a;
@@ -180,19 +100,6 @@ static void pair(struct msg_hops *mh, struct msg_time *x)
 		return;
 	best->peer = x->n + 1;
 	x->peer = best->n + 1;
-}
-
-/* An OUT message of x->tgid carries the oldest request it read before it (D17). */
-static void bind_read(struct msg_hops *mh, struct msg_time *x)
-{
-	for (size_t i = 0; i < mh->n_reads; i++) {
-		if (mh->reads[i].tgid != x->tgid || mh->reads[i].read_ns > x->ts_ns)
-			continue;
-		x->req_id = mh->reads[i].req_id;
-		memmove(&mh->reads[i], &mh->reads[i + 1], (mh->n_reads - i - 1) * sizeof(mh->reads[0]));
-		mh->n_reads--;
-		return;
-	}
 }
 
 void msg_hops__on_read(struct msg_hops *mh, uint32_t tgid, uint64_t req_id, uint64_t read_ns)
@@ -229,7 +136,7 @@ int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m)
 				.addr = m->addr, .tgid = m->tgid, .dir = m->dir };
 	pair(mh, x);
 	if (m->dir == ZMTP_DIR_OUT)
-		bind_read(mh, x);
+		msg_order__bind(mh, x);
 	for (uint32_t i = 0; i < m->n_ids + m->n_more_ids; i++) {
 		const char *id = i < m->n_ids ? m->ids[i] : m->more_ids[i - m->n_ids];
 		struct id_entry *e;
@@ -339,17 +246,6 @@ static void name_roles(struct ttf_msg_chain *c, const struct stack_profile *sp)
 			 sp ? sp->role[k] : ttf_msg_proc_role(k));
 	snprintf(c->stack, sizeof(c->stack), "%s", sp ? sp->name : "");
 }
-
-/* Where a request crossed each process of its chain: the first messages naming it. */
-struct hop_times {
-	uint64_t fe_out_ns, fe_in_ns;		/* the frontend wrote, then read */
-	uint64_t in_ns[MSG_HOPS_PROCS - 1];	/* each process after it read */
-	uint64_t out_ns[MSG_HOPS_PROCS - 1];	/* ... then wrote */
-	uint32_t tgid[MSG_HOPS_PROCS - 1];
-	uint32_t out_msgs;			/* the engine's output messages naming it; 0 unknown */
-	int n;					/* processes after the frontend */
-};
-
 /* The split of r over the crossings h (the id join or the inferred one). */
 static void split(struct msg_hops *mh, const struct ttf_request *r,
 		  const struct ttf_req_metrics *m, const struct ttf_attrib *a,
@@ -417,187 +313,6 @@ static void split(struct msg_hops *mh, const struct ttf_request *r,
 		.start_ns = from[TTF_MS_QUEUE],
 		.end_ns = from[TTF_MS_QUEUE] + (uint64_t)out->stage_ns[TTF_MS_QUEUE] };
 }
-
-/* The newest (dir -1) or oldest (+1) output of eng to fe from message n on, other than n. */
-static struct msg_time *eng_output(struct msg_hops *mh, uint64_t n, int dir, uint32_t eng,
-				   uint32_t fe)
-{
-	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
-
-	for (uint64_t k = n + dir; k >= lo && k < mh->n_msgs; k += dir) {
-		struct msg_time *x = msg_at(mh, k), *y;
-
-		if (!x || x->dir != ZMTP_DIR_OUT || x->tgid != eng || !x->peer)
-			continue;
-		y = msg_at(mh, x->peer - 1);
-		if (y && y->tgid == fe)
-			return x;
-		if (!k)
-			break;
-	}
-	return NULL;
-}
-
-/*
- * The process that reads eng's outputs: the reader of its first paired
- * output after message n (the frontend in a chain of two, SGLang's
- * detokenizer in a chain of three). 0 when none is paired yet.
- */
-static uint32_t eng_reader(struct msg_hops *mh, uint64_t n, uint32_t eng)
-{
-	for (uint64_t k = n + 1; k < mh->n_msgs; k++) {
-		struct msg_time *x = msg_at(mh, k), *y;
-
-		if (!x || x->dir != ZMTP_DIR_OUT || x->tgid != eng || !x->peer)
-			continue;
-		y = msg_at(mh, x->peer - 1);
-		if (y && y->tgid != eng)
-			return y->tgid;
-	}
-	return 0;
-}
-
-/* Did the engine read another message from ein's sender after prev (its last output) and before ein? */
-static int request_since(struct msg_hops *mh, const struct msg_time *ein, const struct msg_time *prev)
-{
-	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
-
-	if (prev && prev->n > lo)
-		lo = prev->n;
-	for (uint64_t k = ein->n; k-- > lo;) {
-		const struct msg_time *x = msg_at(mh, k);
-
-		if (x && x->dir == ZMTP_DIR_IN && x->tgid == ein->tgid &&
-		    same_conn_swapped(&x->addr, &msg_at(mh, ein->peer - 1)->addr))
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * The frontend fe's read of the engine's output eo: eo's other end when fe
- * read it (a chain of two). In a chain of three (SGLang) the middle process
- * (the detokenizer) read it as *mid_in and wrote one message to fe per
- * message it read, in order (D17): the one answering eo is the next of its
- * outputs to fe after mid_in, past one for each message it read on that
- * connection after its previous output and before mid_in (still to be
- * answered). *mid_in, *mid_out: NULL for two. NULL when not seen.
- */
-static struct msg_time *fe_read_of(struct msg_hops *mh, const struct msg_time *eo, uint32_t fe,
-				   struct msg_time **mid_in, struct msg_time **mid_out)
-{
-	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
-	struct msg_time *x = msg_at(mh, eo->peer - 1), *last, *o = NULL;
-	int skip = 0;
-
-	*mid_in = *mid_out = NULL;
-	if (!x || x->tgid == fe)
-		return x;
-	last = eng_output(mh, x->n, -1, x->tgid, fe);
-	if (last && last->n > lo)
-		lo = last->n;
-	for (uint64_t k = lo; k < x->n; k++) {
-		const struct msg_time *y = msg_at(mh, k);
-
-		skip += y && y->dir == ZMTP_DIR_IN && y->tgid == x->tgid &&
-			same_conn_swapped(&y->addr, &eo->addr);
-	}
-	for (o = eng_output(mh, x->n, 1, x->tgid, fe); o && skip--;)
-		o = eng_output(mh, o->n, 1, x->tgid, fe);
-	if (!o)
-		return NULL;
-	*mid_in = x;
-	*mid_out = o;
-	return msg_at(mh, o->peer - 1);
-}
-
-/*
- * An engine whose input thread handed the request over after the next step
- * began (a Python thread waiting for the GIL; nothing on the socket shows
- * it) gave its first token one or more outputs later than the timing says.
- * The frontend writes a token soon after it reads the output holding it:
- * when it read the next output too before it wrote the first token, and
- * that output was sent only after it had read the current one, the next
- * one held it (D17). Outputs sent back to back (an engine's output thread
- * that fell behind) are not told apart: the first of them is kept. Wrong
- * where the frontend lagged a whole step behind its reads.
- */
-static void advance_if_read(struct msg_hops *mh, uint32_t eng, uint32_t rd, uint32_t fe,
-			    uint64_t emit_ns, struct msg_time **eo, struct msg_time **fin,
-			    struct msg_time **mid_in, struct msg_time **mid_out)
-{
-	for (int k = 0; k < MSG_HOPS_ADVANCE_MAX; k++) {
-		struct msg_time *nx = eng_output(mh, (*eo)->n, 1, eng, rd), *f, *mi, *mo;
-
-		if (!nx || nx->ts_ns <= (*fin)->ts_ns)
-			return;
-		f = fe_read_of(mh, nx, fe, &mi, &mo);
-		if (!f || f->ts_ns > emit_ns)
-			return;
-		*eo = nx;
-		*fin = f;
-		*mid_in = mi;
-		*mid_out = mo;
-	}
-}
-
-/*
- * By order and timing (D17): the message r's process wrote for it (bound at
- * its read) and that message's other end (the engine read it). The step
- * that gave the first token: an engine that had stopped (its previous
- * output further back than the step after the next one lasted, and no
- * other request read since) starts one for it, so its next output; a busy
- * engine finishes the step in flight first, so the output after that one,
- * unless the frontend had written the first token before it read that
- * output (through the middle process in a chain of three, fe_read_of).
- * 1 found.
- */
-static int inferred_times(struct msg_hops *mh, const struct ttf_request *r, struct hop_times *h)
-{
-	const struct ttf_token_event *ev = &r->events[0];
-	uint64_t emit_ns = ev->write_start_ns ? ev->write_start_ns : ev->write_ns;
-	uint64_t lo = mh->n_msgs > MSG_HOPS_MSGS ? mh->n_msgs - MSG_HOPS_MSGS : 0;
-	struct msg_time *mo = NULL, *ein, *prev, *n1, *n2, *eo, *fin, *mid_in, *mid_out;
-	uint32_t rd;
-
-	for (uint64_t k = mh->n_msgs; k-- > lo && !mo;) {
-		struct msg_time *x = msg_at(mh, k);
-
-		if (x && x->dir == ZMTP_DIR_OUT && x->tgid == r->tgid && x->req_id == r->id)
-			mo = x;
-	}
-	ein = mo && mo->peer ? msg_at(mh, mo->peer - 1) : NULL;
-	if (!ein || !(rd = eng_reader(mh, ein->n, ein->tgid)))
-		return 0;
-	prev = eng_output(mh, ein->n, -1, ein->tgid, rd);
-	n1 = eng_output(mh, ein->n, 1, ein->tgid, rd);
-	n2 = n1 ? eng_output(mh, n1->n, 1, ein->tgid, rd) : NULL;
-	if (!n1)
-		return 0;
-	eo = n1;
-	if (n2 && ((prev && ein->ts_ns - prev->ts_ns <= n2->ts_ns - n1->ts_ns) ||
-		   request_since(mh, ein, prev)))
-		eo = n2;	/* busy: the step in flight was not its */
-	fin = fe_read_of(mh, eo, r->tgid, &mid_in, &mid_out);
-	if (eo == n2 && (!fin || fin->ts_ns > emit_ns)) {
-		eo = n1;	/* the first token left before the frontend read n2 */
-		fin = fe_read_of(mh, eo, r->tgid, &mid_in, &mid_out);
-	}
-	if (!fin || fin->ts_ns > emit_ns)
-		return 0;
-	advance_if_read(mh, ein->tgid, rd, r->tgid, emit_ns, &eo, &fin, &mid_in, &mid_out);
-	*h = (struct hop_times){ .fe_out_ns = mo->ts_ns, .fe_in_ns = fin->ts_ns,
-				 .in_ns = { ein->ts_ns }, .out_ns = { eo->ts_ns },
-				 .tgid = { ein->tgid }, .n = 1 };
-	if (mid_in && MSG_HOPS_PROCS > 2) {
-		h->in_ns[1] = mid_in->ts_ns;
-		h->out_ns[1] = mid_out->ts_ns;
-		h->tgid[1] = mid_in->tgid;
-		h->n = 2;
-	}
-	return 1;
-}
-
 /*
  * The loosest relation between the response id and the distinct ids the
  * messages named (its entry's key is their shared core).
@@ -631,14 +346,16 @@ static int join_inferred(struct msg_hops *mh, const struct ttf_request *r,
 {
 	struct hop_times h;
 
-	if (!inferred_times(mh, r, &h)) {
+	if (!msg_order__times(mh, r, &h)) {
 		mh->stats.unjoined += incomplete;
 		return 0;
 	}
 	split(mh, r, m, a, &h, out);
 	out->inferred = 1;
 	out->id_incomplete = (uint8_t)incomplete;
+	out->order_ambiguous = (uint8_t)h.order_ambiguous;
 	mh->stats.joined_inferred++;
+	mh->stats.inferred_ambiguous += h.order_ambiguous;
 	mh->stats.inferred_id_incomplete += incomplete;
 	return 1;
 }

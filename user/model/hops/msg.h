@@ -44,7 +44,9 @@
  *     addresses are this one's swapped (loopback 4-tuple, unix inodes), of
  *     the same wire bytes, within MSG_HOPS_PAIR_NS (a byte stream is FIFO);
  *   - the k-th client request a process read is the request of the k-th
- *     message it wrote after that read (msg_hops__on_read);
+ *     message it wrote after that read (msg_hops__on_read); marked
+ *     ambiguous where a message on another connection of that process
+ *     could have carried it instead (the order holds per connection);
  *   - the engine's output that carried the first token is the newest
  *     message the frontend read from that engine before it began writing
  *     the token.
@@ -83,6 +85,13 @@ struct msg_hops_stats {
 	uint64_t joined_inferred;	/* client requests split by order and timing (D17) */
 	/* of those, requests whose id was seen but its messages incomplete */
 	uint64_t inferred_id_incomplete;
+	/*
+	 * of those, requests whose message could have been another one of its
+	 * process on another connection (written after its read): libzmq
+	 * writes each connection's queue in turn, so across connections the
+	 * order is not known (D17). Data-parallel engines: maybe the other rank.
+	 */
+	uint64_t inferred_ambiguous;
 	/* joined by id, by enum ttf_msg_id_rule (user/model/hops/chain.h) */
 	uint64_t joined_by_rule[4];
 	uint64_t reads_dropped;		/* requests read past MSG_HOPS_READS waiting for a message */
