@@ -10,6 +10,7 @@ import ctypes
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import struct
@@ -296,10 +297,38 @@ class Tracer:
             time.sleep(0.05)
 
     def wait_exit(self, timeout_s=15):
-        rc = self.proc.wait(timeout=timeout_s)
+        try:
+            rc = self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("ttftrace did not exit within %s s; where each thread "
+                                 "waited: %s; stderr so far: %s"
+                                 % (timeout_s, self.where(), self.stderr[-2000:])) from None
         self._err_thread.join(5)
         self._out_thread.join(5)
         return rc
+
+    def where(self):
+        """Each thread's kernel wait channel and stack (a hang's diagnosis)."""
+        out = {}
+        task = "/proc/%d/task" % self.proc.pid
+        for tid in sorted(os.listdir(task)) if os.path.isdir(task) else []:
+            got = []
+            for f in ("comm", "wchan", "stack"):
+                try:
+                    with open("%s/%s/%s" % (task, tid, f)) as fh:
+                        got.append(fh.read().strip().replace("\n", " | "))
+                except OSError as e:
+                    got.append(str(e))
+            out[tid] = got
+        if shutil.which("gdb"):     # and the user-space stacks, where gdb is installed
+            try:
+                bt = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                                     "thread apply all bt"], capture_output=True, text=True,
+                                    timeout=30).stdout
+                out["gdb"] = [l for l in bt.splitlines() if l.startswith(("#", "Thread"))]
+            except (OSError, subprocess.TimeoutExpired) as e:
+                out["gdb"] = str(e)
+        return out
 
     def stop(self, sig=signal.SIGINT, timeout_s=15):
         if self.proc.poll() is None:

@@ -56,6 +56,7 @@ PKGS=(python3 python3-pytest iproute2 procps golang-go
       chromium	# tests/root/report: renders `ttftrace report` pages headless
       qemu-system-x86 busybox-static	# make qemu-test: Debian's 6.1 kernel under TCG
       liburing-dev	# tests/root/uring: the io_uring fixture server
+      gdb	# tests/conftest.py: a tracer that does not exit is reported with its stacks
       curl python3-starlette python3-uvicorn	# tests/root/proto: gzip'd SSE, Expect: 100-continue
       python3-hypercorn python3-h2 python3-grpcio	# tests/root/proto: HTTP/2 and gRPC servers and clients
       python3-fastapi python3-zmq python3-msgpack)	# tests/root/hops/test_vllm_shaped.py (vLLM-shaped stack), tests/root/proto/test_zmtp.py and tests/unit/proto/zmtp_capture.py (real pyzmq)
