@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/model/hops/msg.h"
+#include "tests/unit/model/msg_hops_fix.h"
 
 #define MS 1000000ull
 #define FE 100
@@ -31,13 +32,6 @@ static void msg(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, co
 }
 
 /* A request read at 10 ms (its wait from 9.5), its first token written at 26, its token time 26.05. */
-struct req_fix {
-	struct ttf_token_event ev;
-	struct ttf_request r;
-	struct ttf_req_metrics m;
-	struct ttf_attrib a;
-};
-
 static void req_fix(struct req_fix *f, const char *id)
 {
 	memset(f, 0, sizeof(*f));
@@ -356,18 +350,6 @@ static void test_bounded(void **state)
 	msg_hops__free(mh);
 }
 
-/* A message without ids on a unix connection: own inode lo, peer inode hi. */
-static void bare(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, uint64_t bytes,
-		 uint64_t own_ino, uint64_t peer_ino)
-{
-	struct ttf_zmtp_msg m = { .tgid = tgid, .dir = dir, .ts_ns = ts, .bytes = bytes };
-
-	m.addr.family = 1;
-	memcpy(m.addr.laddr, &own_ino, sizeof(own_ino));
-	memcpy(m.addr.raddr, &peer_ino, sizeof(peer_ino));
-	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
-}
-
 /*
  * No ids in the messages (D17): requests A (read at 10 ms) and B (read at
  * 12) of the frontend; its request messages (connection 11 <-> 12) at 11
@@ -391,21 +373,21 @@ static void test_inferred(void **state)
 	fb.a.bound_ns[1] = 11500000;
 	fb.a.bound_ns[2] = 12 * MS;
 	/* the engine is busy: an output at 9 ms, 2.1 ms before it reads A */
-	bare(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 49, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 9200000, 49, 21, 22);
+	cross(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 49, 22, 21);
+	cross(mh, FE, ZMTP_DIR_IN, 9200000, 49, 21, 22);
 	msg_hops__on_read(mh, FE, 1, 10 * MS);
 	msg_hops__on_read(mh, FE, 2, 12 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
-	bare(mh, FE, ZMTP_DIR_OUT, 12500000, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 12600000, 100, 12, 11);
+	cross(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	cross(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	cross(mh, FE, ZMTP_DIR_OUT, 12500000, 100, 11, 12);
+	cross(mh, ENG, ZMTP_DIR_IN, 12600000, 100, 12, 11);
 	for (int k = 0; k < 3; k++) {
 		uint64_t t = (k == 0 ? 15 : k == 1 ? 25 : 30) * MS;
 
-		bare(mh, ENG, ZMTP_DIR_OUT, t, 50 + k, 22, 21);
+		cross(mh, ENG, ZMTP_DIR_OUT, t, 50 + k, 22, 21);
 		/* a message on another connection, of the same size: not its other end */
-		bare(mh, FE, ZMTP_DIR_IN, t + 100000, 50 + k, 31, 32);
-		bare(mh, FE, ZMTP_DIR_IN, t + 200000, 50 + k, 21, 22);
+		cross(mh, FE, ZMTP_DIR_IN, t + 100000, 50 + k, 31, 32);
+		cross(mh, FE, ZMTP_DIR_IN, t + 200000, 50 + k, 21, 22);
 	}
 	assert_int_equal(msg_hops__join(mh, &fb.r, &fb.m, &fb.a, &c), 1);
 	assert_int_equal(c.inferred, 1);
@@ -442,11 +424,11 @@ static void test_inferred(void **state)
 static void idle_engine(struct msg_hops *mh, int n_out)
 {
 	msg_hops__on_read(mh, FE, 1, 10 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	cross(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	cross(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
 	for (int k = 0; k < n_out; k++) {
-		bare(mh, ENG, ZMTP_DIR_OUT, (25 + 5 * k) * MS, 50, 22, 21);
-		bare(mh, FE, ZMTP_DIR_IN, (25 + 5 * k) * MS + 200000, 50, 21, 22);
+		cross(mh, ENG, ZMTP_DIR_OUT, (25 + 5 * k) * MS, 50, 22, 21);
+		cross(mh, FE, ZMTP_DIR_IN, (25 + 5 * k) * MS + 200000, 50, 21, 22);
 	}
 }
 
@@ -507,15 +489,15 @@ static void test_inferred_incomplete(void **state)
 	req_fix(&f, "");
 	msg_hops__on_read(mh, FE, 1, 10 * MS);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 99, 12, 11);	/* another size: not its end */
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
+	cross(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	cross(mh, ENG, ZMTP_DIR_IN, 11100000, 99, 12, 11);	/* another size: not its end */
+	cross(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 50, 22, 21);
+	cross(mh, FE, ZMTP_DIR_IN, 25200000, 50, 21, 22);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
 	/* a read no message took is forgotten when its request ends */
 	msg_hops__on_read(mh, FE, 2, 30 * MS);
 	msg_hops__request_done(mh, 2);
-	bare(mh, FE, ZMTP_DIR_OUT, 31 * MS, 100, 11, 12);
+	cross(mh, FE, ZMTP_DIR_OUT, 31 * MS, 100, 11, 12);
 	f.r.id = 2;
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 0);
 	assert_int_equal(msg_hops__stats(mh)->joined_inferred, 0);
@@ -544,13 +526,13 @@ static void idle_messages(struct msg_hops *mh, const char *id)
 		bare_id(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12, id);
 		bare_id(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11, id);
 	} else {
-		bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-		bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+		cross(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+		cross(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
 	}
-	bare(mh, ENG, ZMTP_DIR_OUT, 15 * MS, 50, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 15200000, 50, 21, 22);
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 51, 22, 21);
-	bare(mh, FE, ZMTP_DIR_IN, 25200000, 51, 21, 22);
+	cross(mh, ENG, ZMTP_DIR_OUT, 15 * MS, 50, 22, 21);
+	cross(mh, FE, ZMTP_DIR_IN, 15200000, 50, 21, 22);
+	cross(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 51, 22, 21);
+	cross(mh, FE, ZMTP_DIR_IN, 25200000, 51, 21, 22);
 }
 
 /*
@@ -604,21 +586,21 @@ static void test_inferred_three(void **state)
 
 	(void)state;
 	req_fix(&f, "");
-	bare(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 60, 41, 42);
-	bare(mh, DET, ZMTP_DIR_IN, 9100000, 60, 42, 41);
+	cross(mh, ENG, ZMTP_DIR_OUT, 9 * MS, 60, 41, 42);
+	cross(mh, DET, ZMTP_DIR_IN, 9100000, 60, 42, 41);
 	msg_hops__on_read(mh, FE, 1, 10 * MS);
-	bare(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
-	bare(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
-	bare(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 61, 41, 42);
-	bare(mh, DET, ZMTP_DIR_IN, 25100000, 61, 42, 41);
-	bare(mh, DET, ZMTP_DIR_OUT, 25300000, 70, 51, 52);
-	bare(mh, FE, ZMTP_DIR_IN, 25400000, 70, 52, 51);
-	bare(mh, DET, ZMTP_DIR_OUT, 25600000, 71, 51, 52);
-	bare(mh, FE, ZMTP_DIR_IN, 25700000, 71, 52, 51);
-	bare(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 62, 41, 42);
-	bare(mh, DET, ZMTP_DIR_IN, 30100000, 62, 42, 41);
-	bare(mh, DET, ZMTP_DIR_OUT, 30500000, 72, 51, 52);
-	bare(mh, FE, ZMTP_DIR_IN, 30600000, 72, 52, 51);
+	cross(mh, FE, ZMTP_DIR_OUT, 11 * MS, 100, 11, 12);
+	cross(mh, ENG, ZMTP_DIR_IN, 11100000, 100, 12, 11);
+	cross(mh, ENG, ZMTP_DIR_OUT, 25 * MS, 61, 41, 42);
+	cross(mh, DET, ZMTP_DIR_IN, 25100000, 61, 42, 41);
+	cross(mh, DET, ZMTP_DIR_OUT, 25300000, 70, 51, 52);
+	cross(mh, FE, ZMTP_DIR_IN, 25400000, 70, 52, 51);
+	cross(mh, DET, ZMTP_DIR_OUT, 25600000, 71, 51, 52);
+	cross(mh, FE, ZMTP_DIR_IN, 25700000, 71, 52, 51);
+	cross(mh, ENG, ZMTP_DIR_OUT, 30 * MS, 62, 41, 42);
+	cross(mh, DET, ZMTP_DIR_IN, 30100000, 62, 42, 41);
+	cross(mh, DET, ZMTP_DIR_OUT, 30500000, 72, 51, 52);
+	cross(mh, FE, ZMTP_DIR_IN, 30600000, 72, 52, 51);
 	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
 	assert_int_equal(c.inferred, 1);
 	assert_int_equal(sum(&c), f.m.ttft_ns);

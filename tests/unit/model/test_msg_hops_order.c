@@ -11,23 +11,12 @@
 #include <string.h>
 #include <cmocka.h>
 #include "user/model/hops/msg.h"
+#include "tests/unit/model/msg_hops_fix.h"
 
 #define MS 1000000ull
 #define FE 100
 #define ENG_A 200	/* requests in on unix inodes 12 <- 11, outputs 22 -> 21 */
 #define ENG_B 201	/* requests in on 14 <- 13, outputs 24 -> 23 */
-
-/* A message crossing own_ino's end of the unix connection to peer_ino. */
-static void cross(struct msg_hops *mh, uint32_t tgid, uint8_t dir, uint64_t ts, uint64_t bytes,
-		  uint64_t own_ino, uint64_t peer_ino)
-{
-	struct ttf_zmtp_msg m = { .tgid = tgid, .dir = dir, .ts_ns = ts, .bytes = bytes };
-
-	m.addr.family = 1;
-	memcpy(m.addr.laddr, &own_ino, sizeof(own_ino));
-	memcpy(m.addr.raddr, &peer_ino, sizeof(peer_ino));
-	assert_int_equal(msg_hops__on_msg(mh, &m), 0);
-}
 
 /* A request message to engine A (on_a) or B, read by it 0.1 ms later. */
 static void to_engine(struct msg_hops *mh, int on_a, uint64_t ts)
@@ -43,13 +32,6 @@ static void from_engine(struct msg_hops *mh, int on_a, uint64_t ts)
 	cross(mh, on_a ? ENG_A : ENG_B, ZMTP_DIR_OUT, ts, 50, on_a ? 22 : 24, on_a ? 21 : 23);
 	cross(mh, FE, ZMTP_DIR_IN, ts + 200000, 50, on_a ? 21 : 23, on_a ? 22 : 24);
 }
-
-struct req_fix {
-	struct ttf_token_event ev;
-	struct ttf_request r;
-	struct ttf_req_metrics m;
-	struct ttf_attrib a;
-};
 
 /* Request id, read at read_ns (its wait from 0.5 ms before), its first token written at tok_ns. */
 static void req_fix(struct req_fix *f, uint64_t id, uint64_t read_ns, uint64_t tok_ns)
