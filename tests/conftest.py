@@ -507,10 +507,12 @@ class Client:
 # check_server_interval). The client's stamps lag its socket by what it
 # waits for a CPU, which a loaded machine makes long: client minus ttftrace
 # over the tests that call this (proto, tls, cli; 683 intervals), 10 runs
-# with other suites running: -0.81 .. 9.78 ms (median 0.23, p99 4.1). The
-# lower bound is thus at the worst seen; a tighter one needs the server's
-# own stamps of its read and write, not the client's.
-LOADED_CLIENT_LAG_MS = 10.0
+# with other suites running: -0.81 .. 9.78 ms (median 0.23, p99 4.1), and a
+# CI run 10.53 ms (a SCHED_FIFO client: the delay is the kernel's, loopback
+# delivery, not the client's wait for a CPU). The bound sits half again above
+# the worst seen; where the server logs its own stamps (mock_sse.py), they
+# are the lower bound instead.
+LOADED_CLIENT_LAG_MS = 15.0
 # Clock reading granularity between the two views (curl's trace: 1 us).
 # Above: in the same runs ttftrace exceeded the client once, by 0.81 ms
 # (test_compressed, curl: its --trace-time stamp of a send can follow the
@@ -518,19 +520,28 @@ LOADED_CLIENT_LAG_MS = 10.0
 CLIENT_MARGIN_MS = 0.5
 
 
-def check_server_interval(what, got_ms, client_ms, floor_ms):
+def check_server_interval(what, got_ms, client_ms, floor_ms, server_ms=None):
     """ttftrace's `got_ms` for an interval the server measures (its read of
     the request to its write of an event) against `client_ms`, the client's
     send to its receipt. The server read after the client sent and wrote
     before the client received, so got_ms is at most client_ms (plus
     CLIENT_MARGIN_MS); it is at least `floor_ms`, what the server was told to
-    wait before the event, and at most LOADED_CLIENT_LAG_MS below client_ms.
+    wait before the event. From below it is also held to `server_ms`, the
+    server's own stamps after its read and before its write (ttftrace's
+    interval starts at the request's arrival and ends at the transmit, so it
+    holds the server's), or without them to no more than
+    LOADED_CLIENT_LAG_MS below client_ms.
     Idle, the bracket is the few hundred microseconds the client adds."""
-    lo = max(floor_ms, client_ms - LOADED_CLIENT_LAG_MS)
+    if server_ms is not None:
+        lo = max(floor_ms, server_ms - CLIENT_MARGIN_MS)
+    else:
+        lo = max(floor_ms, client_ms - LOADED_CLIENT_LAG_MS)
     hi = client_ms + CLIENT_MARGIN_MS
     assert lo <= got_ms <= hi, (
         "%s: ttftrace %.3f ms, outside [%.3f, %.3f]: the server waited at least %.3f ms, "
-        "the client saw %.3f ms" % (what, got_ms, lo, hi, floor_ms, client_ms))
+        "logged %s ms, the client saw %.3f ms" % (
+            what, got_ms, lo, hi, floor_ms,
+            "%.3f" % server_ms if server_ms is not None else "no", client_ms))
 
 
 def check_tpot(rec, truth, margin_ms=1.0):

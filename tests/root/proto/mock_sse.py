@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """A mock streaming LLM server on 127.0.0.1:PORT for the stream-format tests.
 
-  mock_sse.py PORT
+  mock_sse.py PORT [LOG]
 
 One thread per connection, keep-alive. Each POST's JSON body, or its
 X-Mock header when it has one, says what to stream (test-chosen, no model):
@@ -19,6 +19,13 @@ ms, writes the format's leading non-token events, waits T ms, then writes N
 token events I ms apart, then the closing events (with the usage report
 where the format has one), each event in its own chunk and write
 (TCP_NODELAY). Prints "listening" when ready.
+
+With LOG, it appends a JSON line per request: the client's port, the
+request's number on its connection, and its own CLOCK_MONOTONIC stamps: after
+the read that completed the request (t_read_ns) and before its writes of the
+head, the first leading event and the first token (t_head_ns,
+t_first_event_ns, t_first_token_ns). The tests hold ttftrace's intervals to
+them from below (conftest.check_server_interval).
 """
 import base64
 import json
@@ -28,6 +35,15 @@ import sys
 import threading
 import time
 import zlib
+
+LOG = sys.argv[2] if len(sys.argv) > 2 else None
+LOG_LOCK = threading.Lock()
+
+
+def log(stamps):
+    if LOG:
+        with LOG_LOCK, open(LOG, "a") as f:
+            f.write(json.dumps(stamps) + "\n")
 
 
 def sse(obj, event=None):
@@ -113,6 +129,7 @@ def chunk(b):
 def serve(conn):
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buf = b""
+    port, seq = conn.getpeername()[1], 0
     while True:
         while b"\r\n\r\n" not in buf:
             d = conn.recv(65536)
@@ -133,6 +150,8 @@ def serve(conn):
             if not d:
                 return
             buf += d
+        stamps = dict(port=port, seq=seq, t_read_ns=time.monotonic_ns())
+        seq += 1
         body, buf = cfg or json.loads(buf[:n]), buf[n:]
         if body.get("early_hints"):
             conn.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n")
@@ -149,21 +168,26 @@ def serve(conn):
             enc = lambda b: os.urandom(len(b) // 2 + 1)  # noqa: E731
         ce = ("Content-Encoding: %s\r\n" % coding).encode() if coding else b""
         time.sleep(body["head_ms"] / 1e3)
+        stamps["t_head_ns"] = time.monotonic_ns()
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + ce +
                      b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n")
         time.sleep(body["pre_ms"] / 1e3)
+        stamps["t_first_event_ns"] = time.monotonic_ns()
         for e in lead:
             conn.sendall(chunk(enc(e)))
         time.sleep(body["ttft_ms"] / 1e3)
         for i, e in enumerate(toks):
             if i:
                 time.sleep(body["itl_ms"] / 1e3)
+            else:
+                stamps["t_first_token_ns"] = time.monotonic_ns()
             conn.sendall(chunk(enc(e)))
         for e in tail:
             conn.sendall(chunk(enc(e)))
         if coding in ("gzip", "deflate"):
             conn.sendall(chunk(z.flush(zlib.Z_FINISH)))
         conn.sendall(b"0\r\n\r\n")
+        log(stamps)
 
 
 def main():

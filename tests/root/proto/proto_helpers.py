@@ -176,6 +176,25 @@ def start_server(procs, argv, ready=b"listening", timeout_s=15):
     return p
 
 
+def server_stamps(path, n, timeout_s=5):
+    """mock_sse.py's log of `n` requests: {(client port, request number):
+    stamps}. It logs a request after its last write, so it may lag the
+    client's read of it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = open(path).read().splitlines() if os.path.exists(path) else []
+        if len(lines) >= n or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(lines) == n, "the server logged %d requests, not %d" % (len(lines), n)
+    return {(st["port"], st["seq"]): st for st in map(json.loads, lines)}
+
+
+def server_ms(stamps, key):
+    """The server's own interval from its read of the request to its write of `key`."""
+    return (stamps[key] - stamps["t_read_ns"]) / 1e6
+
+
 def by_client_port(recs):
     out = {}
     for rec in recs:
@@ -186,17 +205,18 @@ def by_client_port(recs):
     return out
 
 
-def close_ms(got_ms, want_ns, since_ns, what, tol=TOL_MS, floor_ms=None):
+def close_ms(got_ms, want_ns, since_ns, what, tol=TOL_MS, floor_ms=None, server_ms=None):
     """ttftrace's interval `got_ms` against the client's (want_ns - since_ns).
 
     Without a floor: within `tol` either way. With `floor_ms`, the least the
     server was told to wait before the event: conftest.check_server_interval
     (at least the floor, never more than the client saw, and below it by no
-    more than a loaded machine delays the client's own timestamps)."""
+    more than a loaded machine delays the client's own timestamps, or, given
+    `server_ms`, no less than the server's own log of it)."""
     want_ms = (want_ns - since_ns) / 1e6
     assert got_ms is not None, "%s: ttftrace reported null, client saw %.3f ms" % (what, want_ms)
     if floor_ms is not None:
-        check_server_interval(what, got_ms, want_ms, floor_ms)
+        check_server_interval(what, got_ms, want_ms, floor_ms, server_ms)
         return
     assert abs(got_ms - want_ms) <= tol, "%s: ttftrace %.3f ms, client %.3f ms" % (
         what, got_ms, want_ms)

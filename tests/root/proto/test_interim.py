@@ -6,7 +6,8 @@ body) and once when it answers 100 Continue; and a 103 Early Hints before
 a response.
 
 The 1xx is not the response: TTFB and TTFT are the final response's, each
-no less than the server's waits and no more than curl's own trace shows
+no less than the server's waits and its own logged read-to-write, and no
+more than curl's own trace shows
 (--trace-time; differences of its clock; proto_helpers.close_ms).
 The client's wait for 100-continue is inside net_in, reported as
 expect_wait_ms and flagged expect-100, and equals the gap curl's trace
@@ -23,7 +24,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
-from proto_helpers import HERE, RT, by_client_port, close_ms, free_port, start_server  # noqa: E402
+from proto_helpers import (HERE, RT, by_client_port, close_ms, free_port,  # noqa: E402
+                           server_ms, server_stamps, start_server)
 
 pytestmark = needs_root
 
@@ -77,9 +79,11 @@ CFG = {"format": "chat_n2", "tokens": 3, "head_ms": 40, "pre_ms": 0, "ttft_ms": 
 
 def trace_one(procs, tracer, tmp_path, cfg, expect=True):
     port = free_port()
-    srv = start_server(procs, [sys.executable, os.path.join(HERE, "mock_sse.py"), str(port)])
+    log = str(tmp_path / "server.log")
+    srv = start_server(procs, [sys.executable, os.path.join(HERE, "mock_sse.py"), str(port), log])
     tr = tracer("-p", srv.pid)
     c = run_curl(port, tmp_path, cfg, expect)
+    st = server_stamps(log, 1)[(c["port"], 0)]
     tr.wait_requests(1)
     assert tr.stop() == 0, tr.stderr
     recs = by_client_port(tr.requests()).get(c["port"], [])
@@ -92,9 +96,10 @@ def trace_one(procs, tracer, tmp_path, cfg, expect=True):
     assert rec["req_bytes"] > 2 << 20, rec
     # the server's waits after it has the whole request: floors (close_ms)
     close_ms(rec["ttft_ms"], c["token"], c["sent"], "TTFT",
-             floor_ms=cfg["head_ms"] + cfg["pre_ms"] + cfg["ttft_ms"])
+             floor_ms=cfg["head_ms"] + cfg["pre_ms"] + cfg["ttft_ms"],
+             server_ms=server_ms(st, "t_first_token_ns"))
     close_ms(rec["ttfb_ms"], c["head"], c["sent"], "TTFB (the final response's head)",
-             floor_ms=cfg["head_ms"])
+             floor_ms=cfg["head_ms"], server_ms=server_ms(st, "t_head_ns"))
     return rec, c
 
 
