@@ -10,7 +10,8 @@
   is larger than the write capture (--capture-send-bytes, 8192 by default):
   both `opaque`, TTFT at the first body write, no token counts.
 
-TTFT no less than the server's waits and no more than the client's own
+TTFT no less than the server's waits (and the mock server's own logged
+read-to-write) and no more than the client's own
 measurement (curl's --trace times, or the Python client's; see
 proto_helpers.close_ms), token and event counts exact where they are reported.
 """
@@ -26,7 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
 from proto_helpers import (HERE, RT, Timed, by_client_port, close_ms, curl_h2_stream,  # noqa: E402
                            curl_stream,
-                           free_port, post_stream, realtime, start_server)
+                           free_port, post_stream, realtime, server_ms, server_stamps,
+                           start_server)
 
 pytestmark = needs_root
 
@@ -68,6 +70,13 @@ def traced(procs, tracer, argv, drive, n=1):
     return out, tr
 
 
+def logged_ms(r, key):
+    """The mock server's own interval to its write of `key` (mock() sets
+    r.stamps), or None where the server logs nothing."""
+    st = getattr(r, "stamps", None)
+    return server_ms(st, key) if st else None
+
+
 def check_decoded(rec, r, n_tok, ttft_ms):
     """`ttft_ms`: the least the server waited before the first token."""
     toks = [o for o, _ in r.events if chat_token(o)]
@@ -75,7 +84,8 @@ def check_decoded(rec, r, n_tok, ttft_ms):
     assert "decoded" in rec["flags"] and "opaque" not in rec["flags"], rec
     assert rec["tokens"] == n_tok and rec["token_events"] == n_tok, rec
     assert rec["stream_events"] == len(r.events), rec
-    close_ms(rec["ttft_ms"], r.t_first_token_ns, r.t_sent_ns, "TTFT", floor_ms=ttft_ms)
+    close_ms(rec["ttft_ms"], r.t_first_token_ns, r.t_sent_ns, "TTFT", floor_ms=ttft_ms,
+             server_ms=logged_ms(r, "t_first_token_ns"))
 
 
 def test_starlette_gzip_middleware(procs, tracer, tmp_path):
@@ -92,7 +102,8 @@ def test_starlette_gzip_middleware(procs, tracer, tmp_path):
 
 def mock(procs, tracer, tmp_path, cfg, client="curl"):
     port = free_port()
-    argv = [sys.executable, os.path.join(HERE, "mock_sse.py"), str(port)]
+    log = str(tmp_path / "server.log")
+    argv = [sys.executable, os.path.join(HERE, "mock_sse.py"), str(port), log]
 
     def drive():
         if client == "curl":
@@ -104,7 +115,9 @@ def mock(procs, tracer, tmp_path, cfg, client="curl"):
         sock.close()
         return [r]
 
-    return traced(procs, tracer, argv, drive)[0][0]
+    r, rec = traced(procs, tracer, argv, drive)[0][0]
+    r.stamps = server_stamps(log, 1)[(r.local_port, 0)]
+    return r, rec
 
 
 SCHED = {"format": "chat_n2", "tokens": 5, "head_ms": 10, "pre_ms": 10, "ttft_ms": 60,
@@ -131,7 +144,8 @@ def check_opaque(rec, r):
     assert rec["tokens"] is None and rec["token_events"] is None, rec
     assert rec["stream_events"] is None and rec["tpot_ms"] is None and rec["itl_ms"] == [], rec
     close_ms(rec["ttft_ms"], r.t_first_body_ns, r.t_sent_ns, "TTFT (first body write)",
-             floor_ms=SCHED["head_ms"] + SCHED["pre_ms"])
+             floor_ms=SCHED["head_ms"] + SCHED["pre_ms"],
+             server_ms=logged_ms(r, "t_first_event_ns"))
 
 
 def test_br_is_opaque(procs, tracer, tmp_path):
