@@ -150,8 +150,10 @@ def median(v):
 def copybw(dry):
     # The dry run's stand-in copies are sleeps: on a loaded host a late wakeup
     # of a few ms shifts one 10-copy run by more than 5%, which is the host's
-    # scheduler, not the pipeline under test; the bar there is 15%.
-    tol = 0.15 if dry else 0.05
+    # scheduler, not the pipeline under test. With a busy loop beside the
+    # suite, the 16 MiB pageable pair (8 ms a copy) read 1.62 against 1.96
+    # GB/s (17%); the dry bar is 25%, as the attach step's. A GPU's stays 5%.
+    tol = 0.25 if dry else 0.05
     ours = (read_json("copybw.json", {}) or {}).get("results") or []
     ref = {(r["dir"], r["memory"], r["bytes"]): r["gbps"]
            for r in (read_json("copy-ref.json", {}) or {}).get("results") or []}
