@@ -472,7 +472,10 @@ def test_hostile_h2(procs, tmp_path, tracer):
     assert not bad, "\n".join(bad)
     good = by_client_port([r for r in not_hostile(recs, results) if r["path"] == METHOD])
     conns = sorted(good.values(), key=lambda v: v[0]["t_arrival_ns"])
-    assert len(conns) == len(runs) >= 3, (len(conns), len(runs))
+    others = [(r["path"], r["status"], r["flags"]) for r in not_hostile(recs, results)
+              if r["path"] != METHOD]
+    counters = {k: v for k, v in tr.summary()["counters"].items() if v}
+    assert len(conns) == len(runs) >= 3, (len(conns), len(runs), others, counters)
     lag_ms, off = [], []
     for run, conn in zip(runs, conns):
         assert len(conn) == 3, conn
