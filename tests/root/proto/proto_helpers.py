@@ -182,7 +182,10 @@ def server_stamps(path, n, timeout_s=5):
     client's read of it."""
     deadline = time.monotonic() + timeout_s
     while True:
-        lines = open(path).read().splitlines() if os.path.exists(path) else []
+        lines = []
+        if os.path.exists(path):
+            with open(path) as f:
+                lines = f.read().splitlines()
         if len(lines) >= n or time.monotonic() > deadline:
             break
         time.sleep(0.05)
