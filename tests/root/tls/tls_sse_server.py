@@ -9,7 +9,8 @@ Content-Length body, writes the response head, then the first token event
 (content "FIRST") TTFT_MS after the read returned and one more every ITL_MS,
 each in its own chunk and write; logs one JSON line with CLOCK_MONOTONIC ns:
 t_read_ns (the read that completed the request returned), t_first_ns,
-t_token_ns (each token write returned), t_end_ns, rport, conn_seq.
+t_token_ns (each token write returned), t_token_pre_ns (each token
+write began), t_end_ns, rport, conn_seq.
 """
 import json
 import socket
@@ -54,18 +55,20 @@ def serve(conn, rport, cfg, log, lock):
         buf = rest[n:]
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                      b"Transfer-Encoding: chunked\r\n\r\n")
-        ts = []
+        ts, pre = [], []
         for i in range(tokens):
             sleep_until(t_read + int((ttft_ms + i * itl_ms) * 1e6))
             text = "FIRST" if i == 0 else "t%d" % i
             ev = json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]})
+            pre.append(time.monotonic_ns())
             conn.sendall(chunk(("data: %s\n\n" % ev).encode()))
             ts.append(time.monotonic_ns())
         conn.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
         t_end = time.monotonic_ns()
         with lock:
             log.write(json.dumps({"rport": rport, "conn_seq": seq, "t_read_ns": t_read,
-                                  "t_first_ns": ts[0], "t_token_ns": ts, "t_end_ns": t_end,
+                                  "t_first_ns": ts[0], "t_token_ns": ts,
+                                  "t_token_pre_ns": pre, "t_end_ns": t_end,
                                   "tokens": tokens}) + "\n")
             log.flush()
         seq += 1
