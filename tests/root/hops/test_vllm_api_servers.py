@@ -19,6 +19,7 @@ handoffs (a crossing out after its handoff, a crossing in before its take)
 and, through the LD_PRELOAD shim every process of the stack inherits, to the
 socket crossings themselves at test_vllm_split's EXACT_BAR.
 """
+import json
 import os
 import re
 import select
@@ -45,7 +46,8 @@ class Launched:
     """launcher.py running: .port, .pid, .api_pids, .engine_pids, .coordinator_pid (0: none)."""
 
     def __init__(self, procs, log, dp):
-        env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log)
+        env = dict(os.environ, LD_PRELOAD=SHIM, TTF_XING_LOG=log,
+                   TTF_XING_BARE="1")
         cmd = [PYTHON, LAUNCHER, "--api-server-count", "2", "--port", "0", "--log", log,
                "--step-ms", str(STEP_MS), "--prefill-us-per-token", str(PREFILL_US),
                "--block-size", str(BLOCK), "--data-parallel", str(dp)]
@@ -74,6 +76,17 @@ class Launched:
             time.sleep(0.05)
             left = [p for p in left if os.path.exists("/proc/%d" % p)]
         assert not left, "outlived the launcher: %s" % left
+
+
+def print_engine_outs(log, pid, eng_out_ns):
+    """The engine's writes in the 20 ms before its first output of a request
+    off the truth, the id-less ones (the counts to the coordinator) with them."""
+    for x in (json.loads(l) for l in open(log) if l.strip()):
+        if (x.get("ev") == "xing" and x["pid"] == pid and x["dir"] == "out"
+                and eng_out_ns - 20e6 < x["t_ns"] <= eng_out_ns):
+            print("   engine write %+.3f ms: fd %d, %s, %d bytes, %d ids" % (
+                (x["t_ns"] - eng_out_ns) / 1e6, x["fd"], x["kind"], x["bytes"],
+                len(x.get("ids", []))))
 
 
 @pytest.mark.parametrize("dp", [1, 2])
@@ -110,11 +123,12 @@ def test_two_api_servers_attached(procs, tmp_path, tracer, dp):
         assert "suffix" in eng["join_why"], eng
         wrong = [k for k, ok in handoff_order(rec, t, e) if not ok]
         assert not wrong, (rec["id"], wrong, rec["hop_stages_ms"])
-        want, _ = crossing_truth(xs, t, e)
+        want, want_c = crossing_truth(xs, t, e)
         s = rec["hop_stages_ms"]
         bad = [(k, s[k], round(want[k], 3)) for k in HOP_STAGES if not within(s[k], want[k])]
         if bad:
             print("request %d off the crossing truth:" % rec["id"], bad, s)
+            print_engine_outs(log, e["pid"], min(want_c["eng_out"]["t_ns"], want_c["fe_in"]["t_ns"]))
         for k, _, _ in bad:
             missed[k] += 1
         good += not bad

@@ -107,6 +107,8 @@ def crossings(truth):
     for x in truth:
         if x["ev"] != "xing":
             continue
+        if x["kind"] == "bare":     # names no request: not a step's output (crossings.c)
+            continue
         if x["kind"] == "http":
             http.setdefault(x["rport"], []).append(x)
             continue

@@ -112,6 +112,34 @@ static void test_split(void **state)
 }
 
 /*
+ * test_split under data parallel: after the step's output naming B (15 ms)
+ * the engine writes its request counts to the coordinator, naming no
+ * request, at 18.5 (its I/O thread waited). The step that gave A's first
+ * token began at B's output: queue ends there, not at the counts.
+ */
+static void test_coordinator_stats(void **state)
+{
+	struct msg_hops *mh = msg_hops__new();
+	struct req_fix f;
+	struct ttf_msg_chain c;
+
+	(void)state;
+	req_fix(&f, ID_A);
+	msg(mh, FE, ZMTP_DIR_OUT, 11 * MS, ID_A, NULL);
+	msg(mh, ENG, ZMTP_DIR_IN, 11100000, ID_A, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 15 * MS, ID_B, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 18500000, NULL, NULL);
+	msg(mh, ENG, ZMTP_DIR_OUT, 25 * MS, ID_A, ID_B);
+	msg(mh, FE, ZMTP_DIR_IN, 25200000, ID_A, ID_B);
+	assert_int_equal(msg_hops__join(mh, &f.r, &f.m, &f.a, &c), 1);
+	assert_int_equal(c.inferred, 0);
+	assert_int_equal(sum(&c), f.m.ttft_ns);
+	assert_int_equal(c.stage_ns[TTF_MS_QUEUE], 15 * MS - 11100000);
+	assert_int_equal(c.stage_ns[TTF_MS_PREFILL], 10 * MS);
+	msg_hops__free(mh);
+}
+
+/*
  * test_split with vLLM's ids since its PR #27987: the messages name the
  * response id plus "-0-" and 8 hex (completions), the request message also
  * the unsuffixed id (external_req_id, late in its array); an n>1 child
@@ -623,6 +651,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_coordinator_stats),
 		cmocka_unit_test(test_three),
 		cmocka_unit_test(test_out_after_in),
 		cmocka_unit_test(test_incomplete),

@@ -133,7 +133,8 @@ int msg_hops__on_msg(struct msg_hops *mh, const struct ttf_zmtp_msg *m)
 		  m->n_ids + m->n_more_ids, m->n_ids ? m->ids[0] : "-");
 
 	*x = (struct msg_time){ .n = mh->n_msgs++, .ts_ns = m->ts_ns, .bytes = m->bytes,
-				.addr = m->addr, .tgid = m->tgid, .dir = m->dir };
+				.addr = m->addr, .tgid = m->tgid, .dir = m->dir,
+				.named = m->n_ids + m->n_more_ids > 0 };
 	pair(mh, x);
 	if (m->dir == ZMTP_DIR_OUT)
 		msg_order__bind(mh, x);
@@ -174,8 +175,14 @@ static const struct crossing *find(const struct id_entry *e, uint32_t tgid, int 
 	return NULL;
 }
 
-/* The newest output message of tgid before t_ns; 0 none kept. */
-static uint64_t out_before(const struct msg_hops *mh, uint32_t tgid, uint64_t t_ns)
+/*
+ * The newest output message of tgid before t_ns; 0 none kept. named: only
+ * one that named a request (the engine's outputs to its frontends), not an
+ * id-less one such as vLLM's request counts to its data-parallel
+ * coordinator, written after the step's outputs and late by however long
+ * the engine's I/O thread waited in between.
+ */
+static uint64_t out_before(const struct msg_hops *mh, uint32_t tgid, uint64_t t_ns, int named)
 {
 	uint64_t best = 0;
 	size_t n = mh->n_msgs < MSG_HOPS_MSGS ? (size_t)mh->n_msgs : MSG_HOPS_MSGS;
@@ -183,7 +190,8 @@ static uint64_t out_before(const struct msg_hops *mh, uint32_t tgid, uint64_t t_
 	for (size_t i = 0; i < n; i++) {
 		const struct msg_time *x = &mh->msgs[i];
 
-		if (x->dir == ZMTP_DIR_OUT && x->tgid == tgid && x->ts_ns < t_ns && x->ts_ns > best)
+		if (x->dir == ZMTP_DIR_OUT && x->tgid == tgid && x->ts_ns < t_ns && x->ts_ns > best &&
+		    (x->named || !named))
 			best = x->ts_ns;
 	}
 	return best;
@@ -269,7 +277,7 @@ static void split(struct msg_hops *mh, const struct ttf_request *r,
 	end[TTF_MS_READ_WAIT] = a->bound_ns[2];
 	end[TTF_MS_FRONTEND] = h->fe_out_ns;
 	end[TTF_MS_IPC_IN] = h->in_ns[0];
-	prev = out_before(mh, h->tgid[0], h->out_ns[0]);
+	prev = out_before(mh, h->tgid[0], h->out_ns[0], h->by_id);
 	end[TTF_MS_QUEUE] = prev > h->in_ns[0] ? prev : h->in_ns[0];
 	end[TTF_MS_PREFILL] = h->out_ns[0];
 	end[TTF_MS_IPC_OUT] = n > 1 ? h->in_ns[1] : h->fe_in_ns;
@@ -388,7 +396,7 @@ int msg_hops__join(struct msg_hops *mh, const struct ttf_request *r,
 		return join_inferred(mh, r, m, a, out, 1);
 	}
 	h = (struct hop_times){ .fe_out_ns = fe_out->ts_ns, .fe_in_ns = fe_in->ts_ns,
-				.out_msgs = eo[0]->n, .n = n };
+				.out_msgs = eo[0]->n, .n = n, .by_id = 1 };
 	for (int k = 0; k < n; k++) {
 		h.in_ns[k] = in[k]->ts_ns;
 		h.out_ns[k] = eo[k]->ts_ns;

@@ -52,6 +52,7 @@ struct msg_time {
 	 * written after that read, could have carried its request instead (D17)
 	 */
 	uint8_t order_ambiguous;
+	uint8_t named;		/* it named a request id (a stats message to a coordinator names none) */
 };
 
 struct pending_read {
@@ -98,6 +99,7 @@ struct hop_times {
 	uint32_t out_msgs;			/* the engine's output messages naming it; 0 unknown */
 	int n;					/* processes after the frontend */
 	int order_ambiguous;			/* by order: its message's order_ambiguous */
+	int by_id;				/* joined by the id: the engine's outputs name ids */
 };
 
 /* An OUT message of x->tgid: the request it carried, by order (D17). */
