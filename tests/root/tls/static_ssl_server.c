@@ -47,7 +47,7 @@ static int write_all(SSL *ssl, const char *p, int n)
 static int serve_one(SSL *ssl, int rport, long ttft_ms, long itl_ms, int tokens, FILE *log)
 {
 	char req[16384], ev[256], chunk[300];
-	uint64_t t_read, ts[64] = { 0 };
+	uint64_t t_read, ts[64] = { 0 }, pre[64] = { 0 };
 	int got = 0, n;
 	char *end;
 	long clen = 0;
@@ -82,6 +82,7 @@ static int serve_one(SSL *ssl, int rport, long ttft_ms, long itl_ms, int tokens,
 			     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"}}]}\n\n",
 			     text);
 		n = snprintf(chunk, sizeof(chunk), "%x\r\n%s\r\n", n, ev);
+		pre[i] = mono_ns();
 		if (write_all(ssl, chunk, n))
 			return -1;
 		ts[i] = mono_ns();
@@ -92,6 +93,9 @@ static int serve_one(SSL *ssl, int rport, long ttft_ms, long itl_ms, int tokens,
 		(unsigned long long)t_read, (unsigned long long)ts[0]);
 	for (int i = 0; i < tokens && i < 64; i++)
 		fprintf(log, "%s%llu", i ? "," : "", (unsigned long long)ts[i]);
+	fprintf(log, "],\"t_token_pre_ns\":[");
+	for (int i = 0; i < tokens && i < 64; i++)
+		fprintf(log, "%s%llu", i ? "," : "", (unsigned long long)pre[i]);
 	fprintf(log, "],\"t_end_ns\":%llu,\"tokens\":%d}\n", (unsigned long long)mono_ns(), tokens);
 	fflush(log);
 	return 0;

@@ -5,7 +5,8 @@
 // every -itl-ms, each flushed in its own write. -log FILE gets one JSON line
 // per request with CLOCK_MONOTONIC ns (the clock of bpf_ktime_get_ns):
 // t_read_ns (the handler had read the whole body), t_first_ns and
-// t_token_ns (each flush returned), t_end_ns, rport.
+// t_token_ns (each flush returned), t_token_pre_ns (each event's write
+// began), t_end_ns, rport.
 package main
 
 import (
@@ -62,13 +63,14 @@ func main() {
 		w.WriteHeader(200)
 		f := w.(http.Flusher)
 		f.Flush()
-		ts := []int64{}
+		ts, pre := []int64{}, []int64{}
 		for i := 0; i < *tokens; i++ {
 			sleepUntil(tRead + int64(*ttft+i**itl)*1e6)
 			text := "FIRST"
 			if i > 0 {
 				text = "t" + strconv.Itoa(i)
 			}
+			pre = append(pre, mono())
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"}}]}\n\n", text)
 			f.Flush()
 			ts = append(ts, mono())
@@ -79,7 +81,7 @@ func main() {
 		_, port, _ := net.SplitHostPort(r.RemoteAddr)
 		rport, _ := strconv.Atoi(port)
 		line, _ := json.Marshal(map[string]interface{}{"rport": rport, "t_read_ns": tRead,
-			"t_first_ns": ts[0], "t_token_ns": ts, "t_end_ns": tEnd, "tokens": *tokens})
+			"t_first_ns": ts[0], "t_token_ns": ts, "t_token_pre_ns": pre, "t_end_ns": tEnd, "tokens": *tokens})
 		mu.Lock()
 		logf.Write(append(line, '\n'))
 		mu.Unlock()
