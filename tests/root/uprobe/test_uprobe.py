@@ -259,7 +259,8 @@ def test_case4_go_ret_sites_true_durations(tmp_path, targets):
     t.go()
     rc, out = t.finish()
     assert rc == 0, "traced Go process died (rc %d)" % rc
-    real = [int(x) for x in out.split()]
+    # per call: (inside hot, its caller around the call)
+    real = [tuple(int(x) for x in l.split()) for l in out.splitlines() if l.strip()]
     n = calls * (depth + 1)
     assert len(real) == n
     res = p.result()
@@ -270,9 +271,11 @@ def test_case4_go_ret_sites_true_durations(tmp_path, targets):
     assert (a["hits"], a["returns"], res["unpaired_returns"]) == (n, n, 0)
     traced = a["durations_ns"]
     assert len(traced) == n
-    # both lists are in return order (innermost first); 1 ms tolerance
-    for r, m in zip(real, traced):
-        assert abs(r - m) < 1_000_000, (r, m)
+    # both lists are in return order (innermost first): each traced call within
+    # what hot measured inside and what its caller measured around it (a busy
+    # machine may stretch the gap between them), 0.2 ms for the clock reads
+    for (inner, around), m in zip(real, traced):
+        assert inner - 200_000 < m < around + 200_000, (inner, m, around)
 
 
 @pytest.mark.skipif(not LLAMA_LIB, reason="demo libllama not installed (tools/setup.sh)")

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // docs/cases.md #4 target: main.hot sleeps and recurses with a 2 KiB frame, so the
-// goroutine stack grows (and is copied) under active calls. Prints the
-// duration of every call, innermost first, as measured inside hot.
+// goroutine stack grows (and is copied) under active calls. Prints, for every
+// call, innermost first, its duration as measured inside hot and as its caller
+// measured it around the call: a uprobe's entry and return lie between the two.
 
 package main
 
@@ -14,7 +15,15 @@ import (
 	"time"
 )
 
-var durs []int64
+var durs, outer []int64
+
+// call is hot(depth, sleep) timed by its caller.
+func call(depth int, sleep time.Duration) int {
+	t := time.Now()
+	r := hot(depth, sleep)
+	outer = append(outer, time.Since(t).Nanoseconds())
+	return r
+}
 
 // hot sleeps, then recurses with a large frame so the goroutine stack grows
 // (and is copied) while outer calls are still active.
@@ -27,7 +36,7 @@ func hot(depth int, sleep time.Duration) int {
 	time.Sleep(sleep)
 	r := int(pad[depth%len(pad)])
 	if depth > 0 {
-		r += hot(depth-1, sleep)
+		r += call(depth-1, sleep)
 	}
 	durs = append(durs, time.Since(t0).Nanoseconds())
 	return r
@@ -45,12 +54,12 @@ func main() {
 		runtime.LockOSThread()
 		s := 0
 		for i := 0; i < n; i++ {
-			s += hot(depth, 2*time.Millisecond)
+			s += call(depth, 2*time.Millisecond)
 		}
 		done <- s
 	}()
 	<-done
-	for _, d := range durs {
-		fmt.Println(d)
+	for i, d := range durs {
+		fmt.Println(d, outer[i])
 	}
 }
