@@ -29,6 +29,14 @@ CUPTI_LIB = os.path.join(ROOT, ".output", "libttftrace-cupti.so")
 # Seconds to wait for ttftrace to attach (loading and verifying BPF programs).
 ATTACH_TIMEOUT_S = 30
 
+# A shell runs a job started with `&` with SIGINT ignored (bash(1), "job control
+# off"), Python then leaves it ignored, and every process the tests start
+# inherits that through exec: a SIGINT before ttftrace's main() installs its
+# handler would be dropped, where a user's Ctrl-C kills it. The tests run as
+# from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 # --- Skips under CI --------------------------------------------------------------
 # A tier whose tool is missing on a fresh machine must not pass by skipping: under
