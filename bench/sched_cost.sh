@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
-DRIVER=.output/bin/sched-probe
+DRIVER=${DRIVER:-.output/bin/sched-probe}
 [ -x "$DRIVER" ] || { echo "Error: $DRIVER not built" >&2; echo "HINT: run make" >&2; exit 1; }
 tmp=$(mktemp -d)
 old=$(sysctl -n kernel.bpf_stats_enabled)
