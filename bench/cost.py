@@ -324,8 +324,15 @@ def start_tracer(cfg, srv, work, tag):
     p.decoy = decoy
     if not wait_line(log, "Hit Ctrl-C to end", 60, p):
         die("ttftrace did not start: " + open(log).read()[-500:])
-    if cfg not in ("Tnu", "Tu") and srv.target != "rate":
-        wait_line(log, "llama", 5, p)	# the profile attaches once libllama is seen
+    # the profile attaches once libllama is seen; a build that found no
+    # profile would be compared without the uprobes' cost
+    if cfg not in ("Tnu", "Tu") and srv.target != "rate" and \
+            not wait_line(log, "uprobe(s) attached", 10, p):
+        stop(p, 2)
+        die("ttftrace (%s) attached no engine uprobes to the %s server in 10 s; its log ends:\n%s"
+            % (cfg, srv.target, open(log).read()[-500:]),
+            "a build outside the tree finds profiles/ next to its binary or in "
+            "$TTFTRACE_PROFILE_DIR")
     return p
 
 

@@ -118,8 +118,9 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 			if (profile__load(builtin_profiles[i], &es->autos[es->n_autos], msg,
 					  sizeof(msg)) == 0)
 				es->n_autos++;
-			else
-				ttf_debug("built-in profile: %s", msg);
+			else	/* a copied binary without profiles/: never silent */
+				ttf_warn("built-in engine profile not loaded, its engine gets no "
+					 "uprobes (stages merge into 'server'): %s", msg);
 		}
 	}
 	*out = es;

@@ -5,7 +5,8 @@ The installed binary prints its version and help, and finds the installed
 engine profiles (`--profile llamacpp` resolves from DESTDIR/usr/share/ttftrace,
 and fails once that file is gone, with the PREFIX's path in the error); the
 systemd unit names the installed binary and passes `systemd-analyze verify`;
-`make uninstall` removes every file it installed.
+`make uninstall` removes every file it installed. A binary copied alone
+says that it found no built-in profile.
 """
 import os
 import shutil
@@ -120,6 +121,21 @@ def test_installed_binary_finds_installed_profiles(dest, sse_server):
     # the PREFIX it was installed for is compiled in: the last place it looks
     assert "no profile named 'llamacpp'" in p.stderr and "/usr/share/ttftrace/profiles)" \
         in p.stderr, p.stderr
+
+
+@needs_root
+def test_binary_without_profiles_says_so(tmp_path, sse_server):
+    """A copied binary finds no built-in profile: it traces, and says the engine
+    uprobes are off and where it looked (not only under -v)."""
+    b = str(tmp_path / "ttftrace")
+    shutil.copy(os.path.join(ROOT, "ttftrace"), b)
+    srv = sse_server()
+    p = run(b, "-p", str(srv.pid), "-d", "0.5", "-o", "/dev/null")
+    assert p.returncode == 0, p.stderr
+    assert "built-in engine profile not loaded" in p.stderr, p.stderr
+    assert "no profile named 'llamacpp'" in p.stderr and "next to the binary" in p.stderr, p.stderr
+    p = run(os.path.join(ROOT, "ttftrace"), "-p", str(srv.pid), "-d", "0.5", "-o", "/dev/null")
+    assert p.returncode == 0 and "profile not loaded" not in p.stderr, p.stderr
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
