@@ -13,8 +13,9 @@
  *                     switch-in instead (targ_run_delay)
  *   sched_wakeup_new  a WAKEUP_NEW record
  *
- * One record per cycle instead of three, and no traced-set lookup for next:
- * bench/sched_cost.sh and README "Cost per streamed token" have the numbers.
+ * One record per cycle instead of three, and the traced-set answers for
+ * prev and next from a per-CPU cache: bench/sched_cost.sh and
+ * bench/README.md have the numbers.
  * The price: a thread's current on-CPU interval reaches user space at its
  * switch-out, not at its switch-in.
  *
@@ -102,6 +103,18 @@ struct {
 	__type(value, __u64);
 } flight_head SEC(".maps");
 
+/*
+ * 1: bpf_jiffies64() is callable here (tracing programs since 5.9,
+ * docs/kernel.md B1.17); else the cache ages by bpf_ktime_get_ns() in
+ * 2^22 ns units, about a jiffy at HZ 250. User space sets it.
+ */
+const volatile bool targ_jiffies = false;
+
+static __always_inline __u32 cache_clock(void)
+{
+	return targ_jiffies ? bpf_jiffies64() : bpf_ktime_get_ns() >> 22;
+}
+
 /* log2 of each CPU's slots in `flight` (user space sets it with the map's size). */
 const volatile __u32 targ_flight_log2 = 0;
 
@@ -127,26 +140,31 @@ static __always_inline void count(__u32 idx)
 /*
  * Is tgid traced? Most switches and wakeups name the same few processes, so
  * each CPU keeps the answer for its last TTF_SCHED_TGID_CACHE processes for
- * about 105 ms (TTF_SCHED_TGID_CACHE_UNITS): a hit reads the line this
- * CPU's switch writes anyway, a miss costs the hash lookup. A process added
- * to (or removed from) traced_tgids is seen here within that time; the idle
- * task (tgid 0) is never traced.
+ * TTF_SCHED_TGID_CACHE_JIFFIES (100 ms at HZ 250, 250 ms at HZ 100): a hit
+ * reads the line this CPU's switch writes anyway, a miss costs the hash
+ * lookup. The clock is jiffies, a load, not bpf_ktime_get_ns (about 130 ns
+ * on a kvm-clock guest): a switch between two untraced tasks reads no other
+ * clock (docs/kernel.md B1.17). A process added to (or removed from)
+ * traced_tgids is seen here within that time; the idle task (tgid 0) is
+ * never traced. Not inlined: on_switch calls it twice, and one copy of the
+ * unrolled loop keeps the program's code smaller, which the demo's cold
+ * caches pay for (docs/kernel.md B1.17).
  */
-static __always_inline bool tgid_traced(struct ttf_sched_chain *ch, __u32 tgid, __u64 now_ns)
+static __noinline bool tgid_traced(struct ttf_sched_chain *ch, __u32 tgid, __u32 now_jiffies)
 {
-	__u32 t = now_ns >> 20, slot;
+	__u32 slot;
 	bool traced;
 
 	if (!tgid)
 		return false;
 #pragma unroll
 	for (int i = 0; i < TTF_SCHED_TGID_CACHE; i++)
-		if (ch->tgid[i] == tgid && t - ch->checked[i] < TTF_SCHED_TGID_CACHE_UNITS)
+		if (ch->tgid[i] == tgid && now_jiffies - ch->checked[i] < TTF_SCHED_TGID_CACHE_JIFFIES)
 			return ch->traced[i];
 	traced = ttf_tgid_traced(&traced_tgids, tgid);
 	slot = ch->next_slot++ % TTF_SCHED_TGID_CACHE;
 	ch->tgid[slot] = tgid;
-	ch->checked[slot] = t;
+	ch->checked[slot] = now_jiffies;
 	ch->traced[slot] = traced;
 	return traced;
 }
@@ -219,12 +237,21 @@ static __always_inline __u64 run_delay_ns(struct task_struct *t)
 	return t->sched_info.run_delay;
 }
 
+/*
+ * Where next is not traced its switch-in time is not read (in_ns 0: the span
+ * says it does not know): a switch between two untraced tasks costs the
+ * chain check and one cache hit, no clock (docs/kernel.md B1.17). prev's
+ * answer is the one looked up at its switch-in on this CPU, when the chain
+ * holds: a process added to the traced set while a thread of it runs is
+ * seen from that thread's next switch-in.
+ */
 static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 				     struct task_struct *next, unsigned int prev_state)
 {
-	__u32 prev_tid = prev->pid;
+	__u32 prev_tid = prev->pid, j = cache_clock();
 	struct ttf_sched_chain *ch = this_chain();
-	__u64 now = bpf_ktime_get_ns(), in_ns = 0, wait_ns = 0, wake_ns = 0, *w, *head;
+	__u64 now = 0, in_ns = 0, wait_ns = 0, wake_ns = 0, *w, *head;
+	bool prev_traced, next_traced;
 	struct ttf_sched_span *e;
 	__u32 cpu;
 	__u8 type;
@@ -232,18 +259,29 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	if (!ch)
 		return 0;	/* never: a one-slot array */
 	if (ch->next_plus1 == prev_tid + 1) {
+		/* the answer this CPU had for prev at its switch-in */
+		prev_traced = ch->next_traced;
 		in_ns = ch->in_ns;
-		if (targ_run_delay)
+		if (targ_run_delay && prev_traced)
 			wait_ns = run_delay_ns(prev) - ch->run_delay_ns;
-	} else if (ch->next_plus1) {
-		count(TTF_SCHED_CNT_SWITCH_GAPS);
+	} else {
+		if (ch->next_plus1)
+			count(TTF_SCHED_CNT_SWITCH_GAPS);
+		prev_traced = tgid_traced(ch, prev->tgid, j);
 	}
+	next_traced = tgid_traced(ch, next->tgid, j);
 	ch->next_plus1 = (__u32)next->pid + 1;
-	ch->in_ns = now;
-	if (targ_run_delay)
-		ch->run_delay_ns = run_delay_ns(next);
+	ch->next_traced = next_traced;
 	ch->switches++;
-	if (!tgid_traced(ch, prev->tgid, now))
+	if (!prev_traced && !next_traced) {
+		ch->in_ns = 0;
+		return 0;
+	}
+	now = bpf_ktime_get_ns();
+	ch->in_ns = next_traced ? now : 0;
+	if (targ_run_delay && next_traced)
+		ch->run_delay_ns = run_delay_ns(next);
+	if (!prev_traced)
 		return 0;
 	if (preempt || prev_state == TASK_RUNNING)
 		type = TTF_SCHED_OUT_RUNNABLE;
@@ -314,11 +352,12 @@ SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_wakeup, struct task_struct *p)
 {
 	struct ttf_sched_chain *ch = this_chain();
-	__u64 now = bpf_ktime_get_ns(), *w;
 	__u32 tid = p->pid;
+	__u64 now, *w;
 
-	if (!ch || !tgid_traced(ch, p->tgid, now))
+	if (!ch || !tgid_traced(ch, p->tgid, cache_clock()))
 		return 0;
+	now = bpf_ktime_get_ns();
 	w = bpf_map_lookup_elem(&wakes, &tid);
 	if (w) {
 		if (!*w)

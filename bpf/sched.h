@@ -98,8 +98,8 @@ enum ttf_sched_counter {
 
 /* Processes whose traced-set answer a CPU keeps (struct ttf_sched_chain.tgid). */
 #define TTF_SCHED_TGID_CACHE 4
-/* How long a kept answer holds, in units of 2^20 ns (about 105 ms). */
-#define TTF_SCHED_TGID_CACHE_UNITS 100
+/* How long a kept answer holds, in jiffies (100 ms at HZ 250). */
+#define TTF_SCHED_TGID_CACHE_JIFFIES 25
 
 /*
  * Per-CPU value of the map `chain`: the switch chain check and the CPU's
@@ -107,12 +107,12 @@ enum ttf_sched_counter {
  */
 struct ttf_sched_chain {
 	__u64 switches;		/* sched_switch calls this program saw on this CPU */
-	__u64 in_ns;		/* the time of the last of them: when next began to run */
+	__u64 in_ns;		/* when next began to run; 0: not read (next untraced) */
 	__u64 run_delay_ns;	/* targ_run_delay: next's sched_info.run_delay then */
 	__u32 next_plus1;	/* next->pid + 1 of the last of them; 0: none yet */
-	__u32 pad;
+	__u32 next_traced;	/* the traced-set answer for next's process then */
 	__u32 tgid[TTF_SCHED_TGID_CACHE];	/* 0: empty slot */
-	__u32 checked[TTF_SCHED_TGID_CACHE];	/* when, in 2^20 ns units (wraps) */
+	__u32 checked[TTF_SCHED_TGID_CACHE];	/* when, in jiffies (low 32 bits) */
 	__u8 traced[TTF_SCHED_TGID_CACHE];	/* the answer: 1 in traced_tgids */
 	__u32 next_slot;	/* the slot the next miss replaces */
 };

@@ -147,6 +147,12 @@ static int use_run_delay(struct sched_probe *sp, const struct btf *btf)
 	return bpf_map__set_max_entries(sp->skel->maps.wakes, 1);
 }
 
+/* bpf_jiffies64() in tracing programs: commit 72e2b2b66f9c, 5.9 (docs/kernel.md B1.17) */
+static void use_jiffies(struct sched_probe *sp)
+{
+	sp->skel->rodata->targ_jiffies = kernel_at_least(5, 9);
+}
+
 /* The flight recorder's size: spans_per_cpu for each possible CPU, within its cap. */
 static int size_flight(struct sched_probe *sp, uint32_t spans_per_cpu)
 {
@@ -210,6 +216,7 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 	*err = use_run_delay(sp, opts->vmlinux_btf);
 	if (*err)
 		goto fail;
+	use_jiffies(sp);
 	*err = sched_bpf__load(sp->skel);
 	if (*err)
 		goto fail;

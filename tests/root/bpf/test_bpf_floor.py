@@ -13,8 +13,8 @@ from bpf_obj import helper_names, programs
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 DOC = os.path.join(ROOT, "docs", "kernel.md")
 OBJS = sorted(glob.glob(os.path.join(ROOT, ".output", "bpf", "*.bpf.o")))
-# Helpers an object calls only behind a run-time check (docs/kernel.md B7).
-GUARDED = {"engine.bpf.o": {"bpf_loop"}}
+# Helpers an object calls only behind a run-time check (docs/kernel.md B7, B1.17).
+GUARDED = {"engine.bpf.o": {"bpf_loop"}, "sched.bpf.o": {"bpf_jiffies64"}}
 
 
 def version(v):
