@@ -285,10 +285,17 @@ static int summary(struct tracer *t)
 
 	/* the summary may be in a file: lost records are said on the terminal too */
 	n = pipeline__counters(t->pipe, c, TRACER_MAX_COUNTERS);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (c[i].value && strstr(c[i].name, "ringbuf_full"))
 			ttf_warn("%" PRIu64 " records lost (%s): some requests are flagged "
 				 "truncated/unknown; raise --ringbuf-mb", c[i].value, c[i].name);
+		/* the recorder holds a drain interval at 8,000 spans a second a CPU (docs/usage.md) */
+		if (c[i].value && !strcmp(c[i].name, "sched_flight_overwritten"))
+			ttf_warn("%" PRIu64 " scheduler spans lost (%s): a CPU switched traced "
+				 "threads faster than the recorder holds between two drains; the "
+				 "scheduler view of requests in those bursts is incomplete",
+				 c[i].value, c[i].name);
+	}
 	return err;
 }
 
