@@ -552,6 +552,15 @@ def check_server_interval(what, got_ms, client_ms, floor_ms, server_ms=None):
             "%.3f" % server_ms if server_ms is not None else "no", client_ms))
 
 
+def tpot_bounds(truth, margin_ms=1.0):
+    """(lo_ms, hi_ms): the server log's bracket of one request's TPOT (see
+    check_tpot)."""
+    ts = truth["t_token_ns"]
+    pre = truth.get("t_token_pre_ns") or truth.get("t_token_submit_ns") or ts
+    n = len(ts) - 1
+    return (pre[-1] - ts[0]) / n / 1e6 - margin_ms, (ts[-1] - pre[0]) / n / 1e6 + margin_ms
+
+
 def check_tpot(rec, truth, margin_ms=1.0):
     """ttftrace's TPOT against the server's log. Each token left inside the
     write that logged it: between t_token_pre_ns (or t_token_submit_ns: an
@@ -561,8 +570,7 @@ def check_tpot(rec, truth, margin_ms=1.0):
     ts = truth["t_token_ns"]
     pre = truth.get("t_token_pre_ns") or truth.get("t_token_submit_ns") or ts
     n = len(ts) - 1
-    lo = (pre[-1] - ts[0]) / n / 1e6 - margin_ms
-    hi = (ts[-1] - pre[0]) / n / 1e6 + margin_ms
+    lo, hi = tpot_bounds(truth, margin_ms)
     assert lo <= rec["tpot_ms"] <= hi, (
         "tpot %.3f ms outside [%.3f, %.3f]: the server's writes %.3f ms apart on average "
         "(first write took %.3f ms, last %.3f ms)" % (

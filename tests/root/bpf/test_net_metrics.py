@@ -9,10 +9,11 @@ compared with.
 """
 import os
 import threading
+from statistics import median
 
 import pytest
 
-from conftest import Client, check_tpot, conn_client_port, conn_server_port, needs_root
+from conftest import Client, check_tpot, tpot_bounds, conn_client_port, conn_server_port, needs_root
 
 pytestmark = needs_root
 
@@ -162,9 +163,20 @@ def test_keepalive_three_requests(sse_server, tracer):
     s = tr.summary()
     assert s["requests"] == 3
     assert s["ttft_ms"]["n"] == 3
-    assert abs(s["ttft_ms"]["p50"] - TTFT_MS) <= 2.0
-    assert abs(s["tpot_ms"]["p50"] - ITL_MS) <= 1.0
+    # The summary's medians against the server's log, not the programmed
+    # schedule: a fixture the machine delayed (CI: 153.4 ms against 150) is
+    # late in its log too. Each request's TTFT lies between its first token's
+    # write beginning after the read and that write returning after the
+    # client sent; the median lies between the medians of those bounds.
+    truths = [truth_for(srv, port, seq) for seq in range(3)]
+    lo = median((t["t_token_pre_ns"][0] - t["t_read_ns"]) / 1e6 - 1.0 for t in truths)
+    hi = median((t["t_first_ns"] - r.t_sent_ns) / 1e6 for t, r in zip(truths, rs))
+    assert lo <= s["ttft_ms"]["p50"] <= hi, (s["ttft_ms"], lo, hi)
+    lo = median(tpot_bounds(t)[0] for t in truths)
+    hi = median(tpot_bounds(t)[1] for t in truths)
+    assert lo <= s["tpot_ms"]["p50"] <= hi, (s["tpot_ms"], lo, hi)
     assert s["counters"]["ringbuf_full"] == 0
+
 
 
 def test_role_chunk_is_not_a_token(sse_server, tracer):

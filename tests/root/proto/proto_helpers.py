@@ -246,6 +246,18 @@ def parse_curl_trace(path):
     return out
 
 
+def request_sent_ns(ev):
+    """A stamp curl took before it began writing the request, from
+    parse_curl_trace() events. curl traces the request head ("=> Send
+    header") after the write returned (curl 7.88 lib/http.c
+    Curl_buffer_send: Curl_debug after Curl_write, with the count written),
+    so a curl preempted there stamps it late (CI: a client TTFT 1 ms short of
+    the server's). The event traced just before it (the h2 "Using Stream ID",
+    HTTP/1's "Connected to") was traced before the write."""
+    i = next(i for i, (_, d, ti, _) in enumerate(ev) if d == "=>" and ti.startswith("Send header"))
+    return ev[max(0, i - 1)][0]
+
+
 class _Replayed(Timed):
     """A Timed filled from a recording; fill() means the bytes ended."""
 
@@ -263,7 +275,7 @@ def curl_stream(trace_path, is_token, is_visible=None):
     """What a traced curl saw of one SSE response: read_response() over its
     received bytes (head and chunked body, as curl's --trace shows them)."""
     ev = parse_curl_trace(trace_path)
-    t_sent = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
+    t_sent = request_sent_ns(ev)
     pieces = []
     for t, d, ti, b in ev:
         if d == "<=" and (ti.startswith("Recv header") or ti.startswith("Recv data")):
@@ -355,7 +367,7 @@ def curl_h2_stream(trace_path, is_token, decode=None):
     ev = parse_curl_trace(trace_path)
     dec = zlib.decompressobj(31) if decode == "gzip" else None
     r = StreamResult()
-    r.t_sent_ns = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
+    r.t_sent_ns = request_sent_ns(ev)
     pending = b""
     for t, d, ti, b in ev:
         if d != "<=":
