@@ -104,6 +104,18 @@ struct {
 } flight_head SEC(".maps");
 
 /*
+ * The recorder's only wakeup: a CPU whose unread spans reach half its slots
+ * (checked each quarter round, against the count user space has read, word
+ * 1 of its head line) sends one word here with BPF_RB_FORCE_WAKEUP, so
+ * that a burst is drained before it overwrites (docs/kernel.md B4.1). A
+ * full ring has a wakeup pending already: nothing is lost by its failing.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} flight_wake SEC(".maps");
+
+/*
  * 1: bpf_jiffies64() is callable here (tracing programs since 5.9,
  * docs/kernel.md B1.17); else the cache ages by bpf_ktime_get_ns() in
  * 2^22 ns units, about a jiffy at HZ 250. User space sets it.
@@ -192,6 +204,19 @@ static __always_inline struct ttf_sched_span *reserve(__u32 cpu, __u64 **head)
 }
 
 /*
+ * At a quarter round of CPU cpu's slots, n spans written: wake user space
+ * if it has not read half of them.
+ */
+static __noinline void wake_reader(__u32 cpu, __u64 n)
+{
+	__u32 k = cpu * TTF_SCHED_FLIGHT_HEAD_STRIDE + TTF_SCHED_FLIGHT_READ_WORD;
+	__u64 *read = bpf_map_lookup_elem(&flight_head, &k);
+
+	if (read && n - *read >= 1u << (targ_flight_log2 - 1))
+		bpf_ringbuf_output(&flight_wake, &n, sizeof(n), BPF_RB_FORCE_WAKEUP);
+}
+
+/*
  * The span is written: publish it (user space reads the head with acquire,
  * then the slots). Only this CPU writes its head, and never from two
  * programs at once: the scheduler's tracepoints run under the run-queue
@@ -199,29 +224,32 @@ static __always_inline struct ttf_sched_span *reserve(__u32 cpu, __u64 **head)
  * visible in program order, so a store after a compiler barrier is enough;
  * elsewhere the fetching add is a full barrier (BPF_FETCH, 5.12).
  */
-static __always_inline void submit(__u64 *head)
+static __always_inline void submit(__u32 cpu, __u64 *head)
 {
+	__u64 n;
 #ifdef __TARGET_ARCH_x86
 	asm volatile("" ::: "memory");
-	*(volatile __u64 *)head = *head + 1;
+	n = *head + 1;
+	*(volatile __u64 *)head = n;
 #else
-	__u64 was = __sync_fetch_and_add(head, 1);	/* used: BPF_FETCH, not a plain add */
-
-	asm volatile("" : : "r"(was));
+	n = __sync_fetch_and_add(head, 1) + 1;	/* used: BPF_FETCH, not a plain add */
 #endif
+	if (!(n & ((1u << (targ_flight_log2 - 2)) - 1)))
+		wake_reader(cpu, n);
 }
 
 /* A wakeup sent alone: WAKEUP_NEW, or a WAKEUP the map `wakes` had no room for. */
 static __always_inline void emit_wakeup(const struct task_struct *p, __u8 type, __u64 ts_ns)
 {
+	__u32 cpu = bpf_get_smp_processor_id();
 	__u64 *head;
-	struct ttf_sched_span *e = reserve(bpf_get_smp_processor_id(), &head);
+	struct ttf_sched_span *e = reserve(cpu, &head);
 
 	if (!e)
 		return;
 	*e = (struct ttf_sched_span){ .ts_ns = ts_ns, .tid = p->pid, .tgid = p->tgid,
 				      .cpu = p->wake_cpu, .type = type };
-	submit(head);
+	submit(cpu, head);
 }
 
 /*
@@ -314,7 +342,7 @@ static __always_inline int on_switch(bool preempt, struct task_struct *prev,
 	*e = (struct ttf_sched_span){ .ts_ns = now, .in_ns = in_ns, .wake_ns = wake_ns,
 				      .tid = prev_tid, .tgid = prev->tgid, .state = prev_state,
 				      .cpu = cpu, .type = type };
-	submit(head);
+	submit(cpu, head);
 	return 0;
 }
 

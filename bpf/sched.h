@@ -73,6 +73,8 @@ struct ttf_sched_span {
  * of `flight_head` (one 64-byte line per CPU).
  */
 #define TTF_SCHED_FLIGHT_HEAD_STRIDE 8
+/* Word c * STRIDE + 1 of `flight_head`: the spans of CPU c user space has read. */
+#define TTF_SCHED_FLIGHT_READ_WORD 1
 
 /*
  * Counters. In the per-CPU array map `counters` (user space sums over

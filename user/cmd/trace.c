@@ -28,8 +28,9 @@
  * every 200 ms and 2.97 every 1,000 ms (bench/README.md). A request's line
  * comes out within about that long of its end (twice that after an idle
  * spell; plus the watermark's slack), and the rings wake the loop early
- * when a quarter full (net; the scheduler's flight recorder wakes nothing:
- * it holds a drain interval, see trace_probes.c), and the net ring at each
+ * when a quarter full (net; the scheduler's flight recorder, which holds a
+ * drain interval, see trace_probes.c, when a CPU's slots are half unread),
+ * and the net ring at each
  * traced fork or exit (a new process to look at for TLS and engine
  * libraries; perhaps the last target gone).
  *

@@ -186,7 +186,9 @@ void tracer__open_tls(struct tracer *t)
  * recorder's stores go to lines the CPU has not touched since the slot
  * last came round, and on llama-server a 32,768-span recorder made
  * handle_switch 5 to 17% dearer per run than this (bench/README.md).
- * What a burst overwrites is counted (sched_flight_overwritten).
+ * A burst past half a CPU's slots wakes the loop (bpf/sched.bpf.c
+ * wake_reader); what it overwrites still is counted
+ * (sched_flight_overwritten).
  */
 static uint32_t sched_flight_spans(const struct ttf_opts *o)
 {

@@ -9,7 +9,7 @@
 
 struct sched_flight {
 	const struct ttf_sched_span *slots;	/* CPU c: slots[c << log2 ...] */
-	const uint64_t *heads;			/* CPU c: heads[c * STRIDE], spans written */
+	uint64_t *heads;			/* CPU c: heads[c * STRIDE], spans written */
 	size_t slots_len, heads_len;		/* the mappings' lengths */
 	int ncpus;
 	uint32_t log2;
@@ -49,6 +49,13 @@ static uint64_t head_of(const struct sched_flight *f, int cpu)
 			       __ATOMIC_ACQUIRE);
 }
 
+/* What user space has read of CPU cpu: the word its wakeup is judged by (bpf/sched.h). */
+static void set_read(struct sched_flight *f, int cpu, uint64_t n)
+{
+	__atomic_store_n(&f->heads[(size_t)cpu * TTF_SCHED_FLIGHT_HEAD_STRIDE +
+				   TTF_SCHED_FLIGHT_READ_WORD], n, __ATOMIC_RELAXED);
+}
+
 struct sched_flight *sched_flight__map(int slots_fd, int heads_fd, int ncpus, uint32_t log2,
 				       int *err)
 {
@@ -69,15 +76,17 @@ struct sched_flight *sched_flight__map(int slots_fd, int heads_fd, int ncpus, ui
 	f->heads_len = page_round((size_t)ncpus * TTF_SCHED_FLIGHT_HEAD_STRIDE * sizeof(uint64_t));
 	p = mmap(NULL, f->slots_len, PROT_READ, MAP_SHARED, slots_fd, 0);
 	f->slots = p == MAP_FAILED ? NULL : p;
-	p = mmap(NULL, f->heads_len, PROT_READ, MAP_SHARED, heads_fd, 0);
+	p = mmap(NULL, f->heads_len, PROT_READ | PROT_WRITE, MAP_SHARED, heads_fd, 0);
 	f->heads = p == MAP_FAILED ? NULL : p;
 	if (!f->slots || !f->heads) {
 		*err = -errno;
 		sched_flight__free(f);
 		return NULL;
 	}
-	for (int c = 0; c < ncpus; c++)
+	for (int c = 0; c < ncpus; c++) {
 		f->tail[c] = head_of(f, c);
+		set_read(f, c, f->tail[c]);
+	}
 	return f;
 }
 
@@ -134,6 +143,7 @@ static int copy_cpu(struct sched_flight *f, int cpu, size_t *used)
 	}
 	*used += n - skip;
 	f->tail[cpu] = head;
+	set_read(f, cpu, head);
 	return 0;
 }
 

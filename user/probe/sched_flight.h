@@ -2,9 +2,10 @@
 /*
  * The reading side of the scheduler's per-CPU flight recorder (the maps
  * `flight` and `flight_head` of bpf/sched.bpf.c, layout in bpf/sched.h):
- * both maps mapped read-only; each read takes what every CPU wrote since
- * the last one, oldest first across CPUs, and counts what was overwritten
- * before it could be read.
+ * the slots mapped read-only, the head lines read-write, as each read
+ * stores how far it read there (the BPF side wakes the reader by it); each
+ * read takes what every CPU wrote since the last one, oldest first across
+ * CPUs, and counts what was overwritten before it could be read.
  */
 #ifndef TTFTRACE_SCHED_FLIGHT_H
 #define TTFTRACE_SCHED_FLIGHT_H

@@ -21,6 +21,7 @@
 struct sched_probe {
 	struct sched_bpf *skel;
 	struct sched_flight *flight;
+	struct ring_buffer *wake;	/* flight_wake: a CPU's recorder half unread */
 	int ncpus;
 	struct bpf_link *links[MAX_LINKS];
 	int n_links;
@@ -169,6 +170,12 @@ static int size_flight(struct sched_probe *sp, uint32_t spans_per_cpu)
 						    sp->ncpus * TTF_SCHED_FLIGHT_HEAD_STRIDE);
 }
 
+/* A wakeup's word says nothing the recorder's heads do not: drained and dropped. */
+static int on_wake(void *ctx, void *data, size_t len)
+{
+	return 0;
+}
+
 struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, int *err,
 					   char *missing_tp, size_t missing_len)
 {
@@ -225,6 +232,11 @@ struct sched_probe *sched_probe__open_load(const struct sched_probe_opts *opts, 
 				       sp->skel->rodata->targ_flight_log2, err);
 	if (!sp->flight)
 		goto fail;
+	sp->wake = ring_buffer__new(bpf_map__fd(sp->skel->maps.flight_wake), on_wake, NULL, NULL);
+	if (!sp->wake) {
+		*err = -errno;
+		goto fail;
+	}
 	return sp;
 fail:
 	sched_probe__destroy(sp);
@@ -267,7 +279,10 @@ int sched_probe__trace_tgid(struct sched_probe *sp, uint32_t tgid)
 
 int sched_probe__poll(struct sched_probe *sp, int timeout_ms)
 {
-	int n = sched_flight__read(sp->flight, span_cb, sp);
+	int n;
+
+	ring_buffer__consume(sp->wake);	/* re-arms the wakeup: read what asked for it */
+	n = sched_flight__read(sp->flight, span_cb, sp);
 
 	if (n == 0 && timeout_ms > 0) {	/* nothing wakes a reader: wait, then look again */
 		usleep((useconds_t)timeout_ms * 1000);
@@ -306,6 +321,7 @@ void sched_probe__destroy(struct sched_probe *sp)
 	if (!sp)
 		return;
 	bpf_util__destroy_links(sp->links, sp->n_links);
+	ring_buffer__free(sp->wake);
 	sched_flight__free(sp->flight);
 	sched_bpf__destroy(sp->skel);
 	free(sp);
@@ -318,8 +334,16 @@ static int src_poll(void *ctx, int timeout_ms)
 	return sched_probe__poll(ctx, timeout_ms);
 }
 
+static int src_wait_fd(void *ctx)
+{
+	struct sched_probe *sp = ctx;
+
+	return ring_buffer__epoll_fd(sp->wake);
+}
+
 void sched_probe__source(struct sched_probe *sp, struct ttf_probe_source *out)
 {
 	*out = (struct ttf_probe_source){ .name = "sched", .ctx = sp, .poll = src_poll,
+					  .wait_fd = src_wait_fd,
 					  .counters = sched_probe__counter_list };
 }

@@ -5,10 +5,11 @@
  * (user/probe/sched_flight.h) into the on_event hook (the pipeline's sched
  * entry, user/lib/records.h), read the counters.
  *
- * Nothing wakes the reader: call sched_probe__poll(sp, 0) before a CPU
- * fills its slots again (the 4 MiB default gives each of 2 CPUs 32,768: a
- * third of a second at 100,000 traced switches a second on one CPU); what
- * is read later is counted in sched_flight_overwritten.
+ * Call sched_probe__poll(sp, 0) before a CPU fills its slots again (8,192
+ * a CPU by default: a twelfth of a second at 100,000 traced switches a
+ * second on one CPU); the source's wait_fd turns readable when a CPU's
+ * slots are half unread. What is read later is counted in
+ * sched_flight_overwritten.
  */
 #ifndef TTFTRACE_SCHED_PROBE_H
 #define TTFTRACE_SCHED_PROBE_H
