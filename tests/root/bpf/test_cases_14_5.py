@@ -38,12 +38,22 @@ def test_case14_read_wait_shows_what_the_server_histogram_misses(sse_server, tra
         server_view_ms = (t["t_token_ns"][0] - t["t_read_ns"]) / 1e6   # what the server sees
         client_ms = (r.t_first_token_ns - r.t_sent_ns) / 1e6
         st = rec["stages_ms"]
-        # The server's own clock says ~50 ms; the client waited ~130 ms.
-        assert abs(server_view_ms - TTFT_MS) < 2, server_view_ms
-        assert abs(rec["ttft_ms"] - (READ_DELAY_MS + TTFT_MS)) < 4, rec["ttft_ms"]
-        assert rec["ttft_ms"] <= client_ms + 0.5, (rec["ttft_ms"], client_ms)
-        # The gap is a stage of its own, not hidden in "server".
-        assert abs(st["read_wait"] - READ_DELAY_MS) < 3, st
+        # The server's own clock says ~50 ms; the client waited ~130 ms. The
+        # fixture sleeps, so it is never early; a loaded machine makes it
+        # late, and its log and the client's clock say by how much: the
+        # request arrived while the client's send ran (loopback), and the
+        # first token left inside the write the log brackets.
+        assert server_view_ms >= TTFT_MS - 0.1, server_view_ms
+        ttft_lo_ms = (t["t_token_pre_ns"][0] - r.t_sent_after_ns) / 1e6 - 1.0
+        assert READ_DELAY_MS + TTFT_MS - 4 <= rec["ttft_ms"], rec["ttft_ms"]
+        assert ttft_lo_ms <= rec["ttft_ms"] <= client_ms + 0.5, (rec["ttft_ms"], ttft_lo_ms,
+                                                                  client_ms)
+        # The gap is a stage of its own, not hidden in "server": from the
+        # arrival to the server's read, which the fixture logged.
+        wait_lo_ms = (t["t_read_ns"] - r.t_sent_after_ns) / 1e6
+        wait_hi_ms = (t["t_read_ns"] - r.t_sent_ns) / 1e6
+        assert READ_DELAY_MS - 3 <= st["read_wait"], st
+        assert wait_lo_ms - 3 <= st["read_wait"] <= wait_hi_ms + 3, (st, wait_lo_ms, wait_hi_ms)
         assert abs(st["server"] - server_view_ms) < 2, (st, server_view_ms)
         assert abs(rec["stage_sum_ms"] - rec["ttft_ms"]) <= 0.002, rec
 

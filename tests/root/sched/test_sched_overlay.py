@@ -113,7 +113,9 @@ def test_contention_and_sleep(procs, contend, wakeups):
         assert got - SCHEDSTAT_TOL_NS <= want <= got + spin["unknown_ns"] + SCHEDSTAT_TOL_NS, (
             what, got, want, spin)
     assert spin["blocked_ns"] < 0.02 * spin_ns, spin
-    assert abs(sleep["blocked_ns"] - SLEEP_MS * 1e6) < 2e6, sleep
+    # nanosleep never returns early; a loaded machine wakes it late, which
+    # the workload's own clock (the window) holds
+    assert SLEEP_MS * 1e6 - 2e6 < sleep["blocked_ns"] <= t3 - t2, (sleep, t3 - t2)
     assert whole["blocked_ns"] >= sleep["blocked_ns"]
 
     # every span read before its CPU's flight recorder slot came round again
