@@ -98,10 +98,14 @@ def test_ollama_shaped_hops(ollama, tracer):
         assert up["join"] == "exact" and up["pid"] not in (None, srv.pid), up   # the runner
         t = truth[conn_client_port(r)]
         assert r["path"] == t["path"], (r["path"], t)
-        # its first write lies between the runner's two stamps around it, its read
-        # (the headers, then the body) between its handler's entry and its body read
+        # its first write lies between the runner's two stamps around it; its
+        # start, the request's arrival at the runner, between the server's
+        # upstream write beginning and the runner's body read. Not the
+        # handler's entry: net/http reads the headers before it calls the
+        # handler (on a loaded CI machine ttftrace's stage ran 3.3 ms past a
+        # bound that began at the handler's entry).
         lo = (t["runner_first_pre_ns"] - t["runner_read_ns"]) / 1e6
-        hi = (t["runner_first_ns"] - t["runner_handler_ns"]) / 1e6
+        hi = (t["runner_first_ns"] - t["t_up_pre_ns"]) / 1e6
         got = up["stages_ms"]["server"]
         assert lo - max(1.0, 0.03 * lo) <= got <= hi + max(1.0, 0.03 * hi), \
             (up["stages_ms"], lo, hi)
