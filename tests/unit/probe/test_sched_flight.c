@@ -104,6 +104,30 @@ static void test_reads_new_spans_in_time_order(void **state)
 	sched_flight__free(f);
 }
 
+/* Each read stores, per CPU, how far it read: the word the BPF side's wakeup is judged by. */
+static void test_read_word_follows_the_reader(void **state)
+{
+	struct fake fk;
+	struct sched_flight *f;
+	int err = 0;
+
+	fake_open(&fk);
+	put(&fk, 1, 5, 100);	/* before the reader: counted as read at mapping */
+	f = sched_flight__map(fk.slots_fd, fk.heads_fd, NCPUS, LOG2, &err);
+	assert_non_null(f);
+	assert_int_equal(fk.heads[TTF_SCHED_FLIGHT_READ_WORD], 0);
+	assert_int_equal(fk.heads[TTF_SCHED_FLIGHT_HEAD_STRIDE + TTF_SCHED_FLIGHT_READ_WORD], 1);
+	put(&fk, 0, 10, 1);
+	put(&fk, 0, 20, 1);
+	put(&fk, 1, 15, 2);
+	assert_int_equal(fk.heads[TTF_SCHED_FLIGHT_READ_WORD], 0);	/* not before a read */
+	n_got = 0;
+	assert_int_equal(sched_flight__read(f, collect, NULL), 3);
+	assert_int_equal(fk.heads[TTF_SCHED_FLIGHT_READ_WORD], 2);
+	assert_int_equal(fk.heads[TTF_SCHED_FLIGHT_HEAD_STRIDE + TTF_SCHED_FLIGHT_READ_WORD], 2);
+	sched_flight__free(f);
+}
+
 /* A CPU that came round past what was read: the newest SLOTS read, the rest counted. */
 static void test_lapped_cpu_counts_overwritten(void **state)
 {
@@ -198,6 +222,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reads_new_spans_in_time_order),
+		cmocka_unit_test(test_read_word_follows_the_reader),
 		cmocka_unit_test(test_lapped_cpu_counts_overwritten),
 		cmocka_unit_test(test_merges_cpus_by_time_ties_to_lower_cpu),
 		cmocka_unit_test(test_unsorted_cpu_is_sorted),
