@@ -39,6 +39,15 @@ static __always_inline void count(__u32 idx)
 	ttf_count(&engine_counters, idx);
 }
 
+/* Add n to counter idx. */
+static __always_inline void count_n(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&engine_counters, &idx);
+
+	if (v)
+		*v += n;
+}
+
 static __always_inline __s64 reg_arg(struct pt_regs *ctx, int index)
 {
 	/*
@@ -96,65 +105,176 @@ static __always_inline void sample_llama_batch(struct ttf_engine_event *e,
 	}
 }
 
-/* State of one walk over a batch's tokens (bpf_loop callback context). */
+/*
+ * State of one walk over a batch's tokens, in a per-CPU map value, not on
+ * the stack: the verifier tracks the exact values of stack slots, so a
+ * position kept there would differ at every bpf_loop call and the callback
+ * would never converge; a map value's contents are unknown to it.
+ */
 struct batch_walk {
-	struct ttf_engine_event *e;
-	const struct llama_batch_prefix *b;
+	struct llama_batch_prefix b;
+	__u32 n;		/* tokens walked */
+	__u32 next;		/* the next token to read */
+	__u32 run_len;		/* tokens in the current run so far */
+	__u32 from, lo, hi, step;	/* the search for the run's end (search_step) */
+	__s32 searching;
 	__s32 cur_seq;		/* sequence of the previous token */
 	__s32 cur_k;		/* its entry, -1 none */
-	__u64 ptrs[16];		/* seq_id[] pointers, read 16 at a time */
+	__u32 ptr_base;		/* first token of ptrs[], or ~0 */
 	__s32 fault;
+	__s32 no_skip;		/* a run failed its check: no more skips in this batch */
+	__u64 ptrs[16];		/* seq_id[] pointers, read 16 at a time */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch_walk);
+} batch_walks SEC(".maps");
+
+/* The bpf_loop callback's context: the record filled, the walk's state. */
+struct walk_ctx {
+	struct ttf_engine_event *e;
+	struct batch_walk *w;
 };
 
 /* The last token of a run of entry k ends at token `last`: does it want logits? */
-static __always_inline void close_run(struct batch_walk *w, __s32 k, __u32 last)
+static __always_inline void close_run(struct batch_walk *w, struct ttf_engine_event *e,
+				      __s32 k, __u32 last)
 {
 	__s8 lg = 0;
 
 	if (k < 0 || k >= TTF_ENGINE_MAX_SEQ)
 		return;
-	if (!w->b->logits)
-		lg = last + 1 == (__u32)w->b->n_tokens;	/* NULL: only the batch's last token */
-	else if (bpf_probe_read_user(&lg, sizeof(lg), (void *)(w->b->logits + last)))
+	if (!w->b.logits)
+		lg = last + 1 == (__u32)w->b.n_tokens;	/* NULL: only the batch's last token */
+	else if (bpf_probe_read_user(&lg, sizeof(lg), (void *)(w->b.logits + last)))
 		w->fault = 1;
 	if (lg)
-		w->e->seq_out_mask |= 1u << k;
+		e->seq_out_mask |= 1u << k;
 	else
-		w->e->seq_out_mask &= ~(1u << k);
+		e->seq_out_mask &= ~(1u << k);
 }
 
-static long walk_token(__u64 i, void *ctx)
+/* A run this long is measured (search_step), not walked on. */
+#define TTF_SKIP_AFTER 16
+
+/*
+ * One read of the search for the end of the current run, which holds token
+ * w->from and the TTF_SKIP_AFTER before it: seq_id[j][0] at doubling steps
+ * from it (16, 32, ...) until another sequence or the batch's end, then
+ * bisection between the last token of the run's sequence and that one:
+ * about 4 log2 of its length reads, not one per token. One read per bpf_loop
+ * call, so that the verifier walks one call, not every path of the search.
+ * It assumes that a sequence's tokens are contiguous in the batch, as the
+ * engines build them (docs/kernel.md B7.1), and checks it where it can: the
+ * positions must advance by one per token over the run, or nothing is
+ * skipped and the rest of the batch is walked token by token.
+ */
+static __always_inline void search_step(struct batch_walk *w, struct ttf_engine_event *e)
 {
-	struct batch_walk *w = ctx;
-	struct ttf_engine_event *e = w->e;
+	__u32 lo = w->lo, hi = w->hi, j;
+	__s32 s, p0, p1, k;
 	__u64 p;
+
+	if (hi == w->n)		/* doubling */
+		j = lo + w->step < w->n ? lo + w->step : w->n - 1;
+	else			/* bisection */
+		j = lo + (hi - lo) / 2;
+	if (j > lo && j < hi) {
+		if (bpf_probe_read_user(&p, sizeof(p), (void *)(w->b.seq_id + (__u64)j * 8)) ||
+		    bpf_probe_read_user(&s, sizeof(s), (void *)p))
+			goto no_skip;	/* the walk goes on token by token and counts any fault */
+		if (s == w->cur_seq)
+			w->lo = j;
+		else
+			w->hi = j;
+		w->step <<= 1;
+		return;
+	}
+	/* found: lo is the run's last token */
+	w->searching = 0;
+	if (lo == w->from)
+		return;
+	if (w->b.pos) {
+		if (bpf_probe_read_user(&p0, sizeof(p0), (void *)(w->b.pos + (__u64)w->from * 4)) ||
+		    bpf_probe_read_user(&p1, sizeof(p1), (void *)(w->b.pos + (__u64)lo * 4)))
+			goto no_skip;
+		if ((__u32)(p1 - p0) != lo - w->from) {
+			count(TTF_ENG_CNT_WALK_INTERLEAVED);
+			goto no_skip;
+		}
+	}
+	k = w->cur_k;
+	if (k >= 0 && k < TTF_ENGINE_MAX_SEQ)
+		e->seq_tokens[k] += lo - w->from;
+	count_n(TTF_ENG_CNT_WALK_SKIPPED, lo - w->from);
+	w->next = lo + 1;
+	return;
+no_skip:
+	w->searching = 0;
+	w->no_skip = 1;
+}
+
+/* Token i continues the run of entry cur_k: count it, and perhaps search for the run's end. */
+static __always_inline void extend_run(struct batch_walk *w, struct ttf_engine_event *e,
+				       __u32 i)
+{
+	__s32 k = w->cur_k;
+
+	if (k >= 0 && k < TTF_ENGINE_MAX_SEQ)
+		e->seq_tokens[k]++;
+	w->next = i + 1;
+	if (++w->run_len >= TTF_SKIP_AFTER && !w->no_skip && i + 1 < w->n) {
+		w->searching = 1;
+		w->from = w->lo = i;
+		w->hi = w->n;
+		w->step = TTF_SKIP_AFTER;
+	}
+}
+
+static long walk_token(__u64 unused, void *ctx)
+{
+	struct walk_ctx *c = ctx;
+	struct batch_walk *w = c->w;
+	struct ttf_engine_event *e = c->e;
+	__u32 i = w->next, base = i & ~15u;
 	__s32 seq, n_ids = 1, k;
 
-	if ((i & 15) == 0) {
-		__u64 left = (__u64)w->b->n_tokens - i;
-		__u32 len = left >= 16 ? 16 * 8 : (__u32)left * 8;
+	if (w->searching) {
+		search_step(w, e);
+		return 0;
+	}
+	if (i >= w->n)
+		return 1;
+	if (base != w->ptr_base) {
+		__u32 left = w->n - base;
+		/* the mask keeps the bound where the verifier sees it */
+		__u64 len = left >= 16 ? 16 * 8 : (__u64)(left & 15) * 8;
 
-		if (len == 0 || len > sizeof(w->ptrs) ||
-		    bpf_probe_read_user(w->ptrs, len, (void *)(w->b->seq_id + i * 8))) {
+		if (len == 0 ||
+		    bpf_probe_read_user(w->ptrs, len, (void *)(w->b.seq_id + (__u64)base * 8))) {
 			w->fault = 1;
 			return 1;
 		}
+		w->ptr_base = base;
 	}
-	p = w->ptrs[i & 15];
-	if (bpf_probe_read_user(&seq, sizeof(seq), (void *)p)) {
+	if (bpf_probe_read_user(&seq, sizeof(seq), (void *)w->ptrs[i & 15])) {
 		w->fault = 1;
 		return 1;
 	}
-	if (w->b->n_seq_id && i == 0 &&
-	    !bpf_probe_read_user(&n_ids, sizeof(n_ids), (void *)w->b->n_seq_id) && n_ids > 1)
+	if (w->b.n_seq_id && i == 0 &&
+	    !bpf_probe_read_user(&n_ids, sizeof(n_ids), (void *)w->b.n_seq_id) && n_ids > 1)
 		e->batch_flags |= TTF_ENG_B_MULTI_SEQ;
 	if (i > 0 && seq == w->cur_seq) {
-		if (w->cur_k >= 0 && w->cur_k < TTF_ENGINE_MAX_SEQ)
-			e->seq_tokens[w->cur_k]++;
+		extend_run(w, e, i);
 		return 0;
 	}
+	w->next = i + 1;
+	w->run_len = 1;
 	if (i > 0)
-		close_run(w, w->cur_k, (__u32)i - 1);
+		close_run(w, e, w->cur_k, i - 1);
 	w->cur_seq = seq;
 	w->cur_k = -1;
 	for (k = 0; k < TTF_ENGINE_MAX_SEQ; k++)
@@ -173,8 +293,8 @@ static long walk_token(__u64 i, void *ctx)
 		w->cur_k = k;
 		e->seq_ids[k] = seq;
 		e->seq_pos0[k] = -1;
-		if (w->b->pos &&
-		    bpf_probe_read_user(&e->seq_pos0[k], sizeof(__s32), (void *)(w->b->pos + i * 4)))
+		if (w->b.pos &&
+		    bpf_probe_read_user(&e->seq_pos0[k], sizeof(__s32), (void *)(w->b.pos + i * 4)))
 			w->fault = 1;
 	}
 	k = w->cur_k;
@@ -187,8 +307,9 @@ static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 a
 					     const struct ttf_batch_layout *l)
 {
 	struct llama_batch_prefix b = {};
-	struct batch_walk w = { .e = e, .b = &b, .cur_k = -1 };
-	__u32 n;
+	struct walk_ctx c = { .e = e };
+	struct batch_walk *w;
+	__u32 n, zero = 0;
 
 	if (bpf_probe_read_user(&b.n_tokens, sizeof(b.n_tokens), (void *)(addr + l->n_tokens)) ||
 	    bpf_probe_read_user(&b.pos, sizeof(b.pos), (void *)(addr + l->pos)) ||
@@ -205,6 +326,9 @@ static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 a
 		sample_llama_batch(e, &b);
 		return;
 	}
+	w = bpf_map_lookup_elem(&batch_walks, &zero);
+	if (!w)
+		return;	/* never: a one-slot array */
 	if (!b.pos)
 		e->batch_flags |= TTF_ENG_B_NO_POS;
 	n = b.n_tokens;
@@ -213,12 +337,22 @@ static __always_inline void read_llama_batch(struct ttf_engine_event *e, __u64 a
 		e->batch_flags |= TTF_ENG_B_TRUNCATED;
 		count(TTF_ENG_CNT_BATCH_TRUNCATED);
 	}
-	bpf_loop(n, walk_token, &w, 0);
-	if (!w.fault)
-		close_run(&w, w.cur_k, n - 1);
+	__builtin_memset(w, 0, offsetof(struct batch_walk, ptrs));
+	w->b = b;
+	w->n = n;
+	w->cur_k = -1;
+	w->ptr_base = ~0u;
+	c.w = w;
+	/*
+	 * One call per token walked or search read: a search (at most 27
+	 * reads) follows at least TTF_SKIP_AFTER walked tokens.
+	 */
+	bpf_loop(2 * n + 32, walk_token, &c, 0);
+	if (!w->fault)
+		close_run(w, e, w->cur_k, n - 1);
 	if (e->batch_flags & TTF_ENG_B_SEQ_OVERFLOW)
 		count(TTF_ENG_CNT_SEQ_OVERFLOW);
-	if (w.fault) {
+	if (w->fault) {
 		/* A partial walk would give wrong counts: keep the ids, drop the counts. */
 		count(TTF_ENG_CNT_ARG_FAULT);
 		for (int k = 0; k < TTF_ENGINE_MAX_SEQ; k++)

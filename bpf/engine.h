@@ -40,8 +40,9 @@ enum ttf_arg_kind {
 	 * llama.cpp `int32_t llama_decode(struct llama_context *, struct llama_batch)`:
 	 * the 56-byte llama_batch is on the stack at sp + offset (8):
 	 * { int32 n_tokens; token*; embd*; pos*; int32 *n_seq_id; int32 **seq_id; int8 *logits; }
-	 * With bpf_loop (Linux 5.17+, docs/kernel.md B7) every token is walked:
-	 * per distinct seq_id[i][0] (up to TTF_ENGINE_MAX_SEQ), its token count,
+	 * With bpf_loop (Linux 5.17+, docs/kernel.md B7) the batch is walked:
+	 * per distinct seq_id[i][0] (up to TTF_ENGINE_MAX_SEQ), its token count
+	 * (a long run of one sequence is measured by bisection, B7.1),
 	 * the position of its first token and whether its last token has
 	 * logits set (an output: a prompt's last chunk, or a decode token).
 	 * Without bpf_loop, the seq_id of up to TTF_ENGINE_MAX_SEQ tokens spread
@@ -132,6 +133,8 @@ enum ttf_engine_counter {
 	TTF_ENG_CNT_ARG_FAULT,	/* reading an argument from user memory failed */
 	TTF_ENG_CNT_SEQ_OVERFLOW,	/* batches with more sequences than TTF_ENGINE_MAX_SEQ */
 	TTF_ENG_CNT_BATCH_TRUNCATED,	/* batches longer than TTF_ENGINE_MAX_BATCH_TOKENS */
+	TTF_ENG_CNT_WALK_SKIPPED,	/* tokens a walk counted without reading them (one run, B7.1) */
+	TTF_ENG_CNT_WALK_INTERLEAVED,	/* batches whose runs failed the check: walked token by token */
 	TTF_ENG_CNT__MAX,
 };
 

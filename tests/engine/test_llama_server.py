@@ -92,6 +92,10 @@ def test_batched_prefill_matches_engine(llama_server, tracer, unequal, tmp_path)
     for r, t in pairs:
         assert r["prefill_tokens"] == t["prompt_n"], (r, t, why)
         assert r["cached_tokens"] == t["cache_n"], (r, t, why)
+    # the prompts' runs were measured, not walked (docs/kernel.md B7.1), and
+    # llama-server's batches passed the run check
+    assert 0 < cnt["engine_walk_tokens_skipped"] <= sum(t["prompt_n"] for _, t in pairs), cnt
+    assert cnt["engine_walk_interleaved"] == 0, cnt
     exact = sum(r["attribution"] == "exact" for r, _ in pairs)
     if unequal:
         assert exact >= 0.8 * len(pairs), [r["inferred_by"] for r, _ in pairs]

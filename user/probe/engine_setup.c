@@ -257,14 +257,19 @@ int engine_setup__counters(void *ctx, struct report_counter *c, int cap)
 
 	uint64_t bpf[TTF_ENG_CNT__MAX];
 
-	if (!es || !es->ep || cap < 3)
+	if (!es || !es->ep || cap < 5)
 		return 0;
 	engine_probe__counters(es->ep, bpf);
 	c[0] = (struct report_counter){ "engine_ringbuf_full", engine_probe__drops(es->ep) };
 	c[1] = (struct report_counter){ "engine_foreign_hits", engine_probe__foreign(es->ep) };
 	/* batches whose walk could not read user memory: steps without counts */
 	c[2] = (struct report_counter){ "engine_arg_faults", bpf[TTF_ENG_CNT_ARG_FAULT] };
-	return 3;
+	/* batch tokens counted by the run bisection, unread; batches it refused (B7.1) */
+	c[3] = (struct report_counter){ "engine_walk_tokens_skipped",
+					bpf[TTF_ENG_CNT_WALK_SKIPPED] };
+	c[4] = (struct report_counter){ "engine_walk_interleaved",
+					bpf[TTF_ENG_CNT_WALK_INTERLEAVED] };
+	return 5;
 }
 
 void engine_setup__summary(struct engine_setup *es, FILE *f)

@@ -51,6 +51,14 @@ def check_batched(pairs, exact_frac):
     return exact
 
 
+def check_walk_skipped(counters, lengths):
+    """Runs of one sequence were measured, not walked (docs/kernel.md B7.1): most
+    prompt tokens (each run's first 17 are read) and none a batch does not have."""
+    skipped = counters["engine_walk_tokens_skipped"]
+    assert 0.5 * sum(lengths) <= skipped <= sum(lengths), (skipped, sum(lengths))
+    assert counters["engine_walk_interleaved"] == 0, counters
+
+
 @pytest.mark.parametrize("concurrency,n", [(8, 32), (32, 64)])
 def test_batched_prefill_matches_truth(engine, tracer, tmp_path, concurrency, n):
     lengths = prompt_lengths(n, lo=40, hi=400)
@@ -62,6 +70,7 @@ def test_batched_prefill_matches_truth(engine, tracer, tmp_path, concurrency, n)
     exact = check_batched(pairs, exact_frac=0.8)
     assert_stages_match(pairs)
     s = tr.summary()
+    check_walk_skipped(s["counters"], lengths)
     assert s["attribution"]["exact"] == exact, s["attribution"]
     assert s["attribution"]["exact_share"] == pytest.approx(exact / n, abs=1e-4)
     assert s["attribution"]["shared_prefill"] > 0
@@ -104,3 +113,17 @@ def test_chunked_batched_prefill(engine, tracer):
     check_batched(pairs, exact_frac=0.8)
     # a first chunk's pick is a guess until the prompt ends (then checked)
     assert_stages_match(pairs)
+
+
+def test_interleaved_batch_walked_token_by_token(engine, tracer):
+    """A step whose decode tokens sit inside a prompt's run (--interleave: no
+    engine builds such batches) fails the run check: that batch is walked token
+    by token, and the prefill counts are still the truth's."""
+    lengths = prompt_lengths(24, lo=60, hi=400)
+    tr, pairs = traced_run(engine, tracer, ("--batch-tokens", BATCH_TOKENS, "--slots", SLOTS,
+                                            "--interleave", 20), load(lengths, 8))
+    check_batched(pairs, exact_frac=0.8)
+    assert_stages_match(pairs)
+    c = tr.summary()["counters"]
+    assert c["engine_walk_interleaved"] > 0, c
+    assert c["engine_walk_tokens_skipped"] <= sum(lengths), c
