@@ -62,5 +62,33 @@ show trace.err /tmp/trace.err
 show run.ndjson /tmp/run.ndjson
 show truth.ndjson /tmp/truth.ndjson
 show client.ndjson /tmp/client.ndjson
+
+# The fixture engine (amd64 only): the step uprobe's object loads and walks its
+# batches (bpf_loop on 6.1, docs/kernel.md B7 and B7.1); on 5.10, which lacks
+# bpf_get_attach_cookie (B8), --profile exits 4.
+if [ -x /bin/engine ]; then
+	engine --port 8081 --truth /tmp/eng_truth.ndjson >/tmp/eng.out 2>&1 &
+	eng=$!
+	i=0
+	until grep -q listening /tmp/eng.out || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+	ttftrace -p $eng --profile /etc/fixture.ini --json -o /tmp/eng.ndjson 2>/tmp/eng.err &
+	tr=$!
+	i=0
+	until grep -q "Hit Ctrl-C" /tmp/eng.err || [ $i -ge 600 ]; do
+		kill -0 $tr 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sse_client --port 8081 --path /v1/completions -n 10 -m 4 -o /tmp/eng_client.ndjson
+	echo "TTF-RC eng_client $?"
+	sleep 1
+	kill -INT $tr
+	wait $tr
+	echo "TTF-RC eng_trace $?"
+	kill $eng
+	show eng.err /tmp/eng.err
+	show eng.ndjson /tmp/eng.ndjson
+	show eng_truth.ndjson /tmp/eng_truth.ndjson
+fi
 echo "TTF-DONE"
 poweroff -f

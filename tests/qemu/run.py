@@ -202,6 +202,8 @@ def build_initramfs(path):
         libs.update(elf_libraries(p, ARCH["libdirs"]) if "libdirs" in ARCH else libraries(p))
     for lib in sorted(libs):
         c.file(lib, open(os.path.realpath(lib), "rb").read())
+    if "engine" in BINS:
+        c.file("etc/fixture.ini", open(os.path.join(ROOT, "profiles", "fixture.ini"), "rb").read())
     c.file("init", open(os.path.join(ROOT, "tests", "qemu", "init.sh"), "rb").read())
     with open(path, "wb") as f:
         f.write(gzip.compress(c.bytes(), compresslevel=1))
@@ -326,7 +328,41 @@ def check(text):
         print("no usable truth (the fixture was late on its own schedule): %s" % e)
     res[-1]["excused"] = excused
     check_client(add, recs, ndjson(blocks.get("client.ndjson", "")))
+    if ARCH_NAME == "amd64":
+        check_engine(add, blocks, rcs)
     return res, worst
+
+
+def check_engine(add, blocks, rcs):
+    """The fixture engine's run with --profile. 6.1: the step uprobe's object
+    loaded, every request reported, each prompt's tokens counted as the engine's
+    log has them, with the run bisection used (docs/kernel.md B7.1). 5.10 (no
+    bpf_get_attach_cookie, B8): exit 4 naming the helper."""
+    err = blocks.get("eng.err", "")
+    out = ndjson(blocks.get("eng.ndjson", ""))
+    recs = [r for r in out if r.get("type") == "request"]
+    truth = ndjson(blocks.get("eng_truth.ndjson", ""))
+    summ = ([r for r in out if r.get("type") == "summary"] or [{}])[0].get("counters", {})
+    if KVER != "6.1":
+        add("engine: --profile exits 4 naming bpf_get_attach_cookie",
+            rcs.get("eng_trace") == 4 and "Error: this kernel has no bpf_get_attach_cookie"
+            in err and "HINT:" in err, "rc %s: %s" % (rcs.get("eng_trace"), err.strip()[-300:]))
+        return
+    add("engine: client and trace exit 0",
+        rcs.get("eng_client") == 0 and rcs.get("eng_trace") == 0,
+        "client rc %s, trace rc %s" % (rcs.get("eng_client"), rcs.get("eng_trace")))
+    add("engine: the uprobe object loads",
+        "engine uprobes unavailable" not in err and "failed to load" not in err,
+        "; ".join(l for l in err.splitlines() if "failed" in l or "unavailable" in l)[:300])
+    add("engine: 10 requests reported, 10 in its log", len(recs) == 10 and len(truth) == 10,
+        "%d reported, %d logged" % (len(recs), len(truth)))
+    got = sorted(r.get("prefill_tokens") or 0 for r in recs)
+    want = sorted(t["prompt_tokens"] for t in truth)
+    skipped = summ.get("engine_walk_tokens_skipped", 0)
+    add("engine: prefill tokens as its log, runs measured by bisection",
+        got == want and 0 < skipped <= sum(want) and summ.get("engine_walk_interleaved") == 0,
+        "prefill %s, log %s, skipped %s, interleaved %s" % (
+            got, want, skipped, summ.get("engine_walk_interleaved")))
 
 
 def check_client(add, recs, client):
@@ -362,6 +398,8 @@ def main():
     BINS.update({"ttftrace": ARCH["ttftrace"],
                  "sse_server": os.path.join(ARCH["out"], "tests", "fixtures", "sse_server"),
                  "sse_client": os.path.join(ARCH["out"], "tests", "fixtures", "sse_client")})
+    if a.arch == "amd64":	# profiles/fixture.ini reads the batch at sp + 8: x86-64's ABI
+        BINS["engine"] = os.path.join(ARCH["out"], "tests", "fixtures", "engine")
     os.makedirs(a.out, exist_ok=True)
     kdir = os.path.join(a.out, "kernel")
     if a.arch == "arm64":

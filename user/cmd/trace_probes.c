@@ -246,8 +246,14 @@ int tracer__open_engine(struct tracer *t)
 	err = engine_setup__new(&eo, &t->engine);
 	if (err == -EINVAL)
 		return TTF_EXIT_USAGE;
+	if (err == -EOPNOTSUPP) {
+		ttf_error("engine uprobes need Linux 5.15 or later; without --profile and --probe "
+			  "the rest is traced", "this kernel has no bpf_get_attach_cookie");
+		return TTF_EXIT_KERNEL;
+	}
 	if (err && (o->n_profiles || o->n_probes)) {
-		ttf_error("run with -vvv for libbpf's log", "engine uprobes: %s", strerror(-err));
+		ttf_error("run with -vvv for libbpf's log", "engine uprobes: %s",
+			  err == -ENOEXEC ? "the kernel refused their BPF programs" : strerror(-err));
 		return TTF_EXIT_NOT_ATTACHED;
 	}
 	if (t->engine) {

@@ -17,7 +17,8 @@ enum ttf_exit {
 	TTF_EXIT_FAULT = 1,	   /* a check found a fault (pcie: a link downtrained under load) */
 	TTF_EXIT_USAGE = 2,	   /* bad command line */
 	TTF_EXIT_PRIV = 3,	   /* missing privileges: CAP_BPF, CAP_PERFMON */
-	TTF_EXIT_KERNEL = 4,	   /* the kernel lacks what is needed: BTF, a tracepoint;
+	TTF_EXIT_KERNEL = 4,	   /* the kernel lacks what is needed: BTF, a tracepoint,
+				    * bpf_get_attach_cookie for --profile/--probe;
 				    * pcie: the sysfs PCI tree is unreadable */
 	TTF_EXIT_NO_TARGET = 5,	   /* nothing to work on: no such process, nothing matches
 				    * --comm/--port; pcie, copybw: no (such) NVIDIA GPU */

@@ -45,6 +45,11 @@ struct engine_probe *engine_probe__new(const struct engine_probe_opts *opts, int
 		*err = -EINVAL;
 		return NULL;
 	}
+	/* 1 present, 0 absent, < 0 could not tell (then the load will say) */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_get_attach_cookie, NULL) == 0) {
+		*err = -EOPNOTSUPP;	/* Linux 5.15 (docs/kernel.md B8) */
+		return NULL;
+	}
 	ep = calloc(1, sizeof(*ep));
 	if (!ep) {
 		*err = -ENOMEM;

@@ -58,7 +58,10 @@ static int ensure_probe(struct engine_setup *es)
 	if (es->ep)
 		return 0;
 	es->ep = engine_probe__new(&o, &err);
-	if (!es->ep)
+	if (!es->ep && err == -EOPNOTSUPP)
+		ttf_warn("engine uprobes unavailable: this kernel has no bpf_get_attach_cookie "
+			 "(Linux 5.15): stages merge into 'server'");
+	else if (!es->ep)
 		ttf_warn("engine uprobes unavailable (%s): stages merge into 'server'",
 			 strerror(-err));
 	return es->ep ? 0 : err;
@@ -81,8 +84,11 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 		struct engine_profile p;
 		struct probe_spec spec;
 
-		if ((err = ensure_probe(es)))
+		if ((err = ensure_probe(es))) {
+			/* -EINVAL tells the caller "bad command line"; a refused load is not one */
+			err = err == -EINVAL ? -ENOEXEC : err;
 			goto fail;
+		}
 		if (i < opts->n_profiles) {
 			err = profile__load(opts->profiles[i], &p, msg, sizeof(msg));
 			if (!err)
