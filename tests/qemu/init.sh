@@ -18,6 +18,21 @@ show() {	# show NAME FILE
 	echo "TTF-END $1"
 }
 
+show_tmp() {	# show_tmp NAME...: show each /tmp/NAME under its name
+	for f in "$@"; do show "$f" "/tmp/$f"; done
+}
+
+# wait_for FILE TEXT PID TENTHS: until FILE holds TEXT, PID exits, or TENTHS
+# tenths of a second passed; sets i to the tenths waited.
+wait_for() {
+	i=0
+	until grep -q "$2" "$1" || [ $i -ge "$4" ]; do
+		kill -0 "$3" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 echo "TTF-KERNEL $(uname -r)"
 echo "TTF-MACHINE $(uname -m)"
 [ -r /sys/kernel/btf/vmlinux ] && echo "TTF-BTF yes" || echo "TTF-BTF no"
@@ -34,34 +49,30 @@ TTFTRACE_SKIP_PROGS=all ttftrace -p 1 -d 1 >/dev/null 2>/tmp/noprogs.err
 echo "TTF-RC no_programs $?"
 show no_programs.err /tmp/noprogs.err
 
+# stop_trace NAME PID: Ctrl-C the tracer a second after its client ended; its exit status
+stop_trace() {
+	sleep 1
+	kill -INT "$2" 2>/dev/null
+	wait "$2"
+	echo "TTF-RC $1 $?"
+}
+
 # The fixture server, 20 requests, traced with the automatic source.
 sse_server --port 8080 --ttft-ms 100 --itl-ms 10 --nodelay --rt 50 --log /tmp/truth.ndjson \
 	>/tmp/srv.out 2>&1 &
 srv=$!
-i=0
-until grep -q listening /tmp/srv.out || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+wait_for /tmp/srv.out listening $srv 100
 echo
 ttftrace -p $srv --json -o /tmp/run.ndjson 2>/tmp/trace.err &
 tr=$!
-i=0
-until grep -q "Hit Ctrl-C" /tmp/trace.err || [ $i -ge 600 ]; do
-	kill -0 $tr 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_for /tmp/trace.err "Hit Ctrl-C" $tr 600
 echo "TTF-ATTACH-S $((i / 10))"
 # the independent client (its own HTTP and SSE code, none of ttftrace's): truth
 sse_client --port 8080 -n 20 -m 8 -o /tmp/client.ndjson
 echo "TTF-RC client $?"
-sleep 1
-kill -INT $tr
-wait $tr
-echo "TTF-RC trace $?"
+stop_trace trace $tr
 kill $srv
-show trace.err /tmp/trace.err
-show run.ndjson /tmp/run.ndjson
-show truth.ndjson /tmp/truth.ndjson
-show client.ndjson /tmp/client.ndjson
+show_tmp trace.err run.ndjson truth.ndjson client.ndjson
 
 # The fixture engine (amd64 only): the step uprobe's object loads and walks its
 # batches (bpf_loop on 6.1, docs/kernel.md B7 and B7.1); on 5.10, which lacks
@@ -69,26 +80,15 @@ show client.ndjson /tmp/client.ndjson
 if [ -x /bin/engine ]; then
 	engine --port 8081 --truth /tmp/eng_truth.ndjson >/tmp/eng.out 2>&1 &
 	eng=$!
-	i=0
-	until grep -q listening /tmp/eng.out || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_for /tmp/eng.out listening $eng 100
 	ttftrace -p $eng --profile /etc/fixture.ini --json -o /tmp/eng.ndjson 2>/tmp/eng.err &
 	tr=$!
-	i=0
-	until grep -q "Hit Ctrl-C" /tmp/eng.err || [ $i -ge 600 ]; do
-		kill -0 $tr 2>/dev/null || break
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_for /tmp/eng.err "Hit Ctrl-C" $tr 600
 	sse_client --port 8081 --path /v1/completions -n 10 -m 4 -o /tmp/eng_client.ndjson
 	echo "TTF-RC eng_client $?"
-	sleep 1
-	kill -INT $tr
-	wait $tr
-	echo "TTF-RC eng_trace $?"
+	stop_trace eng_trace $tr
 	kill $eng
-	show eng.err /tmp/eng.err
-	show eng.ndjson /tmp/eng.ndjson
-	show eng_truth.ndjson /tmp/eng_truth.ndjson
+	show_tmp eng.err eng.ndjson eng_truth.ndjson
 fi
 echo "TTF-DONE"
 poweroff -f
