@@ -15,6 +15,7 @@
 #include "user/export/prom/prom.h"
 #include "user/model/slo.h"
 #include "user/cmd/subcmd.h"
+#include "user/probe/engine_setup.h"
 #include "user/probe/net_probe.h"
 
 const char *argp_program_version = "ttftrace " TTF_VERSION;
@@ -486,6 +487,19 @@ static error_t parse_info(int key, char *arg, struct argp_state *state)
 }
 
 /* Options that only make sense with others, once all are read. */
+/* --profile and --probe read now: a bad one is a bad command line, whatever the privileges. */
+static void check_engine_args(const struct ttf_opts *o)
+{
+	struct engine_setup_opts eo = { .n_profiles = o->n_profiles, .n_probes = o->n_probes };
+
+	for (int i = 0; i < o->n_profiles; i++)
+		eo.profiles[i] = o->profiles[i];
+	for (int i = 0; i < o->n_probes; i++)
+		eo.probes[i] = o->probes[i];
+	if (engine_setup__check_args(&eo))
+		exit(TTF_EXIT_USAGE);
+}
+
 static void check_combinations(const struct ttf_opts *o)
 {
 	if (o->target == TTF_TARGET_NONE)
@@ -498,6 +512,7 @@ static void check_combinations(const struct ttf_opts *o)
 	if (o->perfetto_sched_given && !o->perfetto)
 		subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
 	check_distinct_outputs(o);
+	check_engine_args(o);
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)

@@ -25,6 +25,17 @@ static void remember_missing(struct engine_probe *ep, const char *msg)
 		ep->missing[ep->n_missing++] = strdup(msg);
 }
 
+/* What spec si's missing probe loses: nothing where another probe of its role attached. */
+static const char *spec_loss(const struct engine_probe *ep, int si)
+{
+	int role = ep->specs[si].spec.role;
+
+	for (int i = 0; i < ep->n_specs; i++)
+		if (i != si && ep->specs[i].spec.role == role && ep->specs[i].n_attached)
+			return "another probe of its role is attached";
+	return ep_role_loss(role);
+}
+
 /* Warn once per spec searched in some file but attached in none. */
 void ep_check_missing(struct engine_probe *ep)
 {
@@ -39,12 +50,12 @@ void ep_check_missing(struct engine_probe *ep)
 		if (s->refused)
 			snprintf(msg, sizeof(msg), "%s found in %s, but %s: %s", s->spec.symbol,
 				 ep->targets[s->last_target].path, uprobe_attach__why(s->refused),
-				 ep_role_loss(s->spec.role));
+				 spec_loss(ep, i));
 		else
 			snprintf(msg, sizeof(msg), "%s not found in %s%s: %s", s->spec.symbol,
 				 ep->targets[s->last_target].path,
 				 s->n_searched > 1 ? " (nor in other candidates)" : "",
-				 ep_role_loss(s->spec.role));
+				 spec_loss(ep, i));
 		ttf_warn("%s", msg);
 		remember_missing(ep, msg);
 	}

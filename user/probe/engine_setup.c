@@ -67,6 +67,53 @@ static int ensure_probe(struct engine_setup *es)
 	return es->ep ? 0 : err;
 }
 
+#define PROFILE_HINT "see profiles/llamacpp.ini for the format"
+#define PROBE_HINT "expected PATH:SYMBOL=ROLE[:ARGSPEC], ROLE one of step, tokenize, sample, " \
+		   "sync, detokenize; ARGSPEC none, reg:N, stack:OFF or llama_batch:OFF"
+
+/* A --profile argument loaded into *p; else the error printed and -EINVAL or -errno. */
+static int load_profile_arg(const char *arg, struct engine_profile *p)
+{
+	char msg[512];
+	int err = profile__load(arg, p, msg, sizeof(msg));
+
+	if (!err)
+		return 0;
+	if (err != -EINVAL && err != -ENOENT)
+		snprintf(msg, sizeof(msg), "%s", strerror(-err));
+	if (!strncmp(msg, arg, strlen(arg)) && msg[strlen(arg)] == ':')	/* "PATH: why" */
+		ttf_error(PROFILE_HINT, "profile %s", msg);
+	else
+		ttf_error(PROFILE_HINT, "profile %s: %s", arg, msg);
+	return err == -ENOENT || err == -EISDIR ? -EINVAL : err;	/* no such profile */
+}
+
+/* A --probe argument parsed into *spec; else the error printed and -EINVAL. */
+static int parse_probe_arg(const char *arg, struct probe_spec *spec)
+{
+	char msg[512];
+	int err = probe_spec__parse(arg, spec, msg, sizeof(msg));
+
+	if (err)
+		ttf_error(PROBE_HINT, "%s", err == -EINVAL ? msg : strerror(-err));
+	return err;
+}
+
+int engine_setup__check_args(const struct engine_setup_opts *opts)
+{
+	struct engine_profile p;
+	struct probe_spec spec;
+	int err;
+
+	for (int i = 0; i < opts->n_profiles; i++)
+		if ((err = load_profile_arg(opts->profiles[i], &p)))
+			return err;
+	for (int i = 0; i < opts->n_probes; i++)
+		if ((err = parse_probe_arg(opts->probes[i], &spec)))
+			return err;
+	return 0;
+}
+
 int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup **out)
 {
 	struct engine_setup *es;
@@ -90,33 +137,23 @@ int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup 
 			goto fail;
 		}
 		if (i < opts->n_profiles) {
-			err = profile__load(opts->profiles[i], &p, msg, sizeof(msg));
-			if (!err)
-				err = engine_probe__add_profile(es->ep, &p);
-			if (!err)
-				note_name(es, p.name);
-			if (err) {
-				ttf_error("see profiles/llamacpp.ini for the format", "profile %s: %s",
-					  opts->profiles[i], err == -EINVAL || err == -ENOENT ? msg :
+			if ((err = load_profile_arg(opts->profiles[i], &p)))
+				goto fail;
+			if ((err = engine_probe__add_profile(es->ep, &p))) {
+				ttf_error(PROFILE_HINT, "profile %s: %s", opts->profiles[i],
 					  strerror(-err));
-				if (err == -ENOENT || err == -EISDIR)
-					err = -EINVAL;	/* no such profile: bad command line */
 				goto fail;
 			}
+			note_name(es, p.name);
 		}
 		if (i < opts->n_probes) {
-			err = probe_spec__parse(opts->probes[i], &spec, msg, sizeof(msg));
-			if (!err)
-				err = engine_probe__add_spec(es->ep, &spec, NULL, 0);
-			if (!err)
-				note_name(es, "--probe");
-			if (err) {
-				ttf_error("expected PATH:SYMBOL=ROLE[:ARGSPEC], ROLE one of step, "
-					  "tokenize, sample, sync, detokenize; ARGSPEC none, reg:N, "
-					  "stack:OFF or llama_batch:OFF",
-					  "%s", err == -EINVAL ? msg : strerror(-err));
+			if ((err = parse_probe_arg(opts->probes[i], &spec)))
+				goto fail;
+			if ((err = engine_probe__add_spec(es->ep, &spec, NULL, 0))) {
+				ttf_error(PROBE_HINT, "%s", strerror(-err));
 				goto fail;
 			}
+			note_name(es, "--probe");
 		}
 	}
 	if (!opts->n_profiles && !opts->n_probes) {

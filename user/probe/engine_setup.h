@@ -38,6 +38,11 @@ struct engine_setup_opts {
  * another negative errno when the BPF object does not load.
  */
 int engine_setup__new(const struct engine_setup_opts *opts, struct engine_setup **out);
+/*
+ * Only parse the --profile and --probe arguments, before any privilege or
+ * BPF work: 0, or -EINVAL (or -errno reading a profile) with the error printed.
+ */
+int engine_setup__check_args(const struct engine_setup_opts *opts);
 void engine_setup__free(struct engine_setup *es);
 /* Trace this process too (a target, or a traced child). */
 void engine_setup__attach(struct engine_setup *es, uint32_t tgid);

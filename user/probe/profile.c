@@ -133,6 +133,7 @@ struct parse_ctx {
 	char *err;
 	size_t err_sz;
 	bool failed;
+	int failed_line;	/* the line fail() named */
 };
 
 /* ini_reader: one line per call, counting lines for error messages. */
@@ -168,6 +169,7 @@ static int fail(struct parse_ctx *c, const char *fmt, const char *a, const char 
 		if (n > 0 && (size_t)n < c->err_sz)
 			snprintf(c->err + n, c->err_sz - n, fmt, a, b);
 		c->failed = true;
+		c->failed_line = c->line;
 	}
 	return 0;
 }
@@ -267,7 +269,8 @@ int profile__parse_string(const char *text, const char *file_name, struct engine
 	if (err_sz)
 		err[0] = '\0';
 	r = ini_parse_stream(reader, &c, handler, &c);
-	if (c.failed)
+	/* a syntax error first (a header without ']') explains what the handler saw after it */
+	if (c.failed && !(r > 0 && r < c.failed_line))
 		return -EINVAL;
 	if (r) {
 		snprintf(err, err_sz, "%s:%d: syntax error", file_name, r);

@@ -110,7 +110,8 @@ def test_missing_socket_tracepoints_exit_6():
     assert "Error:" in p.stderr, p.stderr
 
 
-def test_not_root_exits_3():
+def run_unprivileged(*args):
+    """ttftrace ARGS as nobody (a copy nobody can run)."""
     d = tempfile.mkdtemp(prefix="ttftrace-bad-")
     try:
         os.chmod(d, 0o755)
@@ -118,14 +119,28 @@ def test_not_root_exits_3():
         require_built(TTFTRACE)
         shutil.copy(TTFTRACE, exe)
         os.chmod(exe, 0o755)
-        cmd = [exe, "--port", "1", "-d", "1"]
+        cmd = [exe] + [str(a) for a in args]
         if os.geteuid() == 0:
             cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + cmd
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
     finally:
         shutil.rmtree(d)
+
+
+def test_not_root_exits_3():
+    p = run_unprivileged("--port", "1", "-d", "1")
     assert p.returncode == PRIV, (p.returncode, p.stderr)
     assert "Error:" in p.stderr and "HINT" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("args", [("--probe", "nocolon"), ("--profile", "/etc/passwd"),
+                                  ("--profile", "no-such-profile")])
+def test_bad_engine_args_exit_2_before_privileges(args):
+    """A bad --probe or --profile is a bad command line, whoever runs it."""
+    p = run_unprivileged(*args, "--port", "1", "-d", "1")
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert p.stderr.startswith("Error: ") and "HINT" in p.stderr, p.stderr
+    assert "Net source" not in p.stderr, p.stderr
 
 
 def _replay(path):

@@ -104,6 +104,8 @@ static void test_profile_errors(void **state)
 	expect_error("[engine]\nname = x\n", "needs at least one match");
 	expect_error("[engine]\nmatch = a\n[other]\nk = v\n", "t.ini:4: unknown section [other]");
 	expect_error("[engine]\nmatch = a\nno equals sign here\n", "t.ini:3: syntax error");
+	/* a header without ']': its line, not the key the handler then saw in no section */
+	expect_error("[engine\nmatch = a\n", "t.ini:1: syntax error");
 }
 
 /* Another engine's batch struct: its layout from the profile, before or after arg =. */
