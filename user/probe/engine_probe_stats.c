@@ -79,6 +79,9 @@ void engine_probe__print_summary(struct engine_probe *ep, FILE *f)
 	fprintf(f, "  dropped (ring buffer full): %llu, argument read faults: %llu, "
 		"other processes: %llu\n", (unsigned long long)c[TTF_ENG_CNT_RINGBUF_FULL],
 		(unsigned long long)c[TTF_ENG_CNT_ARG_FAULT], (unsigned long long)ep->foreign);
+	if (!n)
+		fprintf(f, "  none attached: no traced process mapped a file a profile's `match` "
+			"names, nor one a --probe names (docs/engines.md)\n");
 	for (int i = 0; (m = engine_probe__missing(ep, i)); i++)
 		fprintf(f, "  missing: %s\n", m);
 	if (engine_probe__held_back(ep, held, sizeof(held)))

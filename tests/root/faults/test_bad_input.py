@@ -245,6 +245,17 @@ def test_probe_never_called_is_explained():
     assert "strfry: attached, but the engine never called it in this run" in out, out
 
 
+@needs_root
+def test_profile_matching_nothing_is_explained():
+    """A --profile whose match lines name no file the target maps (ttftrace itself
+    here) attaches nothing: the engine summary says so, not an empty table."""
+    prof = os.path.join(ROOT, "profiles", "fixture.ini")
+    p = run("--profile", prof, "-p", os.getpid(), "-d", "1")
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    out = p.stdout + p.stderr
+    assert "none attached: no traced process mapped a file a profile's `match` names" in out, out
+
+
 FIXTURE_REC = os.path.join(ROOT, "tests", "root", "replay", "data", "fixture.rec")
 FIXTURE_NDJSON = os.path.join(ROOT, "tests", "root", "replay", "data", "fixture.ndjson")
 
