@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from attrib_helpers import PROFILE, assert_stages_match, check_stage_sums, prompt_lengths
+from attrib_helpers import (ENGINE_STAGES, PROFILE, assert_stage_values_match, assert_stages_match,
+                            check_stage_sums, prompt_lengths)
 from conftest import TTFTRACE, needs_root
 from test_attrib_fixture import engine, load, traced_run  # noqa: F401 (fixture)
 
@@ -98,10 +99,14 @@ def test_equal_prompts_tie_inferred_same_prefill(engine, tracer):
     # tokenize and enqueue: arrival order is then wrong, and when three requests
     # rotate across two steps no first-token time tells them apart (seen: 14 of
     # 16 right in such runs, 16 of 16 in others, 12 of 16 once in a clean-clone
-    # CI run: two swapped pairs). Each stage still sums to TTFT.
+    # CI run: two swapped pairs; 10 of 16 in a loaded rehearsal: three). A swap
+    # exchanges two requests' queue times: per request the queue is held to the
+    # truth's values as a set, the other stages one by one. Each stage still
+    # sums to TTFT.
     for rec, _ in pairs:
         check_stage_sums(rec)
-    assert_stages_match(pairs, frac=0.75)
+    assert_stages_match(pairs, frac=0.75, stages=[s for s in ENGINE_STAGES if s != "queue"])
+    assert_stage_values_match(pairs, "queue", frac=0.75)
 
 
 def test_chunked_batched_prefill(engine, tracer):

@@ -149,6 +149,20 @@ def own_uprobe_events(pid):
     return []
 
 
+@pytest.fixture
+def host_tracefs():
+    """The host's tracefs at /sys/kernel/tracing, as docs/deploy.md asks of the
+    documented set (which cannot mount it): mounted here where missing (a root
+    ttftrace that mounted it unmounts it at exit), and unmounted after."""
+    mounted = False
+    if not os.path.exists("/sys/kernel/tracing/uprobe_events"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
+        mounted = True
+    yield
+    if mounted:
+        subprocess.run(["umount", "-l", "/sys/kernel/tracing"], check=False)
+
+
 def check_uprobe_path(err, pid):
     """Uprobes attached through the PMU (kernels that let CAP_PERFMON) or, where the
     kernel refuses it, through tracefs events, said on stderr; none refused."""
@@ -170,7 +184,7 @@ def test_documented_caps_have_no_sys_admin():
 
 
 @needs_root
-def test_documented_caps_attach_llama_uprobes(procs, tmp_path):
+def test_documented_caps_attach_llama_uprobes(procs, tmp_path, host_tracefs):
     """llama.cpp's uprobes attach under the documented set: the stages split
     (tokenize, queue, prefill), and prefill agrees with the engine's own
     timings.prompt_ms (the bar of tests/engine/test_llama_server.py)."""
@@ -204,7 +218,7 @@ def test_documented_caps_attach_llama_uprobes(procs, tmp_path):
 
 
 @needs_root
-def test_documented_caps_attach_openssl_uprobes(procs, tmp_path):
+def test_documented_caps_attach_openssl_uprobes(procs, tmp_path, host_tracefs):
     """The OpenSSL uprobes attach under the documented set: HTTPS requests are
     read in plaintext (path, status, tokens; opaque without them), against the
     server's own log."""
