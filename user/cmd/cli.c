@@ -486,7 +486,6 @@ static error_t parse_info(int key, char *arg, struct argp_state *state)
 	return ARGP_ERR_UNKNOWN;
 }
 
-/* Options that only make sense with others, once all are read. */
 /* --profile and --probe read now: a bad one is a bad command line, whatever the privileges. */
 static void check_engine_args(const struct ttf_opts *o)
 {
@@ -500,6 +499,7 @@ static void check_engine_args(const struct ttf_opts *o)
 		exit(TTF_EXIT_USAGE);
 }
 
+/* Options that only make sense with others, once all are read. */
 static void check_combinations(const struct ttf_opts *o)
 {
 	if (o->target == TTF_TARGET_NONE)
