@@ -10,8 +10,9 @@ Three servers, each traced with `ttftrace -p`, curl as the client:
     libssl.a: the copy found by symbol in the main executable).
 
 The client's own TTFT comes from curl's trace (--trace-ascii --trace-time):
-from the write of the request's last bytes to the read of the TLS record
-that held the first token event, both on curl's clock. ttftrace's TTFT (the
+from the header of the request's first TLS record (traced before its
+write) to the read of the TLS record that held the first token event, both
+on curl's clock. ttftrace's TTFT (the
 request's arrival to the first token's device transmit) must be no more than
 it and no less than the server's programmed wait (conftest
 check_server_interval), and the servers' truth logs (CLOCK_MONOTONIC ns) must agree too. A
@@ -58,9 +59,15 @@ TRACE_HEAD = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{6}) (=>|<=|==) (.*)$")
 
 
 def curl_ttft(port, first, path="/v1/chat/completions", tmp=None):
-    """One streamed POST over HTTPS with curl. Returns (client TTFT ms, body):
-    the last request write to the first read whose data holds `first`, from
-    curl's own trace timestamps."""
+    """One streamed POST over HTTPS with curl. Returns (client TTFT ms, body),
+    both ends on curl's own trace clock: from the request's first TLS record
+    header to the first read whose data holds `first`.
+    The send end is the record header's stamp, not "Send header"'s: curl
+    traces the plaintext after the write returns, and a loaded machine can
+    hold it there for milliseconds (CI once saw ttftrace 2.7 ms above
+    the client, most likely that),
+    while OpenSSL calls the message callback with a record's header before
+    it writes the record (do_ssl3_write, then ssl3_write_pending)."""
     trace = os.path.join(tmp, "curl%d.trace" % time.monotonic_ns())
     body = json.dumps({"model": "m", "stream": True, "max_tokens": TOKENS,
                        "messages": [{"role": "user", "content": MARKER}]})
@@ -72,7 +79,7 @@ def curl_ttft(port, first, path="/v1/chat/completions", tmp=None):
                           "https://127.0.0.1:%d%s" % (port, path), "-d", body],
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    sent = got = None
+    sent = got = record_head = None
     block = None
     for line in open(trace, errors="replace"):
         m = TRACE_HEAD.match(line)
@@ -82,8 +89,10 @@ def curl_ttft(port, first, path="/v1/chat/completions", tmp=None):
             kind = m.group(6)
             block = (m.group(5), t, kind.startswith(("Send header", "Send data",
                                                      "Recv data")))
-            if block[0] == "=>" and block[2] and got is None:
-                sent = t
+            if block[0] == "=>" and kind.startswith("Send SSL data, 5 bytes"):
+                record_head = t
+            if block[0] == "=>" and kind.startswith("Send header") and sent is None:
+                sent = record_head
             continue
         if block and block[0] == "<=" and block[2] and got is None and first in line:
             got = block[1]
