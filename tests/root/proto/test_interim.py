@@ -25,7 +25,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import needs_root  # noqa: E402
 from proto_helpers import (HERE, RT, by_client_port, close_ms, free_port,  # noqa: E402
-                           server_ms, server_stamps, start_server)
+                           request_sent_ns, server_ms, server_stamps, start_server)
 
 pytestmark = needs_root
 
@@ -62,7 +62,8 @@ def run_curl(port, tmp_path, cfg, expect=True):
     p = subprocess.run(RT + cmd, capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     ev = parse_trace(trace)
-    t_head_sent = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send header"))
+    # curl traces the head after its write returned: the stamp before it
+    t_head_sent = request_sent_ns(ev)
     t_body_sent = next(t for t, d, ti, _ in ev if d == "=>" and ti.startswith("Send data"))
     recv_heads = [(t, data) for t, d, ti, data in ev if d == "<=" and ti.startswith("Recv header")]
     t_final_head = next(t for t, data in recv_heads if re.match(r"HTTP/1.1 [2-5]", data))
