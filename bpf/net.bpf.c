@@ -250,7 +250,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	cookie = bpf_get_socket_cookie(sk);
 	if (!sk_closed(sk))	/* no CLOSE transition would take it out again */
 		mark_traced(cookie);
-	tls = tls_uprobes_on ? tls_on_io(sk, cookie, type, current_user_r14()) : 0;
+	tls = tls_tgid_marked(pid_tgid >> 32) ? tls_on_io(sk, cookie, type, current_user_r14()) : 0;
 	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (a && (a->dir != dir || a->nr != current_syscall_nr()))
 		a = NULL;

@@ -83,7 +83,7 @@ static __always_inline void on_exit(struct pt_regs *regs, long ret)
 		if (id) {
 			if (!sk_closed(sk))	/* its id is its own (sk_id): nothing to remember */
 				mark_traced(id);
-			if (tls_uprobes_on) {
+			if (tls_tgid_marked(pid_tgid >> 32)) {
 #if defined(__TARGET_ARCH_x86)
 				r14 = BPF_CORE_READ(regs, r14);	/* Go's goroutine register */
 #endif

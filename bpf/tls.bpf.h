@@ -100,13 +100,33 @@ struct {
 } tls_socks SEC(".maps");
 
 /*
- * 1 once user space attaches a TLS uprobe (user/probe/tls_probe.c sets it
- * just before the first). Until then tls_calls and tls_socks are empty, and
- * the socket records skip tls_on_io: three hash lookups and a read of the
- * user registers per read and write (bench/README.md, "TLS lookups only
- * with TLS probes").
+ * Byte tgid % TTF_TLS_TGID_MARKS is 1 once a traced thread of a process
+ * mapping there entered a TLS call (tls_enter), never cleared. The socket
+ * records look in tls_calls and tls_socks (three hash lookups and a read of
+ * the user registers per read and write) only for such a process: until its
+ * first call both maps hold nothing of it, since a socket is marked TLS
+ * only inside a call. A process that links a TLS library but serves plain
+ * HTTP (node, Python's ssl imported, a Go binary; an engine behind a
+ * gateway that terminates TLS) pays one load. A collision or a reused tgid
+ * costs the lookups, never a wrong answer (bench/README.md, "TLS lookups
+ * only for processes that made a TLS call").
  */
-volatile __u8 tls_uprobes_on;
+#define TTF_TLS_TGID_MARKS 4096
+volatile __u8 tls_tgid_marks[TTF_TLS_TGID_MARKS];
+
+static __always_inline bool tls_tgid_marked(__u32 tgid)
+{
+	return tls_tgid_marks[tgid & (TTF_TLS_TGID_MARKS - 1)];
+}
+
+/* A store only while the byte is 0: TLS calls on other CPUs keep the line shared. */
+static __always_inline void tls_tgid_mark(__u32 tgid)
+{
+	volatile __u8 *mark = &tls_tgid_marks[tgid & (TTF_TLS_TGID_MARKS - 1)];
+
+	if (!*mark)
+		*mark = 1;
+}
 
 /*
  * A socket read/write of ret bytes on sk (id cookie) by the current thread,
@@ -163,6 +183,7 @@ static __always_inline int tls_enter(__u64 id, __u32 go, __u8 op, __u64 conn, __
 	k.tgid = bpf_get_current_pid_tgid() >> 32;
 	if (!tgid_traced(k.tgid))
 		return 0;
+	tls_tgid_mark(k.tgid);	/* before the socket I/O the call does */
 	/* Go's Read and Write begin with c.Handshake(): the outer call keeps its slot */
 	if (op == TLS_OP_HANDSHAKE) {
 		struct tls_call *outer = bpf_map_lookup_elem(&tls_calls, &k);

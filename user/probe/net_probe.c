@@ -386,14 +386,6 @@ int net_probe__attach(struct net_probe *np, struct net_probe_status *st)
 	return st->recv_send ? 0 : -ENOENT;
 }
 
-void net_probe__tls_on(struct net_probe *np)
-{
-	if (np->sock)
-		np->sock->bss->tls_uprobes_on = 1;
-	else
-		np->sys->bss->tls_uprobes_on = 1;
-}
-
 int net_probe__trace_tgid(struct net_probe *np, uint32_t tgid)
 {
 	volatile uint32_t *slot = np->sock ? &np->sock->bss->tgid_slot[tgid % TTF_TGID_FILTER_SLOTS] :

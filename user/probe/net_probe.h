@@ -124,11 +124,6 @@ int net_probe__tgids_fd(struct net_probe *np);
  */
 struct bpf_program *net_probe__program(struct net_probe *np, const char *name);
 
-/*
- * The socket records look for TLS calls from now on (bpf/tls.bpf.h
- * tls_uprobes_on): call before attaching the first TLS uprobe.
- */
-void net_probe__tls_on(struct net_probe *np);
 /* Wait up to timeout_ms for a wakeup, then drain everything. Returns records consumed or -errno. */
 int net_probe__poll(struct net_probe *np, int timeout_ms);
 /* Sum the per-CPU counters: out[TTF_CNT__MAX]. */

@@ -113,7 +113,6 @@ static int attach_at(struct tls_probe *tp, const char *prog_name, int fd, uint64
 
 	if (!prog)
 		return -ENOENT;
-	net_probe__tls_on(tp->np);
 	l = uprobe_attach(prog, fd, off, 0, ret);
 	if (!l)
 		return -errno;
