@@ -69,7 +69,8 @@ struct lg_req {
 	struct sse_splitter *splitter;
 	const struct lg_opts *opts;
 
-	uint64_t start_ns;       /* request headers handed to the socket (curl debug callback) */
+	uint64_t start_ns;       /* just before the request's write (libcurl's pre-request callback) */
+	uint64_t sent_ns;        /* after the headers' write returned (curl debug callback) */
 	uint64_t first_token_ns; /* receive time of the first token event */
 	uint64_t last_token_ns;  /* receive time of the last token event */
 	uint64_t end_ns;         /* last response byte received */

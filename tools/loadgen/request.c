@@ -125,15 +125,41 @@ static size_t on_data(char *buf, size_t size, size_t nmemb, void *ctx)
 	return n;
 }
 
-/* The first HEADER_OUT is the moment the request headers went to the socket. */
+/*
+ * The first HEADER_OUT: libcurl reports the headers after their write
+ * returned, so the server has the request by then (sent_ns). Before
+ * libcurl 7.80 it is the start too.
+ */
 static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *ctx)
 {
 	struct lg_req *r = ctx;
 
-	if (type == CURLINFO_HEADER_OUT && !r->start_ns)
-		r->start_ns = lg_now_ns();
+	if (type != CURLINFO_HEADER_OUT || r->sent_ns)
+		return 0;
+	r->sent_ns = lg_now_ns();
+#if LIBCURL_VERSION_NUM < 0x075000
+	r->start_ns = r->sent_ns;
+#endif
 	return 0;
 }
+
+#if LIBCURL_VERSION_NUM >= 0x075000
+/*
+ * The request's start: libcurl calls this once the connection is up, right
+ * before it sends the request (CURLOPT_PREREQFUNCTION, 7.80). HEADER_OUT
+ * comes after the write, late by however long the machine held this thread
+ * there, and a TTFT from it short by as much.
+ */
+static int on_prereq(void *ctx, char *primary_ip, char *local_ip, int primary_port,
+		     int local_port)
+{
+	struct lg_req *r = ctx;
+
+	if (!r->start_ns)
+		r->start_ns = lg_now_ns();
+	return CURL_PREREQFUNC_OK;
+}
+#endif
 
 int lg_req__init(struct lg_req *r, unsigned idx, const struct lg_opts *o)
 {
@@ -162,6 +188,10 @@ int lg_req__init(struct lg_req *r, unsigned idx, const struct lg_opts *o)
 	curl_easy_setopt(r->easy, CURLOPT_VERBOSE, 1L);
 	curl_easy_setopt(r->easy, CURLOPT_DEBUGFUNCTION, on_debug);
 	curl_easy_setopt(r->easy, CURLOPT_DEBUGDATA, r);
+#if LIBCURL_VERSION_NUM >= 0x075000
+	curl_easy_setopt(r->easy, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(r->easy, CURLOPT_PREREQDATA, r);
+#endif
 	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);

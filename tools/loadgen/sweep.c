@@ -120,10 +120,10 @@ static cJSON *step_json(const struct step_row *r)
 }
 
 /*
- * On loopback the server receives a request inside the client's send(), a
- * little before curl reports the headers sent: the window opens up to
- * WINDOW_SLACK_NS before the first measured request, but never before the
- * last warm-up request was sent (its arrival precedes that report).
+ * The window opens up to WINDOW_SLACK_NS before the first measured
+ * request's start, but never before the last warm-up request was sent
+ * (sent_ns: curl reports the headers after their write, so the server has
+ * that request by then).
  */
 #define WINDOW_SLACK_NS 1000000ull
 
@@ -139,8 +139,8 @@ static int measure(struct step_row *row, struct lg_req *reqs, unsigned w, unsign
 			goto cleanup;
 	row->n = n - w;
 	for (unsigned i = 0; i < w; i++)
-		if (reqs[i].start_ns > last_warm_ns)
-			last_warm_ns = reqs[i].start_ns;
+		if (reqs[i].sent_ns > last_warm_ns)
+			last_warm_ns = reqs[i].sent_ns;
 	for (unsigned i = w; i < n; i++) {
 		const struct lg_req *r = &reqs[i];
 
