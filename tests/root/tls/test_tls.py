@@ -62,12 +62,12 @@ def curl_ttft(port, first, path="/v1/chat/completions", tmp=None):
     """One streamed POST over HTTPS with curl. Returns (client TTFT ms, body),
     both ends on curl's own trace clock: from the request's first TLS record
     header to the first read whose data holds `first`.
-    The send end is the record header's stamp, not "Send header"'s: curl
+    The send end is the record header's stamp, not "Send header"'s. curl
     traces the plaintext after the write returns, and a loaded machine can
-    hold it there for milliseconds (CI once saw ttftrace 2.7 ms above
-    the client, most likely that),
-    while OpenSSL calls the message callback with a record's header before
-    it writes the record (do_ssl3_write, then ssl3_write_pending)."""
+    hold it there for milliseconds (most likely why CI once saw ttftrace
+    2.7 ms above the client). OpenSSL calls the message callback with a
+    record's header before it writes the record (do_ssl3_write, then
+    ssl3_write_pending)."""
     trace = os.path.join(tmp, "curl%d.trace" % time.monotonic_ns())
     body = json.dumps({"model": "m", "stream": True, "max_tokens": TOKENS,
                        "messages": [{"role": "user", "content": MARKER}]})
