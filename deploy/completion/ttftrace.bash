@@ -4,7 +4,7 @@
 # tests/root/packaging checks that it offers every option of every command's --help.
 
 _ttftrace_opts_trace="-p --pid --comm --port -c --cmd -d --duration -i --interval --json
-	-o --output -v --verbose --slo --profile --probe --no-profile --gpu-attach
+	-o --output -v --verbose --slo --cost --profile --probe --no-profile --gpu-attach
 	--grpc-profile --capture-bytes --capture-send-bytes --ringbuf-mb --no-sched --nice --drain-ms --no-hops --no-tls
 	--net-source --metrics --buckets --otlp --perfetto --perfetto-sched --record --sysfs-root
 	-? --help

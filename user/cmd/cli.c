@@ -105,7 +105,7 @@ enum { OPT_COMM = 0x100, OPT_PORT, OPT_JSON, OPT_CAPTURE, OPT_RINGBUF, OPT_NO_SC
        OPT_PROFILE, OPT_PROBE, OPT_NO_PROFILE, OPT_CAPTURE_SEND, OPT_SLO,
        OPT_METRICS, OPT_OTLP, OPT_RECORD, OPT_PERFETTO, OPT_SYSFS_ROOT, OPT_USAGE,
        OPT_BUCKETS, OPT_GPU_ATTACH, OPT_NET_SOURCE, OPT_GRPC_PROFILE, OPT_NO_HOPS,
-       OPT_PERFETTO_SCHED, OPT_NO_TLS, OPT_NICE, OPT_DRAIN };
+       OPT_PERFETTO_SCHED, OPT_NO_TLS, OPT_NICE, OPT_DRAIN, OPT_COST };
 
 static const struct argp_option options[] = {
 	{ NULL, 0, NULL, 0, "Target (one of):", 1 },
@@ -123,6 +123,9 @@ static const struct argp_option options[] = {
 	{ "verbose", 'v', NULL, 0, "More diagnostics (repeat: -vv debug, -vvv libbpf debug)", 2 },
 	{ "slo", OPT_SLO, "SPEC", 0,
 	  "Check e.g. ttft_p95=2s,tpot_p95=100ms on the summary; exit 10 if not met", 2 },
+	{ "cost", OPT_COST, NULL, 0,
+	  "Also count the BPF programs' run time in the summary's cost of tracing (turns the "
+	  "kernel's BPF run-time statistics on for the run: two clock reads per program run)", 2 },
 	{ NULL, 0, NULL, 0, "Engine (uprobes):", 3 },
 	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
 	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
@@ -378,6 +381,9 @@ static error_t parse_capture(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_SCHED:
 		o->no_sched = 1;
+		break;
+	case OPT_COST:
+		o->cost = 1;
 		break;
 	case OPT_NICE:
 		o->nice = (int)parse_long(arg, -20, 19, state, "nice value");

@@ -49,6 +49,7 @@ struct ttf_opts {
 	uint32_t capture_send_bytes; /* --capture-send-bytes: payload prefix per write */
 	uint32_t ringbuf_bytes;	/* --ringbuf-mb * 2^20 */
 	int no_sched;		/* --no-sched: no scheduler overlay */
+	int cost;		/* --cost: BPF run-time statistics on (user/cmd/self_cost.h) */
 	int nice;		/* --nice: of the draining thread (TTF_DEFAULT_NICE) */
 	int drain_ms;		/* --drain-ms: drain interval while records come (TTF_DEFAULT_DRAIN_MS) */
 	int no_hops;		/* --no-hops: no upstream discovery (user/model/hops/gateway.h) */

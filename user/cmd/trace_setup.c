@@ -17,6 +17,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "user/cmd/live.h"
+#include "user/cmd/self_cost.h"
 #include "user/cmd/sinks.h"
 #include "user/cmd/gpu_attach.h"
 #include "user/cmd/tracer.h"
@@ -140,6 +141,7 @@ static int open_sources(struct tracer *t)
 		if (t->sources[i].counters)
 			pipeline__add_counters(t->pipe, t->sources[i].counters, t->sources[i].ctx);
 	}
+	pipeline__add_counters(t->pipe, self_cost__counters, t->cost);
 	return 0;
 }
 
@@ -189,6 +191,14 @@ int tracer__setup(struct tracer *t)
 
 	libbpf_set_print(ttf_libbpf_print);
 	code = tracer__check_environment();
+	if (!code) {
+		/* before the programs load: --cost's statistics count their every run */
+		t->cost = self_cost__new(t->opts->cost);
+		if (!t->cost) {
+			ttf_error(NULL, "out of memory");
+			return TTF_EXIT_INTERNAL;
+		}
+	}
 	if (!code)
 		code = open_output(t);
 	if (!code)
@@ -270,6 +280,8 @@ int tracer__start(struct tracer *t)
 	for (size_t i = 0; i < t->targets.n; i++)
 		engine_setup__attach(t->engine, t->targets.tgids[i]);
 	listen_map__print(&t->listen_map, &t->targets, stderr);
+	/* before the line that says it is attached: a caller's own count starts after */
+	self_cost__start(t->cost, tracer__now_ns());
 	print_startup(t);
 	report__header(t->report);
 	if (t->go_fd >= 0)
@@ -305,6 +317,7 @@ int tracer__finish(struct tracer *t, int code)
 	const struct ttf_opts *o = t->opts;
 	int err;
 
+	self_cost__freeze(t->cost, tracer__now_ns());
 	pipeline__finish(t->pipe, tracer__now_ns());
 	code = summary(t) ? TTF_EXIT_OUTPUT : code;
 	engine_setup__summary(t->engine, o->json ? stderr : t->out);
@@ -342,6 +355,7 @@ int tracer__free(struct tracer *t, int code)
 	target_set__free(&t->targets);
 	grpc_profile__free(&t->grpc_profile);
 	follow__free(t->follow);
+	self_cost__free(t->cost);
 	if (t->out && t->out != stdout && fclose(t->out) && code == TTF_EXIT_OK) {
 		ttf_error(NULL, "closing %s: %s", t->opts->output, strerror(errno));
 		code = TTF_EXIT_OUTPUT;

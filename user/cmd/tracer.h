@@ -53,6 +53,7 @@ struct tracer {
 	int wait_fd;			/* epoll over the sources' wait fds; -1: poll the first */
 	struct btf *vmlinux_btf;	/* tracepoint checks while setting up; freed after */
 	struct live *live;	/* progress line and --slo samples; NULL if neither */
+	struct self_cost *cost;	/* the tracer's own CPU and BPF run time (cost_* counters) */
 	FILE *out;
 	uint64_t t0_ns;		/* the report's time origin */
 	int go_fd;		/* -c: releases the command once tracing runs; -1 none */

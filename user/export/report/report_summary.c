@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "user/model/metrics.h"
 #include "user/export/report/report_int.h"
+#include "user/export/report/report_cost.h"
 #include "user/export/report/report_hops.h"
 #include "user/export/report/report_msg_hops.h"
 #include "user/export/report/report_hop_split.h"
@@ -89,7 +90,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 	hop_split__summary_text(out, rp->hop_split);
 	fprintf(out, "Drops and health:\n");
 	for (i = 0; i < n_counters; i++) {
-		if (!counters[i].value)
+		if (!counters[i].value || report_cost__is_cost(counters[i].name))
 			continue;
 		fprintf(out, "  %s = %" PRIu64 "\n", counters[i].name, counters[i].value);
 		any = 1;
@@ -102,6 +103,7 @@ static void summary_text(struct report *rp, const struct report_counter *counter
 		fprintf(out, "  report_requests_invalid = %" PRIu64 "\n", rp->invalid);
 	if (!any && !rp->samples_lost && !rp->lines_lost && !rp->invalid)
 		fprintf(out, "  none\n");
+	report_cost__text(out, counters, n_counters, rp->out_tokens);
 }
 
 static void j_stat(cJSON *o, const char *k, struct stats *s, int *err)
@@ -185,6 +187,7 @@ static cJSON *summary_json(struct report *rp, const struct report_counter *count
 	report_hops__summary_json(o, rp->hops, &err);
 	report_msg_hops__summary_json(o, rp->msg_hops, &err);
 	hop_split__summary_json(o, rp->hop_split, &err);
+	report_cost__json(o, counters, n_counters, rp->out_tokens, &err);
 	sub = json_add__obj(o, "counters");
 	err |= !sub;
 	for (i = 0; sub && i < n_counters; i++)

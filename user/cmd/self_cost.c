@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* What tracing costs, measured by the tracer itself; see self_cost.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "user/cmd/self_cost.h"
+#include "user/lib/log.h"
+
+#define MAX_PROGS 512	/* programs the tracer loads over a run: about 60 with every probe */
+#define STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
+
+struct prog_seen {
+	uint32_t id;
+	uint64_t base_cnt, base_ns;	/* at self_cost__start, or 0 for a later program */
+	uint64_t cnt, ns;		/* the last values read */
+};
+
+struct self_cost {
+	int stats_fd;		/* BPF_ENABLE_STATS, held for the run (--cost); -1 none */
+	int stats_at_start;	/* statistics were on when the tracer attached */
+	int frozen;
+	uint64_t start_ns, start_cpu_ns;
+	uint64_t wall_ns, cpu_ns;	/* frozen values */
+	struct prog_seen progs[MAX_PROGS];
+	int n_progs, progs_over;
+	struct report_counter out[5];	/* frozen counters */
+	int n_out;
+};
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* kernel.bpf_stats_enabled: 1 while the sysctl or any BPF_ENABLE_STATS fd has them on. */
+static int stats_on(void)
+{
+	FILE *f = fopen(STATS_SYSCTL, "r");
+	int v = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v == 1;
+}
+
+struct self_cost *self_cost__new(int want_stats)
+{
+	struct self_cost *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->stats_fd = -1;
+	if (want_stats) {
+		c->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (c->stats_fd < 0)
+			ttf_warn("--cost: cannot turn on BPF run-time statistics: %s; the BPF "
+				 "programs' time is not counted (it needs Linux 5.8 and "
+				 "CAP_SYS_ADMIN)", strerror(errno));
+	}
+	return c;
+}
+
+static struct prog_seen *prog_slot(struct self_cost *c, uint32_t id)
+{
+	for (int i = 0; i < c->n_progs; i++)
+		if (c->progs[i].id == id)
+			return &c->progs[i];
+	if (c->n_progs == MAX_PROGS) {
+		c->progs_over++;
+		return NULL;
+	}
+	c->progs[c->n_progs].id = id;
+	return &c->progs[c->n_progs++];
+}
+
+/* Is fd (of this process) a BPF program? */
+static int is_prog_fd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	return !strcmp(link, "anon_inode:bpf-prog");
+}
+
+/*
+ * Read every BPF program this process holds; a program read for the first
+ * time at the start gets its values then as its base. Programs closed
+ * since (an engine's uprobes after its process ended) keep their last values.
+ */
+static void read_progs(struct self_cost *c, int at_start)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct bpf_prog_info info = {};
+		uint32_t len = sizeof(info);
+		struct prog_seen *p;
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd == dirfd(d) || !is_prog_fd(fd))
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			continue;
+		p = prog_slot(c, info.id);
+		if (!p)
+			continue;
+		p->cnt = info.run_cnt;
+		p->ns = info.run_time_ns;
+		if (at_start) {
+			p->base_cnt = info.run_cnt;
+			p->base_ns = info.run_time_ns;
+		}
+	}
+	closedir(d);
+}
+
+void self_cost__start(struct self_cost *c, uint64_t now_ns)
+{
+	if (!c)
+		return;
+	c->start_ns = now_ns;
+	c->start_cpu_ns = process_cpu_ns();
+	c->stats_at_start = c->stats_fd >= 0 || stats_on();
+	read_progs(c, 1);
+}
+
+/* The counters as of now (wall and cpu given); returns how many. */
+static int collect(struct self_cost *c, uint64_t wall_ns, uint64_t cpu_ns,
+		   struct report_counter *out, int cap)
+{
+	uint64_t runs = 0, ns = 0;
+	int n = 0;
+
+	if (cap < 2)
+		return 0;
+	out[n++] = (struct report_counter){ "cost_wall_ns", wall_ns };
+	out[n++] = (struct report_counter){ "cost_tracer_cpu_ns", cpu_ns };
+	/* statistics off at the start or now: the programs' time is not known */
+	if (!c->stats_at_start || (c->stats_fd < 0 && !stats_on()))
+		return n;
+	read_progs(c, 0);
+	for (int i = 0; i < c->n_progs; i++) {
+		runs += c->progs[i].cnt - c->progs[i].base_cnt;
+		ns += c->progs[i].ns - c->progs[i].base_ns;
+	}
+	if (n < cap)
+		out[n++] = (struct report_counter){ "cost_bpf_run_ns", ns };
+	if (n < cap)
+		out[n++] = (struct report_counter){ "cost_bpf_runs", runs };
+	if (n < cap && c->progs_over)
+		out[n++] = (struct report_counter){ "cost_bpf_progs_unread", c->progs_over };
+	return n;
+}
+
+void self_cost__freeze(struct self_cost *c, uint64_t now_ns)
+{
+	if (!c || c->frozen || !c->start_ns)
+		return;
+	c->n_out = collect(c, now_ns - c->start_ns, process_cpu_ns() - c->start_cpu_ns, c->out,
+			   (int)(sizeof(c->out) / sizeof(c->out[0])));
+	c->frozen = 1;
+}
+
+int self_cost__counters(void *ctx, struct report_counter *out, int cap)
+{
+	struct self_cost *c = ctx;
+	struct timespec ts;
+	int n;
+
+	if (!c || !c->start_ns)
+		return 0;	/* not attached yet */
+	if (c->frozen) {
+		n = c->n_out < cap ? c->n_out : cap;
+		memcpy(out, c->out, (size_t)n * sizeof(*out));
+		return n;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return collect(c, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - c->start_ns,
+		       process_cpu_ns() - c->start_cpu_ns, out, cap);
+}
+
+void self_cost__free(struct self_cost *c)
+{
+	if (!c)
+		return;
+	if (c->stats_fd >= 0)
+		close(c->stats_fd);
+	free(c);
+}
