@@ -10,14 +10,21 @@
 #include <bpf/bpf.h>
 #include "user/cmd/self_cost.h"
 #include "user/lib/log.h"
+#include "user/probe/target.h"
 
 #define MAX_PROGS 512	/* programs the tracer loads over a run: about 60 with every probe */
+#define MAX_TARGETS 1024	/* traced processes over a run */
 #define STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
 
 struct prog_seen {
 	uint32_t id;
 	uint64_t base_cnt, base_ns;	/* at self_cost__start, or 0 for a later program */
 	uint64_t cnt, ns;		/* the last values read */
+};
+
+struct target_seen {
+	uint32_t tgid;
+	uint64_t base_ns, ns;	/* user + system CPU at first sight, and the last read */
 };
 
 struct self_cost {
@@ -28,7 +35,10 @@ struct self_cost {
 	uint64_t wall_ns, cpu_ns;	/* frozen values */
 	struct prog_seen progs[MAX_PROGS];
 	int n_progs, progs_over;
-	struct report_counter out[5];	/* frozen counters */
+	const struct target_set *targets;	/* the tracer's, read at each collect */
+	struct target_seen seen[MAX_TARGETS];
+	int n_seen, targets_over;
+	struct report_counter out[7];	/* frozen counters */
 	int n_out;
 };
 
@@ -134,6 +144,63 @@ static void read_progs(struct self_cost *c, int at_start)
 	closedir(d);
 }
 
+/* User + system CPU of process tgid, all its threads, dead ones too (ns; 0 when gone). */
+static uint64_t proc_cpu_ns(uint32_t tgid)
+{
+	unsigned long long utime, stime;
+	char path[64], buf[1024], *p;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%u/stat", tgid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
+	/* after the name: fields 3 (state) to 13 skipped, utime (14) and stime (15), proc(5) */
+	if (!p || hz <= 0 || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
+				    &utime, &stime) != 2)
+		return 0;
+	return (uint64_t)(utime + stime) * (1000000000ull / (uint64_t)hz);
+}
+
+/*
+ * Read the CPU of every traced process; one seen for the first time gets
+ * its value then as its base. A process gone keeps its last reading.
+ */
+static void read_targets(struct self_cost *c)
+{
+	for (size_t i = 0; c->targets && i < c->targets->n; i++) {
+		uint32_t tgid = c->targets->tgids[i];
+		struct target_seen *t = NULL;
+		uint64_t ns = proc_cpu_ns(tgid);
+
+		for (int k = 0; k < c->n_seen && !t; k++)
+			if (c->seen[k].tgid == tgid)
+				t = &c->seen[k];
+		if (!t) {
+			if (c->n_seen == MAX_TARGETS) {
+				c->targets_over++;
+				continue;
+			}
+			t = &c->seen[c->n_seen++];
+			*t = (struct target_seen){ tgid, ns, ns };
+		}
+		if (ns > t->ns)
+			t->ns = ns;
+	}
+}
+
+void self_cost__set_targets(struct self_cost *c, const struct target_set *targets)
+{
+	if (c)
+		c->targets = targets;
+}
+
 void self_cost__start(struct self_cost *c, uint64_t now_ns)
 {
 	if (!c)
@@ -142,19 +209,26 @@ void self_cost__start(struct self_cost *c, uint64_t now_ns)
 	c->start_cpu_ns = process_cpu_ns();
 	c->stats_at_start = c->stats_fd >= 0 || stats_on();
 	read_progs(c, 1);
+	read_targets(c);
 }
 
 /* The counters as of now (wall and cpu given); returns how many. */
 static int collect(struct self_cost *c, uint64_t wall_ns, uint64_t cpu_ns,
 		   struct report_counter *out, int cap)
 {
-	uint64_t runs = 0, ns = 0;
+	uint64_t runs = 0, ns = 0, targets_ns = 0;
 	int n = 0;
 
-	if (cap < 2)
+	if (cap < 3)
 		return 0;
+	read_targets(c);
+	for (int i = 0; i < c->n_seen; i++)
+		targets_ns += c->seen[i].ns - c->seen[i].base_ns;
 	out[n++] = (struct report_counter){ "cost_wall_ns", wall_ns };
 	out[n++] = (struct report_counter){ "cost_tracer_cpu_ns", cpu_ns };
+	out[n++] = (struct report_counter){ "cost_targets_cpu_ns", targets_ns };
+	if (n < cap && c->targets_over)
+		out[n++] = (struct report_counter){ "cost_targets_unread", c->targets_over };
 	/* statistics off at the start or now: the programs' time is not known */
 	if (!c->stats_at_start || (c->stats_fd < 0 && !stats_on()))
 		return n;

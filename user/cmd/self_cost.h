@@ -19,6 +19,7 @@
 #include "user/lib/records.h"
 
 struct self_cost;
+struct target_set;
 
 /*
  * want_stats (--cost): turn the kernel's BPF run-time statistics on for the
@@ -26,11 +27,16 @@ struct self_cost;
  * turn them on is said on stderr and the run goes on without them.
  */
 struct self_cost *self_cost__new(int want_stats);
+/* The traced processes (the tracer's set, read at each count): their CPU is counted too. */
+void self_cost__set_targets(struct self_cost *c, const struct target_set *targets);
 /* The tracer is attached: its CPU and the clock count from here. */
 void self_cost__start(struct self_cost *c, uint64_t now_ns);
 /* The run ends: the counters keep these values from now on. */
 void self_cost__freeze(struct self_cost *c, uint64_t now_ns);
-/* ttf_counters_fn: cost_wall_ns, cost_tracer_cpu_ns, and with statistics cost_bpf_*. */
+/*
+ * ttf_counters_fn: cost_wall_ns, cost_tracer_cpu_ns, cost_targets_cpu_ns,
+ * and with statistics cost_bpf_*.
+ */
 int self_cost__counters(void *ctx, struct report_counter *out, int cap);
 /* Turns the statistics off again (if --cost turned them on) and frees c. */
 void self_cost__free(struct self_cost *c);

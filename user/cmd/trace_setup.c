@@ -198,6 +198,7 @@ int tracer__setup(struct tracer *t)
 			ttf_error(NULL, "out of memory");
 			return TTF_EXIT_INTERNAL;
 		}
+		self_cost__set_targets(t->cost, &t->targets);
 	}
 	if (!code)
 		code = open_output(t);

@@ -3,7 +3,9 @@
 attached to a fixture server that was already running.
 
 Truth is read by the test from the kernel, not from ttftrace: the tracer's
-on-CPU time from /proc/PID/task/*/schedstat (ns, every thread), and its BPF
+and the server's on-CPU time from /proc/PID/task/*/schedstat (ns, every
+thread; the clients stay connected until the last reading, so that no
+server thread ends inside the window), and the tracer's BPF
 programs' runs and run time from /proc/PID/fdinfo of each BPF program the
 tracer holds (the kernel's bpf_prog_show_fdinfo). The test counts from the
 moment ttftrace says it is attached to just before its SIGINT; ttftrace
@@ -58,18 +60,19 @@ def bpf_stats(pid):
     return sum(v[0] for v in seen.values()), sum(v[1] for v in seen.values())
 
 
-def traffic(port):
-    """N_CLIENTS keep-alive clients, N_REQ streamed requests each; tokens received."""
+def traffic(port, clients):
+    """N_CLIENTS keep-alive clients (left open in clients: the server's thread
+    of each lives on), N_REQ streamed requests each; tokens received."""
     got, errs = [], []
 
     def run():
         try:
             c = Client(port)
+            clients.append(c)
             for _ in range(N_REQ):
                 r = c.request(max_tokens=TOKENS)
                 assert r.status == 200, r.status
                 got.append(sum(1 for ev in r.events if _token_text(ev)))
-            c.close()
         except Exception as e:      # reported by the caller
             errs.append(e)
 
@@ -88,14 +91,18 @@ def run_traced(sse_server, tracer, *args):
     port = free_port()
     t = tracer("--port", srv.port, "--metrics", str(port), *args)
     t0, cpu0, bpf0 = time.monotonic(), cpu_ns(t.proc.pid), bpf_stats(t.proc.pid)
-    tokens = traffic(srv.port)
+    srv0, clients = cpu_ns(srv.pid), []
+    tokens = traffic(srv.port, clients)
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
         scrape = r.read().decode()
     time.sleep(0.3)     # the last lines out
     t1, cpu1, bpf1 = time.monotonic(), cpu_ns(t.proc.pid), bpf_stats(t.proc.pid)
+    srv1 = cpu_ns(srv.pid)
     assert t.stop() == 0, t.stderr
+    for c in clients:
+        c.close()
     truth = {"wall_s": t1 - t0, "cpu_ns": cpu1 - cpu0, "runs": bpf1[0] - bpf0[0],
-             "run_ns": bpf1[1] - bpf0[1], "tokens": tokens}
+             "run_ns": bpf1[1] - bpf0[1], "tokens": tokens, "srv_cpu_ns": srv1 - srv0}
     return t.summary(), truth, scrape
 
 
@@ -121,10 +128,15 @@ def test_cost_counts_tracer_cpu_and_bpf_time(sse_server, tracer):
     assert truth["runs"] <= c["cost_bpf_runs"] <= truth["runs"] * 1.1 + 3000
     assert truth["run_ns"] <= c["cost_bpf_run_ns"] <= truth["run_ns"] * 1.1 + 3e6
     assert truth["wall_s"] - 0.05 <= c["cost_wall_ns"] / 1e9 <= truth["wall_s"] + 0.5
+    # The traced server's CPU: ttftrace reads /proc/PID/stat, in clock ticks
+    # (10 ms), and counts from its first reading.
+    assert truth["srv_cpu_ns"] - 20e6 <= c["cost_targets_cpu_ns"] <= \
+        truth["srv_cpu_ns"] * 1.15 + 20e6
     # per output token, in us, rounded to the ns
     assert cost["tracer_us_per_token"] == round(c["cost_tracer_cpu_ns"] / truth["tokens"]) / 1e3
     assert cost["bpf_us_per_token"] == round(c["cost_bpf_run_ns"] / truth["tokens"]) / 1e3
     assert cost["bpf_runs"] == c["cost_bpf_runs"]
+    assert cost["targets_us_per_token"] == round(c["cost_targets_cpu_ns"] / truth["tokens"]) / 1e3
     # Prometheus, scraped before the end: seconds, at most the run's total
     assert 0 < metric(scrape, "ttftrace_cost_bpf_run_seconds_total") <= c["cost_bpf_run_ns"] / 1e9
     assert 0 < metric(scrape, "ttftrace_cost_tracer_cpu_seconds_total") <= \
@@ -148,9 +160,10 @@ def test_cost_without_statistics(sse_server, tracer):
 
 def test_cost_text_summary(sse_server, tracer):
     """The text summary: its own section, not among the drops and health counters."""
-    srv = sse_server("--ttft-ms", "5", "--itl-ms", "2")
+    srv = sse_server("--ttft-ms", "20", "--itl-ms", "5")
     t = tracer("--port", srv.port, "--cost", json_out=False)
-    tokens = traffic(srv.port)
+    clients = []
+    tokens = traffic(srv.port, clients)
     time.sleep(0.3)
     assert t.stop() == 0, t.stderr
     out = t.stdout
@@ -159,5 +172,7 @@ def test_cost_text_summary(sse_server, tracer):
     assert "Cost of tracing, from attach to the end (" in out
     assert "%d output tokens):" % tokens in out, out[-1500:]
     lines = out.split("Cost of tracing", 1)[1].splitlines()
+    print("Cost of tracing" + "\n".join(lines[:4]))
     assert lines[1].startswith("  tracer process: ") and "us per output token" in lines[1], lines
     assert lines[2].startswith("  BPF programs: ") and " runs (" in lines[2], lines
+    assert lines[3].startswith("  traced processes: ") and "us per output token" in lines[3], lines

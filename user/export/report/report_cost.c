@@ -6,7 +6,7 @@
 
 struct cost {
 	int have, have_bpf;
-	uint64_t wall_ns, cpu_ns, bpf_ns, bpf_runs;
+	uint64_t wall_ns, cpu_ns, targets_ns, bpf_ns, bpf_runs;
 };
 
 int report_cost__is_cost(const char *name)
@@ -24,6 +24,8 @@ static struct cost cost_of(const struct report_counter *c, int n)
 			k.have = 1;
 		} else if (!strcmp(c[i].name, "cost_tracer_cpu_ns")) {
 			k.cpu_ns = c[i].value;
+		} else if (!strcmp(c[i].name, "cost_targets_cpu_ns")) {
+			k.targets_ns = c[i].value;
 		} else if (!strcmp(c[i].name, "cost_bpf_run_ns")) {
 			k.bpf_ns = c[i].value;
 			k.have_bpf = 1;
@@ -32,6 +34,22 @@ static struct cost cost_of(const struct report_counter *c, int n)
 		}
 	}
 	return k;
+}
+
+/* The BPF programs' line: their time, or why it is not known. */
+static void bpf_text(FILE *out, const struct cost *k, uint64_t out_tokens)
+{
+	if (!k->have_bpf) {
+		fprintf(out, "  BPF programs: not counted (the kernel's run-time statistics are off; "
+			"--cost turns them on)\n");
+		return;
+	}
+	fprintf(out, "  BPF programs: %.1f ms in %" PRIu64 " runs", k->bpf_ns / 1e6, k->bpf_runs);
+	if (k->bpf_runs)
+		fprintf(out, " (%.0f ns a run)", (double)k->bpf_ns / k->bpf_runs);
+	if (out_tokens)
+		fprintf(out, ", %.2f us per output token", k->bpf_ns / 1e3 / out_tokens);
+	fputc('\n', out);
 }
 
 void report_cost__text(FILE *out, const struct report_counter *c, int n, uint64_t out_tokens)
@@ -47,17 +65,11 @@ void report_cost__text(FILE *out, const struct report_counter *c, int n, uint64_
 	if (out_tokens)
 		fprintf(out, ", %.2f us per output token", k.cpu_ns / 1e3 / out_tokens);
 	fputc('\n', out);
-	if (!k.have_bpf) {
-		fprintf(out, "  BPF programs: not counted (the kernel's run-time statistics are off; "
-			"--cost turns them on)\n");
-		return;
-	}
-	fprintf(out, "  BPF programs: %.1f ms in %" PRIu64 " runs", k.bpf_ns / 1e6, k.bpf_runs);
-	if (k.bpf_runs)
-		fprintf(out, " (%.0f ns a run)", (double)k.bpf_ns / k.bpf_runs);
+	bpf_text(out, &k, out_tokens);
+	fprintf(out, "  traced processes: %.1f ms CPU", k.targets_ns / 1e6);
 	if (out_tokens)
-		fprintf(out, ", %.2f us per output token", k.bpf_ns / 1e3 / out_tokens);
-	fputc('\n', out);
+		fprintf(out, ", %.2f us per output token", k.targets_ns / 1e3 / out_tokens);
+	fprintf(out, " (the BPF runs and uprobe traps in their threads included)\n");
 }
 
 /* v / out_tokens in us, rounded to ns; null without tokens. */
@@ -87,6 +99,8 @@ void report_cost__json(cJSON *o, const struct report_counter *c, int n, uint64_t
 	j_num(co, "tracer_core_share", k.wall_ns ? round(1e6 * k.cpu_ns / k.wall_ns) / 1e6 : 0,
 	      err);
 	per_token_us(co, "tracer_us_per_token", k.cpu_ns, out_tokens, err);
+	j_num(co, "targets_cpu_ms", round(k.targets_ns / 1e3) / 1e3, err);
+	per_token_us(co, "targets_us_per_token", k.targets_ns, out_tokens, err);
 	if (k.have_bpf) {
 		j_num(co, "bpf_run_ms", round(k.bpf_ns / 1e3) / 1e3, err);
 		j_u64(co, "bpf_runs", k.bpf_runs, 0, err);
