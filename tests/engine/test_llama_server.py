@@ -13,11 +13,13 @@ import os
 import random
 import re
 import subprocess
+import time
 
 import pytest
 
 from conftest import ROOT, needs_root
 from llama_server import completion, load, start_llama_server
+from proc_truth import bpf_stats, cpu_ns
 
 pytestmark = needs_root
 
@@ -120,3 +122,32 @@ def test_prefix_cache_hit_is_a_prefill(llama_server, tracer):
         assert r["attribution"] == "exact", r
     s = tr.summary()
     assert s["prefix_cache"]["hits"] >= 2, s["prefix_cache"]
+
+
+def test_cost_attached_to_llama_server(llama_server, procs, tracer):
+    """--cost attached to a running llama-server under 4 clients: the summary's
+    output tokens are the engine's own (timings.predicted_n), and its cost
+    counters hold what the kernel says over the same window (tests/proc_truth.py:
+    schedstat of every thread of llama-server and of the tracer, fdinfo of the
+    tracer's programs, uprobes included). llama-server's HTTP and compute
+    threads live for the whole run, so none ends inside the window."""
+    srv_pid = procs.procs[-1].pid
+    tr = tracer("--port", llama_server, "--cost")
+    t0, tr0, srv0, bpf0 = time.monotonic(), cpu_ns(tr.proc.pid), cpu_ns(srv_pid), \
+        bpf_stats(tr.proc.pid)
+    out = load(llama_server, 4, 3, 60, False)
+    tr.wait_requests(len(out), timeout_s=10)
+    t1, tr1, srv1, bpf1 = time.monotonic(), cpu_ns(tr.proc.pid), cpu_ns(srv_pid), \
+        bpf_stats(tr.proc.pid)
+    assert tr.stop() == 0, tr.stderr
+    s = tr.summary()
+    c = s["counters"]
+    print("window %.2f s: tracer %d ns, llama-server %d ns, BPF %d runs %d ns; ttftrace %s" % (
+        t1 - t0, tr1 - tr0, srv1 - srv0, bpf1[0] - bpf0[0], bpf1[1] - bpf0[1],
+        {k: v for k, v in c.items() if k.startswith("cost_")}))
+    assert s["total_output_tokens"] == sum(o["timings"]["predicted_n"] for o in out) == 12 * 16
+    assert tr1 - tr0 <= c["cost_tracer_cpu_ns"] <= (tr1 - tr0) * 1.15 + 8e6
+    assert bpf1[0] - bpf0[0] <= c["cost_bpf_runs"] <= (bpf1[0] - bpf0[0]) * 1.1 + 3000
+    assert bpf1[1] - bpf0[1] <= c["cost_bpf_run_ns"] <= (bpf1[1] - bpf0[1]) * 1.1 + 3e6
+    # /proc/PID/stat, in clock ticks (10 ms), from the tracer's first reading
+    assert srv1 - srv0 - 20e6 <= c["cost_targets_cpu_ns"] <= (srv1 - srv0) * 1.15 + 20e6

@@ -12,13 +12,12 @@ moment ttftrace says it is attached to just before its SIGINT; ttftrace
 counts from a little before the first to a little after the second, so its
 figures hold the test's and exceed them by that slack only.
 """
-import json
-import os
 import threading
 import time
 import urllib.request
 
 from conftest import Client, _token_text, free_port, needs_root
+from proc_truth import bpf_stats, cpu_ns
 
 pytestmark = needs_root
 
@@ -29,35 +28,6 @@ N_CLIENTS, N_REQ, TOKENS = 4, 10, 64
 def stats_sysctl():
     with open(STATS) as f:
         return int(f.read().strip())
-
-
-def cpu_ns(pid):
-    """On-CPU ns of every thread of pid (first field of each task's schedstat)."""
-    total = 0
-    task = "/proc/%d/task" % pid
-    for tid in os.listdir(task):
-        try:
-            with open("%s/%s/schedstat" % (task, tid)) as f:
-                total += int(f.read().split()[0])
-        except OSError:
-            pass    # a thread that ended in between
-    return total
-
-
-def bpf_stats(pid):
-    """(runs, run_time_ns) summed over the BPF programs pid holds, each once."""
-    seen = {}
-    fd_dir = "/proc/%d/fd" % pid
-    for fd in os.listdir(fd_dir):
-        try:
-            if os.readlink("%s/%s" % (fd_dir, fd)) != "anon_inode:bpf-prog":
-                continue
-            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
-                kv = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
-        except OSError:
-            continue
-        seen[int(kv["prog_id"])] = (int(kv["run_cnt"]), int(kv["run_time_ns"]))
-    return sum(v[0] for v in seen.values()), sum(v[1] for v in seen.values())
 
 
 def traffic(port, clients):
