@@ -100,7 +100,7 @@ def run(tracer, procs, tmp_path):
         td.ENGINE, pe, sse_server_cmd("--port", ps, "--ttft-ms", SSE_TTFT_MS, "--itl-ms", 2,
                                       "--tokens", TOKENS, "--nodelay"))
     mport = free_port()
-    tr = tracer("-c", cmd, "--profile", td.PROFILE, "--metrics", str(mport))
+    tr = tracer("-c", cmd, "--profile", td.PROFILE, "--metrics", str(mport), "--cost")
     api = tp.start_prometheus(procs, tmp_path, mport)
     tp.wait_listen(pe)
     tp.wait_listen(ps)
@@ -229,6 +229,17 @@ def test_each_panel_against_the_run(tracer, procs, tmp_path):
                 # request: at most what the summary counted over the whole run
                 got = {r["metric"]["name"]: float(r["value"][1]) * secs for r in ev(expr)}
                 assert 0 < got["events"] <= summary["counters"]["events"], got
+            elif title == "Cost of tracing per output token":
+                # the window's increase over its tokens (N_OK x TOKENS, as "Output
+                # tokens/s" checks): at most the whole run's counter
+                counter = {"tracer": "cost_tracer_cpu_ns", "BPF programs": "cost_bpf_run_ns",
+                           "traced processes": "cost_targets_cpu_ns"}[legend.split(" {{")[0]]
+                inc_s = one_value(expr) * N_OK * TOKENS
+                assert 0 < inc_s <= summary["counters"][counter] / 1e9 + 1e-9, (
+                    legend, inc_s, summary["counters"][counter])
+            elif title == "Tracer CPU, share of one core":
+                inc_s = one_value(expr) * secs
+                assert 0 < inc_s <= summary["counters"]["cost_tracer_cpu_ns"] / 1e9 + 1e-9, inc_s
             elif title == "ttftrace instances":
                 assert one_value(expr) == 1
             else:

@@ -102,7 +102,7 @@ def test_dashboard_queries_return_data(tracer, procs, tmp_path):
 
     pid, port = start_engine(procs, tmp_path)
     mport = free_port()
-    tr = tracer("-p", pid, "--profile", PROFILE, "--metrics", str(mport))
+    tr = tracer("-p", pid, "--profile", PROFILE, "--metrics", str(mport), "--cost")
     api = tp.start_prometheus(procs, tmp_path, mport)
     stop, counts = threading.Event(), [0, 0]
     th = threading.Thread(target=_load, args=(port, stop, counts), daemon=True)
