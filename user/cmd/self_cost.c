@@ -32,12 +32,11 @@ struct self_cost {
 	int stats_at_start;	/* statistics were on when the tracer attached */
 	int frozen;
 	uint64_t start_ns, start_cpu_ns;
-	uint64_t wall_ns, cpu_ns;	/* frozen values */
 	struct prog_seen progs[MAX_PROGS];
-	int n_progs, progs_over;
+	int n_progs, progs_over;	/* progs_over: not in the table at the last read */
 	const struct target_set *targets;	/* the tracer's, read at each collect */
 	struct target_seen seen[MAX_TARGETS];
-	int n_seen, targets_over;
+	int n_seen, targets_over;	/* targets_over: not in the table at the last read */
 	struct report_counter out[7];	/* frozen counters */
 	int n_out;
 };
@@ -51,7 +50,11 @@ static uint64_t process_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* kernel.bpf_stats_enabled: 1 while the sysctl or any BPF_ENABLE_STATS fd has them on. */
+/*
+ * kernel.bpf_stats_enabled reads 1: the sysctl turned the statistics on. It
+ * reads the value last written to it, so an fd from BPF_ENABLE_STATS (ours
+ * or another process's) does not show there (docs/kernel.md B15).
+ */
 static int stats_on(void)
 {
 	FILE *f = fopen(STATS_SYSCTL, "r");
@@ -87,10 +90,8 @@ static struct prog_seen *prog_slot(struct self_cost *c, uint32_t id)
 	for (int i = 0; i < c->n_progs; i++)
 		if (c->progs[i].id == id)
 			return &c->progs[i];
-	if (c->n_progs == MAX_PROGS) {
-		c->progs_over++;
+	if (c->n_progs == MAX_PROGS)
 		return NULL;
-	}
 	c->progs[c->n_progs].id = id;
 	return &c->progs[c->n_progs++];
 }
@@ -121,6 +122,7 @@ static void read_progs(struct self_cost *c, int at_start)
 
 	if (!d)
 		return;
+	c->progs_over = 0;
 	while ((de = readdir(d))) {
 		struct bpf_prog_info info = {};
 		uint32_t len = sizeof(info);
@@ -132,8 +134,10 @@ static void read_progs(struct self_cost *c, int at_start)
 		if (bpf_obj_get_info_by_fd(fd, &info, &len))
 			continue;
 		p = prog_slot(c, info.id);
-		if (!p)
+		if (!p) {
+			c->progs_over++;
 			continue;
+		}
 		p->cnt = info.run_cnt;
 		p->ns = info.run_time_ns;
 		if (at_start) {
@@ -174,6 +178,7 @@ static uint64_t proc_cpu_ns(uint32_t tgid)
  */
 static void read_targets(struct self_cost *c)
 {
+	c->targets_over = 0;
 	for (size_t i = 0; c->targets && i < c->targets->n; i++) {
 		uint32_t tgid = c->targets->tgids[i];
 		struct target_seen *t = NULL;
