@@ -167,7 +167,8 @@ struct ttf_net_event {
 	__u64 sock_cookie;      /* bpf_get_socket_cookie(sk): unique per socket lifetime */
 	__u64 arrival_first_ns; /* RECV: kernel arrival (sk_data_ready) of the oldest unread data; 0 unknown */
 	__u64 arrival_last_ns;  /* RECV: kernel arrival of the newest data before this read; 0 unknown */
-	__u64 enter_ns;         /* RECV/SEND: the read/write syscall began (sys_enter); 0 unknown */
+	__u64 enter_ns;         /* RECV/SEND: the read/write syscall began (sys_enter); 0 unknown;
+				   EXIT: the group's CPU time, ns, every thread's (docs/metrics.md M23) */
 	__u32 tgid;             /* process; for FORK the parent */
 	__u32 tid;              /* thread; for FORK the child tgid */
 	__u32 bytes;            /* RECV/SEND: syscall return value (bytes moved); XMIT: TCP payload bytes */

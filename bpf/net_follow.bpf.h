@@ -89,6 +89,14 @@ static __always_inline int on_exit_group(struct task_struct *p)
 	e->ts_ns = bpf_ktime_get_ns();
 	e->tgid = tgid;
 	e->tid = BPF_CORE_READ(p, pid);
+	/*
+	 * The group's CPU: its ended threads' in signal->sum_sched_runtime
+	 * (__exit_signal adds each), and this last one's own so far, for the
+	 * summary's cost (docs/metrics.md M23): its parent may reap it before
+	 * the tracer reads /proc again.
+	 */
+	e->enter_ns = BPF_CORE_READ(p, signal, sum_sched_runtime) +
+		      BPF_CORE_READ(p, se.sum_exec_runtime);
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
 	submit_now(e, sizeof(*e));	/* the tracer may be waiting for its last target */
 	return 0;

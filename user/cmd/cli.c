@@ -125,7 +125,8 @@ static const struct argp_option options[] = {
 	  "Check e.g. ttft_p95=2s,tpot_p95=100ms on the summary; exit 10 if not met", 2 },
 	{ "cost", OPT_COST, NULL, 0,
 	  "Also count the BPF programs' run time in the summary's cost of tracing (turns the "
-	  "kernel's BPF run-time statistics on for the run: two clock reads per program run)", 2 },
+	  "kernel's BPF run-time statistics on for the run: two clock reads in every BPF "
+	  "program run on the machine)", 2 },
 	{ NULL, 0, NULL, 0, "Engine (uprobes):", 3 },
 	{ "profile", OPT_PROFILE, "NAME|FILE", 0,
 	  "Engine profile (profiles/NAME.ini); default: llamacpp where libllama is mapped", 3 },
@@ -549,6 +550,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* arg is "--NAME=VALUE" for a NAME that takes no value (--json=1): that option, else NULL. */
+static const struct argp_option *flag_given_value(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	if (strncmp(arg, "--", 2) || !eq)
+		return NULL;
+	for (const struct argp_option *op = options; op->name || op->doc; op++)
+		if (op->name && !op->arg && strlen(op->name) == (size_t)(eq - arg - 2) &&
+		    !strncmp(op->name, arg + 2, (size_t)(eq - arg - 2)))
+			return op;
+	return NULL;
+}
+
 void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subcmd *cmds,
 		int n)
 {
@@ -568,7 +583,13 @@ void cli__parse(int argc, char **argv, struct ttf_opts *o, const struct ttf_subc
 	o->drain_ms = TTF_DEFAULT_DRAIN_MS;
 	cli_argp = &argp;
 	/* argp's own messages are off: its errors read "Error: ..." like ours */
-	if (argp_parse(&argp, argc, argv, ARGP_NO_ERRS | ARGP_NO_HELP, NULL, o))
-		subcmd__usage_fail("ttftrace", "unknown or incomplete option '%s'",
-				   error_next > 0 && error_next <= argc ? argv[error_next - 1] : "?");
+	if (argp_parse(&argp, argc, argv, ARGP_NO_ERRS | ARGP_NO_HELP, NULL, o)) {
+		const char *bad = error_next > 0 && error_next <= argc ? argv[error_next - 1] : "?";
+		const struct argp_option *flag = flag_given_value(bad);
+
+		if (flag)
+			subcmd__usage_fail("ttftrace", "option '--%s' takes no value (in '%s')",
+					   flag->name, bad);
+		subcmd__usage_fail("ttftrace", "unknown or incomplete option '%s'", bad);
+	}
 }

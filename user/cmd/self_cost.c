@@ -24,20 +24,22 @@ struct prog_seen {
 
 struct target_seen {
 	uint32_t tgid;
-	uint64_t base_ns, ns;	/* user + system CPU at first sight, and the last read */
+	uint64_t base_ns, ns;	/* CPU when first read (0: started after the attach), and the last */
 };
 
 struct self_cost {
 	int stats_fd;		/* BPF_ENABLE_STATS, held for the run (--cost); -1 none */
+	int stats_errno;	/* --cost: why the kernel refused it; 0 */
 	int stats_at_start;	/* statistics were on when the tracer attached */
 	int frozen;
 	uint64_t start_ns, start_cpu_ns;
+	uint64_t start_boot_ticks;	/* the attach, in /proc/PID/stat's starttime units */
 	struct prog_seen progs[MAX_PROGS];
 	int n_progs, progs_over;	/* progs_over: not in the table at the last read */
 	const struct target_set *targets;	/* the tracer's, read at each collect */
 	struct target_seen seen[MAX_TARGETS];
 	int n_seen, targets_over;	/* targets_over: not in the table at the last read */
-	struct report_counter out[7];	/* frozen counters */
+	struct report_counter out[9];	/* frozen counters */
 	int n_out;
 };
 
@@ -77,6 +79,8 @@ struct self_cost *self_cost__new(int want_stats)
 	c->stats_fd = -1;
 	if (want_stats) {
 		c->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (c->stats_fd < 0)
+			c->stats_errno = errno;
 		if (c->stats_fd < 0)
 			ttf_warn("--cost: cannot turn on BPF run-time statistics: %s; the BPF "
 				 "programs' time is not counted (it needs Linux 5.8 and "
@@ -148,10 +152,14 @@ static void read_progs(struct self_cost *c, int at_start)
 	closedir(d);
 }
 
-/* User + system CPU of process tgid, all its threads, dead ones too (ns; 0 when gone). */
-static uint64_t proc_cpu_ns(uint32_t tgid)
+/*
+ * Process tgid's user + system CPU, all its threads, ended ones too (ns),
+ * and when it started (clock ticks after boot), from /proc/PID/stat
+ * (proc(5): fields 14, 15 and 22). -ENOENT when it is gone.
+ */
+static int proc_cpu(uint32_t tgid, uint64_t *cpu_ns, uint64_t *start_ticks)
 {
-	unsigned long long utime, stime;
+	unsigned long long utime, stime, start;
 	char path[64], buf[1024], *p;
 	long hz = sysconf(_SC_CLK_TCK);
 	FILE *f;
@@ -160,44 +168,79 @@ static uint64_t proc_cpu_ns(uint32_t tgid)
 	snprintf(path, sizeof(path), "/proc/%u/stat", tgid);
 	f = fopen(path, "r");
 	if (!f)
-		return 0;
+		return -ENOENT;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');	/* the name may hold spaces and parentheses */
-	/* after the name: fields 3 (state) to 13 skipped, utime (14) and stime (15), proc(5) */
-	if (!p || hz <= 0 || sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu",
-				    &utime, &stime) != 2)
-		return 0;
-	return (uint64_t)(utime + stime) * (1000000000ull / (uint64_t)hz);
+	/* after the name: fields 3 to 13 skipped, 14 and 15, 16 to 21 skipped, 22 */
+	if (!p || hz <= 0 ||
+	    sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu "
+		   "%*s %*s %*s %*s %*s %*s %llu", &utime, &stime, &start) != 3)
+		return -ENOENT;
+	*cpu_ns = (uint64_t)(utime + stime) * (1000000000ull / (uint64_t)hz);
+	*start_ticks = start;
+	return 0;
+}
+
+/* The table's entry of tgid, a new one (base 0) when it has none; NULL: full. */
+static struct target_seen *target_slot(struct self_cost *c, uint32_t tgid, int *fresh)
+{
+	*fresh = 0;
+	for (int k = 0; k < c->n_seen; k++)
+		if (c->seen[k].tgid == tgid)
+			return &c->seen[k];
+	if (c->n_seen == MAX_TARGETS) {
+		c->targets_over++;
+		return NULL;
+	}
+	*fresh = 1;
+	c->seen[c->n_seen] = (struct target_seen){ .tgid = tgid };
+	return &c->seen[c->n_seen++];
 }
 
 /*
- * Read the CPU of every traced process; one seen for the first time gets
- * its value then as its base. A process gone keeps its last reading.
+ * Read the CPU of every traced process. One read for the first time counts
+ * from then on, or from its start when it started after the attach. A
+ * process gone keeps its last reading, or the CPU its EXIT record carried.
  */
 static void read_targets(struct self_cost *c)
 {
 	c->targets_over = 0;
 	for (size_t i = 0; c->targets && i < c->targets->n; i++) {
-		uint32_t tgid = c->targets->tgids[i];
-		struct target_seen *t = NULL;
-		uint64_t ns = proc_cpu_ns(tgid);
+		uint64_t ns, start_ticks;
+		struct target_seen *t;
+		int fresh;
 
-		for (int k = 0; k < c->n_seen && !t; k++)
-			if (c->seen[k].tgid == tgid)
-				t = &c->seen[k];
-		if (!t) {
-			if (c->n_seen == MAX_TARGETS) {
-				c->targets_over++;
-				continue;
-			}
-			t = &c->seen[c->n_seen++];
-			*t = (struct target_seen){ tgid, ns, ns };
-		}
+		if (proc_cpu(c->targets->tgids[i], &ns, &start_ticks))
+			continue;
+		t = target_slot(c, c->targets->tgids[i], &fresh);
+		if (!t)
+			continue;
+		if (fresh && start_ticks <= c->start_boot_ticks)
+			t->base_ns = ns;	/* it ran before: only what it uses from now */
 		if (ns > t->ns)
 			t->ns = ns;
 	}
+}
+
+void self_cost__poll(struct self_cost *c)
+{
+	if (c && c->start_ns && !c->frozen)
+		read_targets(c);
+}
+
+void self_cost__exited(struct self_cost *c, uint32_t tgid, uint64_t cpu_ns)
+{
+	struct target_seen *t;
+	int fresh;
+
+	if (!c || !c->start_ns || c->frozen || !cpu_ns)
+		return;
+	/* one never read lived between two readings: all of it after the attach */
+	t = target_slot(c, tgid, &fresh);
+	if (t && cpu_ns > t->ns)
+		t->ns = cpu_ns;
 }
 
 void self_cost__set_targets(struct self_cost *c, const struct target_set *targets)
@@ -208,10 +251,15 @@ void self_cost__set_targets(struct self_cost *c, const struct target_set *target
 
 void self_cost__start(struct self_cost *c, uint64_t now_ns)
 {
+	struct timespec boot;
+
 	if (!c)
 		return;
 	c->start_ns = now_ns;
 	c->start_cpu_ns = process_cpu_ns();
+	if (!clock_gettime(CLOCK_BOOTTIME, &boot) && sysconf(_SC_CLK_TCK) > 0)
+		c->start_boot_ticks = ((uint64_t)boot.tv_sec * 1000000000ull + boot.tv_nsec) /
+				      (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 	c->stats_at_start = c->stats_fd >= 0 || stats_on();
 	read_progs(c, 1);
 	read_targets(c);
@@ -225,13 +273,18 @@ static int collect(struct self_cost *c, uint64_t wall_ns, uint64_t cpu_ns,
 	int n = 0;
 
 	if (cap < 3)
-		return 0;
+		return 0;	/* never: the registry has room for every source */
 	read_targets(c);
 	for (int i = 0; i < c->n_seen; i++)
 		targets_ns += c->seen[i].ns - c->seen[i].base_ns;
 	out[n++] = (struct report_counter){ "cost_wall_ns", wall_ns };
 	out[n++] = (struct report_counter){ "cost_tracer_cpu_ns", cpu_ns };
 	out[n++] = (struct report_counter){ "cost_targets_cpu_ns", targets_ns };
+	if (n < cap)	/* loading and verifying the programs, before the attach */
+		out[n++] = (struct report_counter){ "cost_setup_cpu_ns", c->start_cpu_ns };
+	if (n < cap && c->stats_errno)
+		out[n++] = (struct report_counter){ "cost_bpf_stats_errno",
+						    (uint64_t)c->stats_errno };
 	if (n < cap && c->targets_over)
 		out[n++] = (struct report_counter){ "cost_targets_unread", c->targets_over };
 	/* statistics off at the start or now: the programs' time is not known */

@@ -13,6 +13,7 @@
 #include <sys/epoll.h>
 #include <limits.h>
 #include <sys/wait.h>
+#include "user/cmd/self_cost.h"
 #include "user/cmd/trace.h"
 #include "user/cmd/tracer.h"
 #include "user/lib/exit.h"
@@ -187,6 +188,7 @@ int tracer__on_net(void *ctx, const struct ttf_net_event *e, size_t len)
 		trace_followed(t, e);
 	} else if (e->type == TTF_EV_EXIT) {
 		t->exit_seen = 1;
+		self_cost__exited(t->cost, e->tgid, e->enter_ns);
 	}
 	pipeline__on_net(t->pipe, e, len);
 	follow_upstreams(t);	/* at once, as the record that showed the call */
@@ -412,6 +414,7 @@ static int run_loop(struct tracer *t)
 		}
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
+			self_cost__poll(t->cost);
 			for (int i = 0; i < t->n_sources; i++)
 				if (t->sources[i].tick)
 					t->sources[i].tick(t->sources[i].ctx, now);

@@ -293,3 +293,27 @@ def test_refused_uprobe_says_refused_without_tracefs(procs, tmp_path):
            "not mounted and mounting it failed (Operation not permitted: needs " \
            "CAP_SYS_ADMIN); it runs a BPF program on every syscall of the whole host" \
            in p.stderr, p.stderr
+
+
+@needs_root
+def test_documented_caps_cost_is_refused_and_tracing_goes_on(procs, sse_server):
+    """--cost under the documented set: the kernel refuses the BPF run-time
+    statistics without CAP_SYS_ADMIN (docs/kernel.md B15). A warning says so,
+    tracing goes on, and the summary says why the BPF time is not counted."""
+    srv = sse_server("--ttft-ms", "10", "--itl-ms", "2")
+    tr, early = start_documented(procs, ["--cost", "--port", srv.port])
+    assert any("Warning: --cost: cannot turn on BPF run-time statistics: Operation not "
+               "permitted" in l for l in early), "".join(early)
+    c = Client(srv.port)
+    resp = [c.request(max_tokens=4) for _ in range(2)]
+    c.close()
+    tr.send_signal(signal.SIGINT)
+    out, err = tr.communicate(timeout=30)
+    assert tr.returncode == 0, "".join(early) + err
+    recs = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    assert all(r.status == 200 for r in resp)
+    assert [r["tokens"] for r in recs if r["type"] == "request"] == [4, 4], err
+    (s,) = [r for r in recs if r["type"] == "summary"]
+    assert s["cost"]["bpf_stats"] == "refused" and s["cost"]["bpf_us_per_token"] is None, s["cost"]
+    assert s["counters"]["cost_bpf_stats_errno"] == 1, s["counters"]   # EPERM
+    assert s["cost"]["tracer_us_per_token"] > 0, s["cost"]

@@ -61,6 +61,13 @@ def test_unknown_option_says_error_and_hint():
                         "HINT: see `ttftrace --help`\n"), p.stderr
 
 
+def test_flag_given_a_value_says_it_takes_none():
+    p = ttftrace("--cost=1", "-p", "1")
+    assert p.returncode == 2
+    assert p.stderr == ("Error: option '--cost' takes no value (in '--cost=1')\n"
+                        "HINT: see `ttftrace --help`\n"), p.stderr
+
+
 def test_not_root_exits_3():
     # A copy in a directory that nobody can reach (pytest's tmp dirs are 0700).
     d = tempfile.mkdtemp(prefix="ttftrace-cli-")

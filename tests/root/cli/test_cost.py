@@ -12,6 +12,7 @@ moment ttftrace says it is attached to just before its SIGINT; ttftrace
 counts from a little before the first to a little after the second, so its
 figures hold the test's and exceed them by that slack only.
 """
+import os
 import threading
 import time
 import urllib.request
@@ -144,5 +145,42 @@ def test_cost_text_summary(sse_server, tracer):
     lines = out.split("Cost of tracing", 1)[1].splitlines()
     print("Cost of tracing" + "\n".join(lines[:4]))
     assert lines[1].startswith("  tracer process: ") and "us per output token" in lines[1], lines
+    assert lines[1].endswith(" ms to load the programs"), lines
     assert lines[2].startswith("  BPF programs: ") and " runs (" in lines[2], lines
-    assert lines[3].startswith("  traced processes: ") and "us per output token" in lines[3], lines
+    assert lines[3].startswith("  for scale, the traced processes: ") and \
+        "us per output token" in lines[3], lines
+
+
+def test_cost_counts_a_server_that_ends(sse_server, tracer):
+    """A traced server that ends inside the run: its CPU up to its end counts,
+    from its EXIT record, though no one reads /proc/PID/stat after it is reaped.
+    Truth: the kernel's rusage of the server at its reaping (os.wait4, its
+    parent here), less what the server had used when ttftrace attached."""
+    n = N_CLIENTS * 4
+    srv = sse_server("--ttft-ms", "20", "--itl-ms", "5", "--exit-after", str(n))
+    t = tracer("-p", srv.pid)
+    base = cpu_ns(srv.pid)
+    clients = []
+
+    def run():
+        c = Client(srv.port)
+        clients.append(c)
+        for _ in range(n // N_CLIENTS):
+            assert c.request(max_tokens=TOKENS).status == 200
+
+    ts = [threading.Thread(target=run) for _ in range(N_CLIENTS)]
+    for th in ts:
+        th.start()
+    for th in ts:
+        th.join(60)
+    _, _, ru = os.wait4(srv.pid, 0)     # it exits after its n responses
+    srv.proc.returncode = 0             # reaped here: Popen must not wait for it
+    truth_ns = (ru.ru_utime + ru.ru_stime) * 1e9 - base
+    assert t.wait_exit(15) == 7, t.stderr      # the target is gone (exit 7)
+    c = t.summary()["counters"]
+    print("server's CPU after the attach: %.1f ms (wait4); ttftrace %.1f ms" % (
+        truth_ns / 1e6, c["cost_targets_cpu_ns"] / 1e6))
+    assert truth_ns > 50e6, truth_ns    # it spins the last ms before each token
+    # the EXIT record's sum is taken just before the thread's last steps; the
+    # rusage has microseconds
+    assert abs(c["cost_targets_cpu_ns"] - truth_ns) <= 0.05 * truth_ns + 5e6, (c, truth_ns)

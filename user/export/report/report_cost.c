@@ -6,7 +6,7 @@
 
 struct cost {
 	int have, have_bpf;
-	uint64_t wall_ns, cpu_ns, targets_ns, bpf_ns, bpf_runs;
+	uint64_t wall_ns, cpu_ns, targets_ns, setup_ns, bpf_ns, bpf_runs, stats_errno;
 };
 
 int report_cost__is_cost(const char *name)
@@ -26,6 +26,10 @@ static struct cost cost_of(const struct report_counter *c, int n)
 			k.cpu_ns = c[i].value;
 		} else if (!strcmp(c[i].name, "cost_targets_cpu_ns")) {
 			k.targets_ns = c[i].value;
+		} else if (!strcmp(c[i].name, "cost_setup_cpu_ns")) {
+			k.setup_ns = c[i].value;
+		} else if (!strcmp(c[i].name, "cost_bpf_stats_errno")) {
+			k.stats_errno = c[i].value;
 		} else if (!strcmp(c[i].name, "cost_bpf_run_ns")) {
 			k.bpf_ns = c[i].value;
 			k.have_bpf = 1;
@@ -39,9 +43,15 @@ static struct cost cost_of(const struct report_counter *c, int n)
 /* The BPF programs' line: their time, or why it is not known. */
 static void bpf_text(FILE *out, const struct cost *k, uint64_t out_tokens)
 {
+	if (!k->have_bpf && k->stats_errno) {
+		fprintf(out, "  BPF programs: not counted (--cost could not turn the kernel's run-time "
+			"statistics on: %s; it needs Linux 5.8 and CAP_SYS_ADMIN)\n",
+			strerror((int)k->stats_errno));
+		return;
+	}
 	if (!k->have_bpf) {
-		fprintf(out, "  BPF programs: not counted (the kernel's run-time statistics are off; "
-			"--cost turns them on)\n");
+		fprintf(out, "  BPF programs: not counted (the kernel's run-time statistics were not on "
+			"from attach to the end; --cost turns them on)\n");
 		return;
 	}
 	fprintf(out, "  BPF programs: %.1f ms in %" PRIu64 " runs", k->bpf_ns / 1e6, k->bpf_runs);
@@ -64,12 +74,13 @@ void report_cost__text(FILE *out, const struct report_counter *c, int n, uint64_
 		k.wall_ns ? 100.0 * k.cpu_ns / k.wall_ns : 0.0);
 	if (out_tokens)
 		fprintf(out, ", %.2f us per output token", k.cpu_ns / 1e3 / out_tokens);
-	fputc('\n', out);
+	fprintf(out, "; before the attach, %.1f ms to load the programs\n", k.setup_ns / 1e6);
 	bpf_text(out, &k, out_tokens);
-	fprintf(out, "  traced processes: %.1f ms CPU", k.targets_ns / 1e6);
+	/* /proc's clock ticks, 10 ms: whole ms */
+	fprintf(out, "  for scale, the traced processes: %.0f ms CPU", k.targets_ns / 1e6);
 	if (out_tokens)
-		fprintf(out, ", %.2f us per output token", k.targets_ns / 1e3 / out_tokens);
-	fprintf(out, " (the BPF runs and uprobe traps in their threads included)\n");
+		fprintf(out, ", %.1f us per output token", k.targets_ns / 1e3 / out_tokens);
+	fprintf(out, " (the BPF runs and uprobe traps in their threads are in this too)\n");
 }
 
 /* v / out_tokens in us, rounded to ns; null without tokens. */
@@ -99,8 +110,10 @@ void report_cost__json(cJSON *o, const struct report_counter *c, int n, uint64_t
 	j_num(co, "tracer_core_share", k.wall_ns ? round(1e6 * k.cpu_ns / k.wall_ns) / 1e6 : 0,
 	      err);
 	per_token_us(co, "tracer_us_per_token", k.cpu_ns, out_tokens, err);
+	j_num(co, "setup_cpu_ms", round(k.setup_ns / 1e3) / 1e3, err);
 	j_num(co, "targets_cpu_ms", round(k.targets_ns / 1e3) / 1e3, err);
 	per_token_us(co, "targets_us_per_token", k.targets_ns, out_tokens, err);
+	j_str(co, "bpf_stats", k.have_bpf ? "counted" : k.stats_errno ? "refused" : "off", err);
 	if (k.have_bpf) {
 		j_num(co, "bpf_run_ms", round(k.bpf_ns / 1e3) / 1e3, err);
 		j_u64(co, "bpf_runs", k.bpf_runs, 0, err);
