@@ -12,6 +12,7 @@ moment ttftrace says it is attached to just before its SIGINT; ttftrace
 counts from a little before the first to a little after the second, so its
 figures hold the test's and exceed them by that slack only.
 """
+import math
 import os
 import threading
 import time
@@ -77,6 +78,11 @@ def run_traced(sse_server, tracer, *args):
     return t.summary(), truth, scrape
 
 
+def per_token_us(ns, tokens):
+    """ns / tokens in us, to the ns, a half rounded up as C's round() does."""
+    return math.floor(ns / tokens + 0.5) / 1e3
+
+
 def metric(scrape, name):
     for line in scrape.splitlines():
         if line.startswith(name + " "):
@@ -103,11 +109,11 @@ def test_cost_counts_tracer_cpu_and_bpf_time(sse_server, tracer):
     # (10 ms), and counts from its first reading.
     assert truth["srv_cpu_ns"] - 20e6 <= c["cost_targets_cpu_ns"] <= \
         truth["srv_cpu_ns"] * 1.15 + 20e6
-    # per output token, in us, rounded to the ns
-    assert cost["tracer_us_per_token"] == round(c["cost_tracer_cpu_ns"] / truth["tokens"]) / 1e3
-    assert cost["bpf_us_per_token"] == round(c["cost_bpf_run_ns"] / truth["tokens"]) / 1e3
+    # per output token, in us, rounded to the ns (C rounds halves away from 0)
+    assert cost["tracer_us_per_token"] == per_token_us(c["cost_tracer_cpu_ns"], truth["tokens"])
+    assert cost["bpf_us_per_token"] == per_token_us(c["cost_bpf_run_ns"], truth["tokens"])
     assert cost["bpf_runs"] == c["cost_bpf_runs"]
-    assert cost["targets_us_per_token"] == round(c["cost_targets_cpu_ns"] / truth["tokens"]) / 1e3
+    assert cost["targets_us_per_token"] == per_token_us(c["cost_targets_cpu_ns"], truth["tokens"])
     # Prometheus, scraped before the end: seconds, at most the run's total
     assert 0 < metric(scrape, "ttftrace_cost_bpf_run_seconds_total") <= c["cost_bpf_run_ns"] / 1e9
     assert 0 < metric(scrape, "ttftrace_cost_tracer_cpu_seconds_total") <= \
@@ -125,7 +131,7 @@ def test_cost_without_statistics(sse_server, tracer):
     assert truth["cpu_ns"] <= c["cost_tracer_cpu_ns"] <= truth["cpu_ns"] * 1.15 + 8e6
     assert "cost_bpf_run_ns" not in c and "cost_bpf_runs" not in c, c
     assert cost["bpf_us_per_token"] is None and cost["bpf_runs"] is None, cost
-    assert cost["tracer_us_per_token"] == round(c["cost_tracer_cpu_ns"] / truth["tokens"]) / 1e3
+    assert cost["tracer_us_per_token"] == per_token_us(c["cost_tracer_cpu_ns"], truth["tokens"])
     assert stats_sysctl() == 0
 
 
