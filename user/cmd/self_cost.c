@@ -14,6 +14,7 @@
 
 #define MAX_PROGS 512	/* programs the tracer loads over a run: about 60 with every probe */
 #define MAX_TARGETS 1024	/* traced processes over a run */
+#define POLL_NS 1000000000ull	/* the traced processes' CPU is read this often */
 #define STATS_SYSCTL "/proc/sys/kernel/bpf_stats_enabled"
 
 struct prog_seen {
@@ -34,6 +35,7 @@ struct self_cost {
 	int frozen;
 	uint64_t start_ns, start_cpu_ns;
 	uint64_t start_boot_ticks;	/* the attach, in /proc/PID/stat's starttime units */
+	uint64_t next_poll_ns;
 	struct prog_seen progs[MAX_PROGS];
 	int n_progs, progs_over;	/* progs_over: not in the table at the last read */
 	const struct target_set *targets;	/* the tracer's, read at each collect */
@@ -224,10 +226,12 @@ static void read_targets(struct self_cost *c)
 	}
 }
 
-void self_cost__poll(struct self_cost *c)
+void self_cost__poll(struct self_cost *c, uint64_t now_ns)
 {
-	if (c && c->start_ns && !c->frozen)
-		read_targets(c);
+	if (!c || !c->start_ns || c->frozen || now_ns < c->next_poll_ns)
+		return;
+	c->next_poll_ns = now_ns + POLL_NS;
+	read_targets(c);
 }
 
 void self_cost__exited(struct self_cost *c, uint32_t tgid, uint64_t cpu_ns)

@@ -31,8 +31,8 @@ struct self_cost *self_cost__new(int want_stats);
 void self_cost__set_targets(struct self_cost *c, const struct target_set *targets);
 /* The tracer is attached: its CPU and the clock count from here. */
 void self_cost__start(struct self_cost *c, uint64_t now_ns);
-/* Read the traced processes' CPU again (the loop, every 200 ms or so). */
-void self_cost__poll(struct self_cost *c);
+/* Read the traced processes' CPU again if a second has passed (the loop calls it). */
+void self_cost__poll(struct self_cost *c, uint64_t now_ns);
 /* Traced process tgid ended, having used cpu_ns in all (its EXIT record). */
 void self_cost__exited(struct self_cost *c, uint32_t tgid, uint64_t cpu_ns);
 /* The run ends: the counters keep these values from now on. */

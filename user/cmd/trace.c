@@ -414,7 +414,7 @@ static int run_loop(struct tracer *t)
 		}
 		if (now >= next_check) {
 			next_check = now + ALIVE_CHECK_NS;
-			self_cost__poll(t->cost);
+			self_cost__poll(t->cost, now);
 			for (int i = 0; i < t->n_sources; i++)
 				if (t->sources[i].tick)
 					t->sources[i].tick(t->sources[i].ctx, now);
