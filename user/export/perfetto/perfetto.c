@@ -76,24 +76,35 @@ void pf_mark_flow(struct perfetto *pf, uint32_t pid, uint32_t tid, uint64_t ts_n
 	flow_ev(pf, 'f', ts_ns, pid, tid, flow_id);
 }
 
-/* The lowest lane free since @start_ns (1-based), or 0 when all are busy. */
+/*
+ * The lane (1-based) whose last request ended latest but before @start_ns,
+ * a new one when none did; 0 when all are busy. Requests come in the order
+ * they end, not the order they began: a long request reported after the
+ * short ones around it needs a lane that was free when it began, and
+ * taking the lowest free lane for each short one would have used up those
+ * (a keep-alive client's next request takes its previous one's lane here).
+ */
 static uint32_t lane_take(struct perfetto *pf, uint64_t start_ns, uint64_t end_ns)
 {
+	uint32_t best = PERFETTO_MAX_LANES, i;
 	char name[32];
 
-	for (uint32_t i = 0; i < PERFETTO_MAX_LANES; i++) {
-		if (pf->lane_end[i] && pf->lane_end[i] > start_ns)
-			continue;
-		if (!pf->lane_end[i]) {
-			snprintf(name, sizeof(name), "lane %u", i + 1);
-			pf_meta(&pf->out, PERFETTO_PID_REQUESTS, i + 1, "thread_name", name);
+	for (i = 0; i < PERFETTO_MAX_LANES && pf->lane_end[i]; i++)
+		if (pf->lane_end[i] <= start_ns &&
+		    (best == PERFETTO_MAX_LANES || pf->lane_end[i] > pf->lane_end[best]))
+			best = i;
+	if (best == PERFETTO_MAX_LANES) {
+		if (i == PERFETTO_MAX_LANES) {
+			pf->lanes_full++;
+			return 0;
 		}
-		/* never 0 again: 0 marks a lane not named yet */
-		pf->lane_end[i] = end_ns ? end_ns : 1;
-		return i + 1;
+		best = i;	/* the first lane not named yet */
+		snprintf(name, sizeof(name), "lane %u", i + 1);
+		pf_meta(&pf->out, PERFETTO_PID_REQUESTS, i + 1, "thread_name", name);
 	}
-	pf->lanes_full++;
-	return 0;
+	/* never 0 again: 0 marks a lane not named yet */
+	pf->lane_end[best] = end_ns ? end_ns : 1;
+	return best + 1;
 }
 
 /* The request's flags as NDJSON names them (vocab.h): ,"flags":[...] inside args. */
