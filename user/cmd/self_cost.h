@@ -3,7 +3,7 @@
  * What tracing costs, measured by the tracer itself: its own process's CPU
  * time and the run time of its BPF programs, from the moment it is
  * attached to the end. Given as counters (cost_*), so that they reach the
- * summary, Prometheus, OTLP and recordings like every other counter, and a
+ * summary, Prometheus and recordings like every other counter, and a
  * replay gives the live run's figures (docs/usage.md, "What tracing
  * costs").
  *
