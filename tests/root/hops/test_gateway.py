@@ -373,8 +373,11 @@ def test_buffering_named(procs, tmp_path, sse_server, tracer):
     for r in recs:
         gw = r["hops"][0]
         assert gw["buffering"], gw
-        # nginx held every token: its first write came after the upstream's last read
-        assert gw["held_reads"] >= 6 and gw["held_ms"] >= 60, gw
+        # nginx held every token: its first write came after the upstream's last
+        # read, 7 ITLs (70 ms) after its first. Its reads of the 8 tokens: one each
+        # on a quiet machine, fewer where it wakes late and finds two waiting (5 in
+        # one CI run), but never one read for them all.
+        assert gw["held_reads"] >= 3 and gw["held_ms"] >= 60, gw
         assert gw["stages_ms"]["gateway_out"] == r["hop_stages_ms"]["gateway_out"]
         assert chain_sum_ok(r)
     assert tr.summary()["hops"]["buffered"] == 6
