@@ -19,7 +19,7 @@ per round so that drift of a noisy machine hits all alike:
        time per token of the untraced server) and the tracer's idle CPU
   Tr   T with the sock source's syscall arguments from raw sys_enter, not
        the per-syscall tracepoints syscalls:sys_enter_X (TTFTRACE_SKIP_PROGS
-       leaves enter_read out; not in the default --configs)
+       leaves enter_write out; not in the default --configs)
   Tb   T with another build, $TTFTRACE_B (an A/B of two builds in one run;
        not in the default --configs)
   B    bench/bpftrace_baseline.bt plus the same engine uprobes, in bpftrace
@@ -80,7 +80,7 @@ TTFTRACE_B = os.environ.get("TTFTRACE_B")
 ENGINE_PROGS = ("handle_entry", "handle_return")	# bpf/engine.bpf.c
 TT_ARGS = {"T": [], "Tns": ["--no-sched"], "Tnu": ["--no-profile"], "Tnh": ["--no-hops"],
            "Tu": [], "Tr": [], "Tb": []}
-TT_ENV = {"Tr": {"TTFTRACE_SKIP_PROGS": "enter_read"}}
+TT_ENV = {"Tr": {"TTFTRACE_SKIP_PROGS": "enter_write"}}
 
 
 def die(msg, hint=None):

@@ -3,13 +3,13 @@
 """Cost per syscall of the sock source's syscall-argument programs: bench/sys_enter_cost.sh runs this (root).
 
 bench/syscall_hit.c times getppid() (a syscall ttftrace does not want, as
-every other syscall of the machine) and a 1-byte read() of /dev/zero (a
+every other syscall of the machine) and a 1-byte write() to /dev/null (a
 payload syscall of the traced process, not on a socket) per call, in CPU
 time. Per round, interleaved and rotated, it runs with no tracer (none),
 with `ttftrace -p PID --no-sched --no-profile` taking the arguments from
 the per-syscall tracepoints syscalls:sys_enter_X (tp, the default where
 tracefs has them) and from raw sys_enter (raw: TTFTRACE_SKIP_PROGS leaves
-enter_read out, so all eight fall back). Printed, as medians over rounds:
+enter_write out, so all five fall back). Printed, as medians over rounds:
 the extra ns per call against the none run of the same round, and per BPF
 program its ns per run (BPF run-time stats; its runs include the rest of
 the machine's). The extra ns include what bpftool cannot see: the kernel's
@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import cost  # noqa: E402  (bench/cost.py: prog_ids, prog_stats, wait_line, stop, die)
 
 MODES = ["none", "tp", "raw"]
-ENV = {"tp": {}, "raw": {"TTFTRACE_SKIP_PROGS": "enter_read"}}
+ENV = {"tp": {}, "raw": {"TTFTRACE_SKIP_PROGS": "enter_write"}}
 WANT = {"tp": "syscalls:sys_enter_X", "raw": "raw sys_enter"}
 
 
@@ -47,7 +47,7 @@ def measure(p):
 def one(mode, p, work, tag):
     if mode == "none":
         g, r = measure(p)
-        return {"getppid": g, "read": r, "progs": {}}
+        return {"getppid": g, "write": r, "progs": {}}
     log = os.path.join(work, tag + ".log")
     tr = subprocess.Popen([cost.TTFTRACE, "-p", str(p.pid), "--no-sched", "--no-profile",
                            "--json", "-o", "/dev/null"], stdout=subprocess.DEVNULL,
@@ -63,7 +63,7 @@ def one(mode, p, work, tag):
     cost.stop(tr, 2)
     progs = {k: [after[k][0] - before.get(k, [0, 0])[0], after[k][1] - before.get(k, [0, 0])[1]]
              for k in after if k == "handle_sys_enter" or k.startswith("enter_")}
-    return {"getppid": g, "read": r, "progs": progs}
+    return {"getppid": g, "write": r, "progs": progs}
 
 
 def main():
@@ -108,13 +108,13 @@ def main():
     med = statistics.median
     print("\nmedians over %d rounds of %d calls each: ns per call (BPF run-time stats %s)" %
           (args.rounds, args.n, "on" if not args.no_stats or stats_orig != "0" else "off"))
-    print("%-5s %10s %10s %14s %12s" % ("mode", "getppid", "read", "getppid extra",
-                                         "read extra"))
+    print("%-5s %10s %10s %14s %12s" % ("mode", "getppid", "write", "getppid extra",
+                                         "write extra"))
     for m in MODES:
         g = [x[m]["getppid"] for x in rounds]
-        rd = [x[m]["read"] for x in rounds]
+        rd = [x[m]["write"] for x in rounds]
         ge = [x[m]["getppid"] - x["none"]["getppid"] for x in rounds]
-        re_ = [x[m]["read"] - x["none"]["read"] for x in rounds]
+        re_ = [x[m]["write"] - x["none"]["write"] for x in rounds]
         print("%-5s %10.1f %10.1f %+14.1f %+12.1f" % (m, med(g), med(rd), med(ge), med(re_)))
     if args.no_stats:
         return

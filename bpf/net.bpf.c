@@ -6,10 +6,13 @@
  * (tp_btf; the per-syscall sys_enter_X ones through tracefs where it has
  * them), so no kprobes are needed.
  *
- *   sys_enter           remember the user buffer of read/write-like syscalls
- *                       (raw sys_enter, or syscalls:sys_enter_X per syscall);
- *                       close(2) of a unix stream socket: CLOSE record (B10)
- *   sock_recv_length    RECV record + payload prefix (fires after the copy-out)
+ *   sys_enter           remember the user buffer and entry time of write-like
+ *                       syscalls (syscalls:sys_enter_X per syscall, or raw
+ *                       sys_enter); close(2) of a unix stream socket: CLOSE
+ *                       record (B10)
+ *   sock_recv_length    RECV record + payload prefix (fires after the copy-out);
+ *                       the read's buffer from the task's user registers, so
+ *                       no program runs at the entry of any read (B1.5)
  *   sock_send_length    SEND record + payload prefix + tcp write_seq
  *   io_uring_submit_req remember the buffer of an io_uring send/recv on a
  *                       socket, for the sock_*_length that its issue fires
@@ -39,17 +42,18 @@ static __always_inline __u64 current_user_r14(void)
 }
 
 /*
- * Remember the buffer of the syscalls that move socket payload. This runs for
+ * Remember the buffer of the syscalls that write socket payload. This runs for
  * every syscall of the machine, so the cheap test (the syscall number) comes
  * first and the rest return before any map lookup. A slot only ever holds the
  * arguments of its thread's last such syscall; handle_io uses it only when
  * the syscall it fires in has the slot's number, which then is that very
- * syscall (its entry overwrote the slot), never a stale buffer.
+ * syscall (its entry overwrote the slot), never a stale buffer. Reads are
+ * not remembered: handle_io takes their arguments from the registers.
  */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 {
-	if (payload_syscall(id))
+	if (send_syscall(id))
 		remember_args(regs, id);
 	else if (id == NR_close)
 		on_close_fd(PT_REGS_PARM1_CORE_SYSCALL(regs));	/* a unix stream connection's end (B10) */
@@ -57,11 +61,11 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 }
 
 /*
- * The same per payload syscall, on its own syscalls:sys_enter_X tracepoint
- * (tracefs event, CONFIG_FTRACE_SYSCALLS): only these eight syscalls run a
+ * The same per write-like syscall, on its own syscalls:sys_enter_X tracepoint
+ * (tracefs event, CONFIG_FTRACE_SYSCALLS): only these four syscalls run a
  * program, the arguments come in the context (no probe reads). User space
- * loads either these eight or handle_sys_enter (user/probe/net_probe.c),
- * never both; compat (32-bit) syscalls reach none of the eight
+ * loads either these four or handle_sys_enter (user/probe/net_probe.c),
+ * never both; compat (32-bit) syscalls reach none of the four
  * (docs/kernel.md B1.5). Names fit the kernel's 15 characters.
  */
 #define SYSCALL_ENTER_TP(name)                                                  \
@@ -76,16 +80,12 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 		return 0;                                                       \
 	}
 
-SYSCALL_ENTER_TP(read)
 SYSCALL_ENTER_TP(write)
-SYSCALL_ENTER_TP(readv)
 SYSCALL_ENTER_TP(writev)
-SYSCALL_ENTER_TP(recvfrom)
 SYSCALL_ENTER_TP(sendto)
-SYSCALL_ENTER_TP(recvmsg)
 SYSCALL_ENTER_TP(sendmsg)
 
-/* close(2): with the eight, what handle_sys_enter does for it (a unix stream connection's end, B10) */
+/* close(2): with the four, what handle_sys_enter does for it (a unix stream connection's end, B10) */
 SEC("tracepoint/syscalls/sys_enter_close")
 int enter_close(struct trace_event_raw_sys_enter *ctx)
 {
@@ -217,21 +217,44 @@ int BPF_PROG(handle_uring_submit_sqe, struct io_kiocb *req, bool force_nonblock)
 	return on_uring_submit(req);
 }
 
+/*
+ * The arguments of the read-like syscall the current task is in, into *a
+ * (zeroed by the caller), from the task's user registers: the kernel saved
+ * them at the syscall's entry and the syscall has not returned yet
+ * (bpf_task_pt_regs, 5.15; docs/kernel.md B1.5). NULL where it is in no
+ * read-like payload syscall (an io_uring request's issue, recvmmsg, ...).
+ * enter_ns stays 0: no program runs at a read's entry.
+ */
+static __always_inline struct sys_args *recv_call_args(struct sys_args *a)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	if (!regs)	/* never: lets the compiler drop syscall_arg's context path */
+		return NULL;
+	if (!call_args(a, regs, NULL, syscall_nr(regs)) || a->dir != DIR_RECV)
+		return NULL;
+	return a;
+}
+
 static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 type)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 dir = type == TTF_EV_RECV ? DIR_RECV : DIR_SEND;
 	struct uring_key key = {};
+	struct sys_args call = {};
 	bool from_uring = false;
-	struct sys_args *a;
+	struct sys_args *a = NULL;
 	__u64 cookie;
 	__u32 tls;
 
 	/* untraced: one load (follow_open) unless a hop is pending (net_hop.bpf.h) */
-	if (!tgid_traced(pid_tgid >> 32) &&
-	    !(type == TTF_EV_RECV && ret > 0 && follow_open() &&
-	      follow_claim(sk, bpf_map_lookup_elem(&sys_args, &pid_tgid))))
-		return 0;
+	if (!tgid_traced(pid_tgid >> 32)) {
+		if (type != TTF_EV_RECV || ret <= 0 || !follow_open())
+			return 0;
+		a = recv_call_args(&call);
+		if (!follow_claim(sk, a))
+			return 0;
+	}
 	if (!io_wanted(sk, ret, flags, type)) {
 		/* a transmit this write kept (B1.12): no SEND record will carry it */
 		if (type == TTF_EV_SEND && (a = send_call_slot(pid_tgid)))
@@ -251,9 +274,14 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 	if (!sk_closed(sk))	/* no CLOSE transition would take it out again */
 		mark_traced(cookie);
 	tls = tls_tgid_marked(pid_tgid >> 32) ? tls_on_io(sk, cookie, type, current_user_r14()) : 0;
-	a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
-	if (a && (a->dir != dir || a->nr != current_syscall_nr()))
-		a = NULL;
+	if (type == TTF_EV_RECV) {
+		if (!a)
+			a = recv_call_args(&call);
+	} else {
+		a = bpf_map_lookup_elem(&sys_args, &pid_tgid);
+		if (a && (a->dir != dir || a->nr != current_syscall_nr()))
+			a = NULL;
+	}
 	if (!a) {
 		/* not in a payload syscall: an io_uring request's issue, or none */
 		key.sk = (__u64)(unsigned long)sk;

@@ -64,6 +64,16 @@ static __always_inline bool payload_syscall(long id)
 }
 
 /*
+ * The payload syscalls that write: the ones whose entry the socket source
+ * remembers (a receive's arguments are read at its socket tracepoint, from
+ * the task's registers: see net.bpf.c).
+ */
+static __always_inline bool send_syscall(long id)
+{
+	return id == NR_write || id == NR_writev || id == NR_sendto || id == NR_sendmsg;
+}
+
+/*
  * Argument i (0 to 3) of the current syscall: from regs, the task's user
  * registers (one probe read each), or with regs NULL from args, the argument
  * array of a syscalls:sys_enter_X tracepoint's context. The callers pass a
@@ -86,11 +96,65 @@ static __always_inline __u64 syscall_arg(struct pt_regs *regs, const unsigned lo
 }
 
 /*
- * Remember the arguments of a payload syscall of a traced thread: its fd,
- * user buffer (flat buffer, iovec array or msghdr), flags and entry time,
- * read from regs, or with regs NULL from args (a syscalls:sys_enter_X
- * context).
- * A slot only ever holds its thread's last such syscall (see the callers).
+ * The arguments of payload syscall id into a (which the caller zeroed): its
+ * buffer kind, direction, fd, user buffer (flat buffer, iovec array or
+ * msghdr), length and receive flags, read from regs, or with regs NULL from
+ * args (a syscalls:sys_enter_X context). false: id is not a payload syscall
+ * (sendfile counts, with no buffer).
+ */
+static __always_inline bool call_args(struct sys_args *a, struct pt_regs *regs,
+				      const unsigned long *args, long id)
+{
+	switch (id) {
+	case NR_read:
+		a->kind = BUF_FLAT;
+		a->dir = DIR_RECV;
+		break;
+	case NR_recvfrom:
+		a->kind = BUF_FLAT;
+		a->dir = DIR_RECV;
+		a->flags = syscall_arg(regs, args, 3);
+		break;
+	case NR_write:
+	case NR_sendto:
+		a->kind = BUF_FLAT;
+		a->dir = DIR_SEND;
+		break;
+	case NR_readv:
+		a->kind = BUF_IOV;
+		a->dir = DIR_RECV;
+		break;
+	case NR_writev:
+		a->kind = BUF_IOV;
+		a->dir = DIR_SEND;
+		break;
+	case NR_recvmsg:
+		a->kind = BUF_MSG;
+		a->dir = DIR_RECV;
+		a->flags = syscall_arg(regs, args, 2);
+		break;
+	case NR_sendmsg:
+		a->kind = BUF_MSG;
+		a->dir = DIR_SEND;
+		break;
+	case NR_sendfile:
+		a->kind = BUF_NONE;	/* the payload comes from a file, not user memory */
+		a->dir = DIR_SEND;
+		break;
+	default:
+		return false;
+	}
+	a->nr = id;
+	a->fd = syscall_arg(regs, args, 0);
+	a->buf = syscall_arg(regs, args, 1);
+	a->len = syscall_arg(regs, args, 2);
+	return true;
+}
+
+/*
+ * Remember the arguments of a payload syscall of a traced thread (see
+ * call_args) and its entry time. A slot only ever holds its thread's last
+ * such syscall (see the callers).
  */
 static __always_inline void remember_call(struct pt_regs *regs, const unsigned long *args,
 					  long id)
@@ -104,52 +168,11 @@ static __always_inline void remember_call(struct pt_regs *regs, const unsigned l
 	/* an untraced thread's read, while a hop is pending, may be its first (net_hop.bpf.h) */
 	if (!traced && !follow_open())
 		return;
-	switch (id) {
-	case NR_read:
-		a.kind = BUF_FLAT;
-		a.dir = DIR_RECV;
-		break;
-	case NR_recvfrom:
-		a.kind = BUF_FLAT;
-		a.dir = DIR_RECV;
-		a.flags = syscall_arg(regs, args, 3);
-		break;
-	case NR_write:
-	case NR_sendto:
-		a.kind = BUF_FLAT;
-		a.dir = DIR_SEND;
-		break;
-	case NR_readv:
-		a.kind = BUF_IOV;
-		a.dir = DIR_RECV;
-		break;
-	case NR_writev:
-		a.kind = BUF_IOV;
-		a.dir = DIR_SEND;
-		break;
-	case NR_recvmsg:
-		a.kind = BUF_MSG;
-		a.dir = DIR_RECV;
-		a.flags = syscall_arg(regs, args, 2);
-		break;
-	case NR_sendmsg:
-		a.kind = BUF_MSG;
-		a.dir = DIR_SEND;
-		break;
-	case NR_sendfile:
-		a.kind = BUF_NONE;	/* the payload comes from a file, not user memory */
-		a.dir = DIR_SEND;
-		break;
-	default:
+	if (!call_args(&a, regs, args, id))
 		return;
-	}
 	if (!traced && a.dir != DIR_RECV)
 		return;
-	a.nr = id;
 	a.enter_ns = bpf_ktime_get_ns();
-	a.fd = syscall_arg(regs, args, 0);
-	a.buf = syscall_arg(regs, args, 1);
-	a.len = syscall_arg(regs, args, 2);
 	old = bpf_map_lookup_elem(&sys_args, &pid_tgid);
 	if (old) {
 		xmit_flush(old);	/* kept by a write that made no SEND record */

@@ -226,11 +226,12 @@ fail:
 
 /*
  * The syscalls whose syscalls:sys_enter_X tracepoint has a program enter_X
- * in bpf/net.bpf.c: the eight payload syscalls its handle_sys_enter takes,
- * and close (a unix stream connection's end, docs/kernel.md B10).
+ * in bpf/net.bpf.c: the four write-like syscalls its handle_sys_enter takes
+ * (a read's arguments come from the registers at sock_recv_length), and
+ * close (a unix stream connection's end, docs/kernel.md B10).
  */
 static const char *const enter_syscalls[] = {
-	"read", "write", "readv", "writev", "recvfrom", "sendto", "recvmsg", "sendmsg", "close",
+	"write", "writev", "sendto", "sendmsg", "close",
 };
 #define N_ENTER (sizeof(enter_syscalls) / sizeof(enter_syscalls[0]))
 

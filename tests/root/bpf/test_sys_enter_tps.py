@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The sock source's syscall arguments (bpf/net.bpf.c): from the per-syscall
 tracepoints syscalls:sys_enter_X where tracefs has them (the default here),
-else from raw sys_enter. TTFTRACE_SKIP_PROGS leaving one of the eight
+else from raw sys_enter. TTFTRACE_SKIP_PROGS leaving one of the five
 programs out forces the fallback; both must give the same records on every
-read and write syscall variant, with no payload missing.
+read and write syscall variant, with no payload missing. Reads run no
+program at their entry: their arguments come from the registers at
+sock_recv_length (docs/kernel.md B1.5).
 """
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import TTFTRACE, needs_root
+from conftest import TTFTRACE, Client, needs_root
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_net_source import ITL_MS, TTFT_MS, check_run, trace_run  # noqa: E402
@@ -45,6 +48,31 @@ def test_tracepoints_and_raw_sys_enter_agree(sse_server, tracer):
     for a, b in zip(runs["tp"], runs["raw"]):
         assert a["tokens"] == b["tokens"] and a["token_events"] == b["token_events"], (a, b)
         assert a["path"] == b["path"] and a["status"] == b["status"]
+
+
+@pytest.mark.skipif(not shutil.which("bpftool"), reason="needs bpftool")
+def test_reads_run_no_program_at_their_entry(sse_server, tracer):
+    """The tracer's syscall tracepoints, as the kernel lists them: the four
+    write-like syscalls and close, no read of any kind; the reads of a
+    traced request still carry their payload (the request is recognised and
+    no arguments are missing)."""
+    srv = sse_server("--ttft-ms", "20", "--itl-ms", "5", "--syscalls", "cycle")
+    tr = tracer("-p", srv.pid)
+    c = Client(srv.port)
+    rs = [c.request(max_tokens=3) for _ in range(5)]
+    c.close()
+    tr.wait_requests(len(rs), timeout_s=5)
+    out = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True,
+                         timeout=30)
+    assert out.returncode == 0, out.stderr
+    tps = sorted(x["tracepoint"] for x in json.loads(out.stdout)
+                 if x.get("pid") == tr.proc.pid and x.get("fd_type") == "tracepoint")
+    assert tps == ["sys_enter_close", "sys_enter_sendmsg", "sys_enter_sendto",
+                   "sys_enter_write", "sys_enter_writev"], tps
+    assert tr.stop() == 0, tr.stderr
+    assert len(tr.requests()) == len(rs), tr.requests()
+    counters = tr.summary()["counters"]
+    assert counters["payload_args_missing"] == 0, counters
 
 
 @pytest.mark.skipif(not shutil.which("unshare"), reason="needs unshare (util-linux)")
