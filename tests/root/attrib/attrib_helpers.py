@@ -4,9 +4,12 @@ the join of ttftrace's request objects with the engine's truth.
 
 Truth stage definitions (CLOCK_MONOTONIC ns from the engine's --truth file,
 the clock of bpf_ktime_get_ns):
-  frontend = t_tokenize_end - t_read_done     (read of the last request byte
-                                               -> tokenize returned; includes
-                                               tokenize)
+  frontend = t_tokenize_end - [t_read_done, t_read_call]
+             (the request's read -> tokenize returned; includes tokenize; the
+             read's kernel time lies between the call of the read that brought
+             the request's first byte and the return of the one that completed
+             it: the thread can be preempted on either side of the kernel's
+             receive, and its clock reads are not the kernel's)
   tokenize = t_tokenize_end - t_tokenize_start
   queue    = t_prefill_start - t_tokenize_end (-> first prefill step starts)
   prefill  = t_prefill_end - t_prefill_start  (-> last prefill step ends)
@@ -125,10 +128,12 @@ def truth_stages_ms(t):
 
 
 def truth_range_ms(t, stage):
-    """(lo, hi) ms: the stage's truth interval (lo == hi except for emit)."""
+    """(lo, hi) ms: the stage's truth interval (lo == hi except for emit and frontend)."""
     lo = truth_stages_ms(t)[stage]
     if stage == "emit":
         return lo, (t["t_first_token_write"] - t["t_prefill_end"]) / 1e6
+    if stage == "frontend":
+        return lo, (t["t_tokenize_end"] - t["t_read_call"]) / 1e6
     return lo, lo
 
 
