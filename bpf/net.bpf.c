@@ -271,7 +271,7 @@ static __always_inline int handle_io(struct sock *sk, int ret, int flags, __u8 t
 		return 0;
 	}
 	cookie = bpf_get_socket_cookie(sk);
-	if (!sk_closed(sk))	/* no CLOSE transition would take it out again */
+	if (!sk_io_closed(sk))	/* no CLOSE transition would take it out again */
 		mark_traced(cookie);
 	tls = tls_tgid_marked(pid_tgid >> 32) ? tls_on_io(sk, cookie, type, current_user_r14()) : 0;
 	if (type == TTF_EV_RECV) {

@@ -88,13 +88,38 @@ static __always_inline __u32 copy_payload(__u8 *dst, const struct sys_args *a, _
  */
 static __always_inline bool io_wanted(struct sock *sk, int ret, int flags, __u8 type)
 {
-	if (ret <= 0 || !sk_is_stream(sk))
+	if (ret <= 0 || !sk_io_stream(sk))
 		return false;
 	if (type == TTF_EV_RECV && (flags & MSG_PEEK)) {
 		count(TTF_CNT_PEEK_SKIPPED);
 		return false;
 	}
-	return !targ_port || BPF_CORE_READ(sk, __sk_common.skc_num) == targ_port;
+	return !targ_port || SK_IO(sk, __sk_common.skc_num) == targ_port;
+}
+
+/*
+ * A TCP write's sequence after it, and TCP_NAGLE_OFF (include/net/tcp.h:
+ * set by setsockopt(TCP_NODELAY)). The sock source's BTF pointer becomes a
+ * tcp_sock one through bpf_skc_to_tcp_sock() (5.9), whose fields are plain
+ * loads (B1.16); the syscall source reads them through the helper.
+ */
+static __always_inline void tcp_send_state(struct ttf_net_event *e, struct sock *sk)
+{
+#ifdef TTF_SK_ID_BY_PTR
+	struct tcp_sock *tp = (struct tcp_sock *)sk;
+
+	e->seq_end = BPF_CORE_READ(tp, write_seq);
+	if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1)
+		e->flags |= TTF_EVF_NODELAY;
+#else
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+
+	if (!tp)
+		return;
+	e->seq_end = tp->write_seq;
+	if (BPF_CORE_READ_BITFIELD(tp, nonagle) & 1)
+		e->flags |= TTF_EVF_NODELAY;
+#endif
 }
 
 /*
@@ -127,10 +152,10 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 	e->seq_end = 0;
 	e->type = type;
 	e->flags = tls;
-	if (sk_closed(sk))
+	if (sk_io_closed(sk))
 		e->flags |= TTF_EVF_CLOSED;
 	e->xmit_before_ns = 0;
-	fill_addr(e, sk);
+	fill_addr_io(e, sk);
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 
 	if (type == TTF_EV_RECV) {
@@ -152,12 +177,7 @@ static __always_inline int emit_io(struct sock *sk, __u64 cookie, int ret, __u8 
 				bpf_map_delete_elem(&arrivals, &cookie);
 		}
 	} else if (e->family != TTF_AF_UNIX) {	/* unix: no sequence numbers, no Nagle */
-		struct tcp_sock *tp = (struct tcp_sock *)sk;
-
-		e->seq_end = BPF_CORE_READ(tp, write_seq);
-		/* TCP_NAGLE_OFF (include/net/tcp.h): set by setsockopt(TCP_NODELAY) */
-		if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & 1)
-			e->flags |= TTF_EVF_NODELAY;
+		tcp_send_state(e, sk);
 		if (a && a->xmit_cookie)
 			xmit_settle(a, cookie, e);
 	}

@@ -114,6 +114,67 @@ static __always_inline void fill_addr(struct ttf_net_event *e, const struct sock
 	FILL_ADDR(e, sk);
 }
 
+/*
+ * The socket of a read or write, as the source holds it. The sock source
+ * has the tracepoint's argument, a BTF pointer: its fields are plain loads
+ * (docs/kernel.md B1.16), a few instructions each. The syscall source's
+ * comes from sock_from_fd(), a number: one bpf_probe_read_kernel() call a
+ * field, as fill_addr() does. These run for every read and write of a
+ * traced process (handle_send once per streamed token).
+ */
+#ifdef TTF_SK_ID_BY_PTR
+#define SK_IO(sk, field) BPF_CORE_READ(sk, field)
+#define fill_addr_io fill_addr
+#else
+#define SK_IO(sk, field) ((sk)->field)
+
+static __always_inline void fill_addr_io(struct ttf_net_event *e, const struct sock *sk)
+{
+	__u32 v4;
+
+	e->family = sk->__sk_common.skc_family;
+	if (e->family == TTF_AF_UNIX) {
+		FILL_UNIX_ADDR(e, sk);
+		return;
+	}
+	e->lport = sk->__sk_common.skc_num;
+	if (!e->lport)	/* zeroed at TCP_CLOSE (see FILL_ADDR); rare, not on the hot path */
+		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
+	e->rport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (e->family == TTF_AF_INET) {
+		__builtin_memset(e->laddr, 0, sizeof(e->laddr));
+		__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+		v4 = sk->__sk_common.skc_rcv_saddr;
+		__builtin_memcpy(e->laddr, &v4, 4);
+		v4 = sk->__sk_common.skc_daddr;
+		__builtin_memcpy(e->raddr, &v4, 4);
+		return;
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		v4 = sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+		__builtin_memcpy(e->laddr + 4 * i, &v4, 4);
+		v4 = sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32[i];
+		__builtin_memcpy(e->raddr + 4 * i, &v4, 4);
+	}
+}
+#endif
+
+/* sk_closed(), sk_is_stream() of a read's or write's socket (SK_IO). */
+static __always_inline bool sk_io_closed(const struct sock *sk)
+{
+	return SK_IO(sk, __sk_common.skc_state) == TCP_CLOSE;
+}
+
+static __always_inline bool sk_io_stream(const struct sock *sk)
+{
+	__u16 family = SK_IO(sk, __sk_common.skc_family);
+
+	if (family == TTF_AF_INET || family == TTF_AF_INET6)
+		return SK_IO(sk, sk_protocol) == IPPROTO_TCP;
+	return family == TTF_AF_UNIX && SK_IO(sk, sk_type) == SOCK_STREAM;
+}
+
 #ifdef TTF_SK_ID_BY_PTR
 /* The id of socket sk (see sk_ids); create: give it one if it has none. 0: none. */
 static __always_inline __u64 sk_id(const struct sock *sk, bool create)

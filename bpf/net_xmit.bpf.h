@@ -61,10 +61,18 @@ static __always_inline long syscall_nr(struct pt_regs *regs)
 }
 
 #ifndef TTF_SK_ID_BY_PTR
-/* Number of the syscall the current task is in; bpf_task_pt_regs() needs Linux 5.15. */
+/*
+ * Number of the syscall the current task is in; bpf_task_pt_regs() needs
+ * Linux 5.15. It returns a BTF pointer: on x86 orig_ax is a plain load
+ * (docs/kernel.md B1.16), no helper call.
+ */
 static __always_inline long current_syscall_nr(void)
 {
+#if defined(__TARGET_ARCH_x86)
+	return ((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()))->orig_ax;
+#else
 	return syscall_nr((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+#endif
 }
 #endif
 
