@@ -58,7 +58,8 @@ SUBCMD_EXAMPLE("ttftrace -p 1234 --probe ./engine:engine_step=step:reg:1",
 "  2   bad command line (or a bad OTEL_* exporter variable)\n"
 "  3   missing privileges (CAP_BPF, CAP_PERFMON)\n"
 "  4   the kernel lacks BTF or a tracepoint\n"
-"  5   no such process, or nothing matches --comm/--port\n"
+"  5   no such process (or -p names a kernel thread), or nothing matches\n"
+"      --comm/--port\n"
 "  6   nothing attached\n"
 "  7   target gone (the summary is printed first)\n"
 "  8   output cannot be written\n"
@@ -189,33 +190,6 @@ static const struct argp_option options[] = {
 
 static const struct argp *cli_argp;
 
-/* The path of a file that may not exist yet: its directory resolved, then its name. */
-static void canonical(const char *path, char *out, size_t len)
-{
-	char dir[PATH_MAX], real[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
-	if (!realpath(dir, real))
-		snprintf(real, sizeof(real), "%s", dir);
-	snprintf(out, len, "%s/%s", real, slash ? slash + 1 : path);
-}
-
-/* 1 when a and b name the same file (created or not); devices may be shared. */
-static int same_output(const char *a, const char *b)
-{
-	char ca[2 * PATH_MAX], cb[2 * PATH_MAX];
-	struct stat sa, sb;
-
-	if (!a || !b)
-		return 0;
-	if (!stat(a, &sa) && !stat(b, &sb))
-		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISCHR(sa.st_mode);
-	canonical(a, ca, sizeof(ca));
-	canonical(b, cb, sizeof(cb));
-	return !strcmp(ca, cb);
-}
-
 /* Two outputs in one file would overwrite each other: refuse before anything is written. */
 static void check_distinct_outputs(const struct ttf_opts *o)
 {
@@ -225,7 +199,7 @@ static void check_distinct_outputs(const struct ttf_opts *o)
 
 	for (int i = 0; i < 3; i++)
 		for (int j = i + 1; j < 3; j++)
-			if (same_output(outs[i].path, outs[j].path))
+			if (subcmd__same_output(outs[i].path, outs[j].path))
 				subcmd__usage_fail("ttftrace", "%s and %s name the same file '%s'",
 						   outs[i].opt, outs[j].opt, outs[i].path);
 }
@@ -295,8 +269,11 @@ static error_t parse_output(int key, char *arg, struct argp_state *state)
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(arg, &end);
-		if (errno || end == arg || *end || o->duration_s <= 0 || o->duration_s > 1e7)
-			subcmd__usage_fail("ttftrace", "invalid duration '%s' (seconds > 0)", arg);
+		/* !(x > 0): NaN fails every comparison */
+		if (errno || end == arg || *end || !(o->duration_s > 0) || o->duration_s > 1e7)
+			subcmd__usage_fail("ttftrace",
+					   "invalid duration '%s' (seconds, over 0 and at most 1e7)",
+					   arg);
 		break;
 	case 'i':
 		errno = 0;

@@ -4,6 +4,7 @@
  * file with TTF_CUPTI_BUILT (1 or 0), TTF_CUPTI_CUDA_HOME and TTF_CUPTI_NOTE
  * (why it was left out), and rebuilds it when they change.
  */
+#include <limits.h>
 #include <stdio.h>
 
 #include "user/cmd/gpu_attach.h"
@@ -28,9 +29,13 @@ int gpu_attach__built(void)
 
 void gpu_attach__build_line(FILE *f)
 {
-	if (TTF_CUPTI_BUILT)
-		fprintf(f, "cupti collector %s (CUDA headers from %s)\n", GPU_ATTACH_LIB_NAME,
-			TTF_CUPTI_CUDA_HOME);
+	char lib[PATH_MAX];
+
+	if (TTF_CUPTI_BUILT && !gpu_attach__search_lib(lib, sizeof(lib)))
+		fprintf(f, "cupti collector %s (CUDA headers from %s)\n", lib, TTF_CUPTI_CUDA_HOME);
+	else if (TTF_CUPTI_BUILT)
+		fprintf(f, "cupti collector %s not found (CUDA headers from %s): build it with "
+			"`make`\n", GPU_ATTACH_LIB_NAME, TTF_CUPTI_CUDA_HOME);
 	else
 		fprintf(f, "cupti collector not built: %s; %s\n", TTF_CUPTI_NOTE, HOW_TO_BUILD);
 }

@@ -27,21 +27,11 @@ struct child_report {
 	struct inject_lib_result r;
 };
 
-int gpu_attach__find_lib(const char *path, char *out, size_t len)
+int gpu_attach__search_lib(char *out, size_t len)
 {
 	char exe[PATH_MAX], cand[PATH_MAX + 64], *slash;
 	ssize_t n;
 
-	if (path) {
-		if (!realpath(path, exe) || access(exe, R_OK)) {
-			fprintf(stderr, "Error: --lib %s: %s\n", path, strerror(errno));
-			fprintf(stderr, "HINT: give the path of %s (`make` builds it in .output/)\n",
-				GPU_ATTACH_LIB_NAME);
-			return -ENOENT;
-		}
-		snprintf(out, len, "%s", exe);
-		return 0;
-	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n > 0) {
 		exe[n] = '\0';
@@ -60,13 +50,34 @@ int gpu_attach__find_lib(const char *path, char *out, size_t len)
 	snprintf(cand, sizeof(cand), "%s/%s", TTF_LIB_DIR, GPU_ATTACH_LIB_NAME);
 	if (!access(cand, R_OK) && realpath(cand, out))
 		return 0;
+	return -ENOENT;
+}
+
+int gpu_attach__find_lib(const char *path, char *out, size_t len)
+{
+	char exe[PATH_MAX];
+
+	if (path) {
+		if (!realpath(path, exe) || access(exe, R_OK)) {
+			fprintf(stderr, "Error: --lib %s: %s\n", path, strerror(errno));
+			fprintf(stderr, "HINT: give the path of %s (`make` builds it in .output/)\n",
+				GPU_ATTACH_LIB_NAME);
+			return -ENOENT;
+		}
+		snprintf(out, len, "%s", exe);
+		return 0;
+	}
+	if (!gpu_attach__search_lib(out, len))
+		return 0;
 	fprintf(stderr, "Error: %s not found next to the ttftrace binary (nor in .output/, "
 		TTF_LIB_DIR_FROM_BIN " from it, or " TTF_LIB_DIR ")\n", GPU_ATTACH_LIB_NAME);
 	if (gpu_attach__built())
-		fprintf(stderr, "HINT: build it with `make`, or give its path with --lib\n");
+		fprintf(stderr, "HINT: build it with `make`, or give its path with "
+			"`ttftrace gpu-attach --lib PATH`\n");
 	else
 		fprintf(stderr, "HINT: this build found no CUDA headers: build it with "
-			"`make CUDA_HOME=/path/to/cuda`, or give its path with --lib\n");
+			"`make CUDA_HOME=/path/to/cuda`, or give its path with "
+			"`ttftrace gpu-attach --lib PATH`\n");
 	return -ENOENT;
 }
 

@@ -31,6 +31,8 @@ struct gpu_attach_opts {
  * path. 0, or -ENOENT with "Error:"/"HINT:" printed.
  */
 int gpu_attach__find_lib(const char *path, char *out, size_t len);
+/* The same search without a path given, and silent: 0 or -ENOENT. */
+int gpu_attach__search_lib(char *out, size_t len);
 
 /* Where collectors report: sock if given, else $TTFTRACE_CUPTI_SOCK, else the default. */
 const char *gpu_attach__sock(const char *sock);

@@ -7,6 +7,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,12 @@ int gpu_attach_main(int argc, char **argv)
 	rc = subcmd__parse(&argp, "ttftrace gpu-attach", argc, argv, &a);
 	if (rc)
 		return rc < 0 ? TTF_EXIT_OK : rc;
+	/* the target before the library: a wrong PID is the first thing to fix */
+	if (kill(a.pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "Error: no process %d\nHINT: check the PID with `ps -p PID`\n",
+			a.pid);
+		return TTF_EXIT_NO_TARGET;
+	}
 	if (gpu_attach__find_lib(a.lib, lib, sizeof(lib)))
 		return TTF_EXIT_USAGE;
 	o.lib = lib;

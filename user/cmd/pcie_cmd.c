@@ -371,7 +371,9 @@ static int pcie_find(const struct pcie_args *a, struct pcie_gpu *gpus, int *n)
 	if (a->gpu[0]) {
 		*n = pcie__read_gpu(a->sysfs_root, a->gpu, &gpus[0]);
 		if (*n == -ENOENT) {
-			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n", a->gpu,
+			fprintf(stderr, "Error: no PCI device %s under %s/bus/pci/devices\n"
+				"HINT: list the GPUs' addresses with `lspci -D -d 10de:` or "
+				"`nvidia-smi --query-gpu=pci.bus_id --format=csv`\n", a->gpu,
 				a->sysfs_root);
 			return TTF_EXIT_NO_TARGET;
 		}
@@ -440,7 +442,8 @@ static int pcie_audit_gpu(const struct pcie_args *a, struct copybw_cuda *cu, str
 	if (a->pid && !pcie__parse_cpulist(g->local_cpulist, &local) && g->local_cpulist[0])
 		r->loc_err = pcie__thread_locality(a->proc_root, a->pid, &local, &r->loc);
 	if (r->loc_err == -ESRCH) {
-		fprintf(stderr, "Error: no process %d under %s\n", a->pid, a->proc_root);
+		fprintf(stderr, "Error: no process %d under %s\nHINT: check the PID with "
+			"`ps -p PID`\n", a->pid, a->proc_root);
 		return TTF_EXIT_NO_TARGET;
 	}
 	return r->verdict == PCIE_DOWNTRAINED ? TTF_EXIT_FAULT : TTF_EXIT_OK;

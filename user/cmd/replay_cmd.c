@@ -164,15 +164,33 @@ static int replay_exit(int err, const struct replay_stats *st, const struct repl
 	return TTF_EXIT_OK;
 }
 
-/* -o FILE into o->out (left stdout without -o). Returns 0 or an exit code (said). */
+/*
+ * -o FILE into o->out (left stdout without -o), once no output names the
+ * recording or another output. Returns 0 or an exit code (said).
+ */
 static int open_output(const struct replay_args *a, struct replay_opts *o)
 {
 	int fd;
 
-	if (subcmd__same_file(a->file, a->output)) {
-		ttf_error("give -o another file: it would be truncated before it is read",
-			  "-o %s is the recording itself", a->output);
-		return TTF_EXIT_USAGE;
+	const struct { const char *opt, *path; } outs[] = {
+		{ "-o", a->output }, { "--perfetto", a->perfetto },
+		{ "--metrics-out", a->metrics_out }, { "--otlp-out", a->otlp_out },
+	};
+	int n = sizeof(outs) / sizeof(outs[0]);
+
+	for (int i = 0; i < n; i++) {
+		if (subcmd__same_file(a->file, outs[i].path)) {
+			ttf_error("give it another file: it would be truncated before it is read",
+				  "%s %s is the recording itself", outs[i].opt, outs[i].path);
+			return TTF_EXIT_USAGE;
+		}
+		for (int j = i + 1; j < n; j++)
+			if (subcmd__same_output(outs[i].path, outs[j].path)) {
+				ttf_error("give each output its own file",
+					  "%s and %s name the same file '%s'", outs[i].opt,
+					  outs[j].opt, outs[i].path);
+				return TTF_EXIT_USAGE;
+			}
 	}
 	if (!a->output)
 		return 0;

@@ -198,7 +198,8 @@ int report_main(int argc, char **argv)
 	fclose(in);
 	if (code)
 		return code;
-	fprintf(stderr, "Wrote %s: %u requests%s%s.\n", a.out_path, res.requests,
+	fprintf(stderr, "Wrote %s: %u request%s%s%s.\n", a.out_path, res.requests,
+		res.requests == 1 ? "" : "s",
 		res.have_summary ? "" : ", no summary object (interrupted run?)",
 		res.bad_lines ? ", a truncated last line skipped" : "");
 	if (slo.n) {

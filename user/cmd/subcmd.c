@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <argp.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,32 @@ int subcmd__same_file(const char *a, const char *b)
 
 	return a && b && !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev &&
 	       sa.st_ino == sb.st_ino;
+}
+
+/* The path of a file that may not exist yet: its directory resolved, then its name. */
+static void canonical(const char *path, char *out, size_t len)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+	if (!realpath(dir, real))
+		snprintf(real, sizeof(real), "%s", dir);
+	snprintf(out, len, "%s/%s", real, slash ? slash + 1 : path);
+}
+
+int subcmd__same_output(const char *a, const char *b)
+{
+	char ca[2 * PATH_MAX], cb[2 * PATH_MAX];
+	struct stat sa, sb;
+
+	if (!a || !b)
+		return 0;
+	if (!stat(a, &sa) && !stat(b, &sb))
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISCHR(sa.st_mode);
+	canonical(a, ca, sizeof(ca));
+	canonical(b, cb, sizeof(cb));
+	return !strcmp(ca, cb);
 }
 
 int subcmd__parse_int(const char *s, int min, int max, int *out)

@@ -67,4 +67,10 @@ void subcmd__usage_fail(const char *prog, const char *fmt, ...)
 /* 1 when paths a and b both exist and are the same file (an input named as the output). */
 int subcmd__same_file(const char *a, const char *b);
 
+/*
+ * 1 when output paths a and b name the same file, created or not (its
+ * directory resolved); a character device (/dev/null) may be shared.
+ */
+int subcmd__same_output(const char *a, const char *b);
+
 #endif /* TTFTRACE_SUBCMD_H */

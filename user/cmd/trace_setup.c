@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,30 @@ static int open_output(struct tracer *t)
 	return 0;
 }
 
+/*
+ * Is pid a kernel thread? The flags field of /proc/PID/stat (the ninth,
+ * proc_pid_stat(5)) has PF_KTHREAD (0x00200000, include/linux/sched.h).
+ * kthreadd's children are every kernel thread: never a server to trace.
+ */
+static bool kernel_thread(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	unsigned long flags;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* comm may hold spaces and parentheses */
+	return p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+	       (flags & 0x00200000UL);
+}
+
 static int resolve_targets(struct tracer *t)
 {
 	const struct ttf_opts *o = t->opts;
@@ -55,6 +80,12 @@ static int resolve_targets(struct tracer *t)
 
 	switch (o->target) {
 	case TTF_TARGET_PID:
+		if (kernel_thread(o->pid)) {
+			ttf_error("give the PID of the server process (`pgrep -f llama-server`), "
+				  "or use --port PORT",
+				  "PID %d is a kernel thread: no server to trace", o->pid);
+			return TTF_EXIT_NO_TARGET;
+		}
 		err = target__by_pid(&t->targets, o->pid);
 		if (err == -ESRCH)
 			ttf_error("check the PID with `ps -p PID`", "no such process: %d", o->pid);

@@ -34,18 +34,28 @@ def says_error(p):
     (),
     ("--metrics", "nope", "-p", "1"),
     ("-d", "-5", "-p", "1"),
+    ("-d", "nan", "-p", "1"),
     ("--bogus", "-p", "1"),
     ("-p",),
     ("--drain-ms", "5", "-p", "1"),
     ("--drain-ms", "10001", "-p", "1"),
 ], ids=["ringbuf-not-pow2", "capture-too-big", "two-targets", "no-target", "metrics-addr",
-        "negative-duration", "unknown-option", "missing-value", "drain-too-short",
+        "negative-duration", "nan-duration", "unknown-option", "missing-value", "drain-too-short",
         "drain-too-long"])
 def test_malformed_cli_exits_2(args):
     p = run(*args)
     assert p.returncode == USAGE, (p.returncode, p.stderr)
     assert says_error(p), p.stderr
     assert p.stdout == ""
+
+
+@needs_root
+def test_kernel_thread_is_no_target():
+    """-p 2 (kthreadd, whose children are every kernel thread) is refused, exit 5."""
+    p = run("-p", "2", "-d", "1")
+    assert p.returncode == 5, (p.returncode, p.stderr)
+    assert "Error: PID 2 is a kernel thread" in p.stderr, p.stderr
+    assert "HINT: " in p.stderr, p.stderr
 
 
 @pytest.mark.parametrize("flag", ["-h", "--help", "-?", "--usage", "-V", "--version"])
@@ -278,6 +288,34 @@ def test_input_named_as_output_is_refused(tmp_path):
     assert "Error: -o %s is the input itself" % nd in p.stderr, p.stderr
     with open(nd) as f:
         assert f.read() == before
+
+
+@pytest.mark.parametrize("opt", ["--perfetto", "--metrics-out", "--otlp-out"])
+def test_replay_never_writes_over_its_recording(tmp_path, opt):
+    """Each of replay's outputs, named as the recording (./run.rec against
+    DIR/run.rec), is refused before the recording is opened for writing."""
+    rec = str(tmp_path / "run.rec")
+    shutil.copy(FIXTURE_REC, rec)
+    with open(rec, "rb") as f:
+        before = f.read()
+    p = subprocess.run([TTFTRACE, "replay", rec, opt, "./run.rec"], capture_output=True,
+                       text=True, timeout=60, cwd=str(tmp_path))
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Error: %s ./run.rec is the recording itself" % opt in p.stderr, p.stderr
+    assert "HINT: " in p.stderr, p.stderr
+    with open(rec, "rb") as f:
+        assert f.read() == before
+
+
+@pytest.mark.parametrize("a,b", [("-o", "--perfetto"), ("--perfetto", "--otlp-out"),
+                                 ("-o", "--metrics-out")])
+def test_replay_two_outputs_in_one_file_exit_2(tmp_path, a, b):
+    p = subprocess.run([TTFTRACE, "replay", FIXTURE_REC, a, "same.out", b,
+                        str(tmp_path / "same.out")], capture_output=True, text=True,
+                       timeout=60, cwd=str(tmp_path))
+    assert p.returncode == USAGE, (p.returncode, p.stderr)
+    assert "Error: %s and %s name the same file" % (a, b) in p.stderr, p.stderr
+    assert not (tmp_path / "same.out").exists()
 
 
 def test_replay_output_write_error_is_an_output_error(tmp_path):

@@ -98,8 +98,10 @@ int grpc_profile__load(const char *file, struct grpc_profile *p, int *bad_line)
 	memset(p, 0, sizeof(*p));
 	if (!f)
 		return -errno;
+	errno = 0;
 	n = getdelim(&text, &cap, '\0', f);
-	err = n < 0 && ferror(f) ? -EIO : 0;
+	/* the read's own errno (EISDIR for a directory), EIO when it left none */
+	err = n < 0 && ferror(f) ? (errno ? -errno : -EIO) : 0;
 	fclose(f);
 	if (!err)
 		err = grpc_profile__parse(n < 0 ? "" : text, p, bad_line);
