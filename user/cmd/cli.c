@@ -2,6 +2,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -483,6 +484,15 @@ static void check_engine_args(const struct ttf_opts *o)
 		exit(TTF_EXIT_USAGE);
 }
 
+/* path is a directory (errno set when it cannot be read at all). */
+static bool dir_exists(const char *path)
+{
+	struct stat st;
+
+	errno = 0;
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
 /* Options that only make sense with others, once all are read. */
 static void check_combinations(const struct ttf_opts *o)
 {
@@ -495,6 +505,15 @@ static void check_combinations(const struct ttf_opts *o)
 		subcmd__usage_fail("ttftrace", "--buckets is for --metrics: give --metrics [ADDR:]PORT too");
 	if (o->perfetto_sched_given && !o->perfetto)
 		subcmd__usage_fail("ttftrace", "--perfetto-sched is for --perfetto: give --perfetto FILE too");
+	if (o->no_profile && o->n_profiles)
+		subcmd__usage_fail("ttftrace", "--profile and --no-profile contradict: give one");
+	if (o->no_sched && o->perfetto_sched_given && o->perfetto_sched != PERFETTO_SCHED_NONE)
+		subcmd__usage_fail("ttftrace", "--perfetto-sched %s needs the scheduler overlay, "
+				   "which --no-sched turns off: give one",
+				   o->perfetto_sched == PERFETTO_SCHED_ALL ? "all" : "served");
+	if (o->sysfs_root && !dir_exists(o->sysfs_root))
+		subcmd__usage_fail("ttftrace", "--sysfs-root %s: %s", o->sysfs_root,
+				   errno ? strerror(errno) : "Not a directory");
 	check_distinct_outputs(o);
 	check_engine_args(o);
 }

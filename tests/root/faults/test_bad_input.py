@@ -39,9 +39,13 @@ def says_error(p):
     ("-p",),
     ("--drain-ms", "5", "-p", "1"),
     ("--drain-ms", "10001", "-p", "1"),
+    ("--profile", "fixture", "--no-profile", "-p", "1"),
+    ("--no-sched", "--perfetto-sched", "all", "--perfetto", "/dev/null", "-p", "1"),
+    ("--sysfs-root", "/nonexistent", "-p", "1"),
 ], ids=["ringbuf-not-pow2", "capture-too-big", "two-targets", "no-target", "metrics-addr",
         "negative-duration", "nan-duration", "unknown-option", "missing-value", "drain-too-short",
-        "drain-too-long"])
+        "drain-too-long", "profile-and-no-profile", "sched-slices-without-sched",
+        "sysfs-root-missing"])
 def test_malformed_cli_exits_2(args):
     p = run(*args)
     assert p.returncode == USAGE, (p.returncode, p.stderr)
