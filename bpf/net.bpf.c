@@ -231,8 +231,16 @@ static __always_inline struct sys_args *recv_call_args(struct sys_args *a)
 
 	if (!regs)	/* never: lets the compiler drop syscall_arg's context path */
 		return NULL;
+#if defined(__TARGET_ARCH_x86)
+	/* a BTF pointer: plain loads (B1.16); x86's syscall arguments di, si, dx, r10 */
+	unsigned long args[4] = { regs->di, regs->si, regs->dx, regs->r10 };
+
+	if (!call_args(a, NULL, args, regs->orig_ax) || a->dir != DIR_RECV)
+		return NULL;
+#else
 	if (!call_args(a, regs, NULL, syscall_nr(regs)) || a->dir != DIR_RECV)
 		return NULL;
+#endif
 	return a;
 }
 
